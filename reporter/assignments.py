@@ -1,0 +1,248 @@
+"""Finding and loading ``kernels/<name>/``: the assignment's spec and its versions.
+
+An assignment is a folder holding ``assignment.py`` (data plus functions, in the shape of
+the GPU MODE / CS149 harnesses), ``vNN_slug.py`` files (one per iteration, each exposing
+``custom_kernel(data)``), optional ``vNN_slug.cu`` sources beside them, and ``worklog.md``.
+
+``assignment.py`` defines:
+
+* ``TITLE``: a one-line title; ``CASES``: ``{case_name: {param: value, ..., "seed": int}}``;
+  ``BENCHMARK_CASE``: the name of the case the report ranks by;
+* ``generate_input(**case)`` and ``ref_kernel(data)``;
+* ``TOLERANCE``: a :class:`Tolerance` (``Tolerance.exact()`` for integer results);
+* ``work_model(**case) -> WorkModel``;
+* ``PEERS``: ``{name: Peer}``, library implementations timed beside the versions;
+* ``REFERENCE_RESULTS``: public results (leaderboard rows) with their GPU.
+
+Nothing in this module knows any particular assignment.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .records import CodeSnapshot, SourceFile
+
+VERSION_RE = re.compile(r"^v(\d{2,3})[a-z0-9_]*$")
+
+
+class AssignmentError(Exception):
+    """An assignment or version that cannot be found or loaded; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float = 0.0
+    atol: float = 0.0
+    exact: bool = False
+
+    @classmethod
+    def exact_match(cls) -> Tolerance:
+        return cls(exact=True)
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A library implementation timed in the same run (e.g. torch SDPA with one backend)."""
+
+    fn: Callable[[Any], Any]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ReferenceResult:
+    """A public result to compare against, such as a course leaderboard row."""
+
+    label: str
+    gpu: str
+    median_ms: float
+    source: str = ""
+    case: str = "benchmark"
+
+
+@dataclass
+class Version:
+    name: str  # 'v02_fused_triton'
+    number: int
+    path: Path
+    assignment_dir: Path
+
+    @property
+    def short(self) -> str:
+        """'v02' — the handle worklog.md binds numbers with."""
+        return f"v{self.number:02d}"
+
+    @property
+    def sources(self) -> list[Path]:
+        """The .py file, sources beside it sharing its stem (.cu, .cuh), and the sibling
+        modules it imports (a version built on an earlier one carries that one's code)."""
+        out = [self.path]
+        for ext in (".cu", ".cuh", ".h"):
+            p = self.path.with_suffix(ext)
+            if p.exists():
+                out.append(p)
+        for name in self.sibling_imports():
+            p = self.assignment_dir / f"{name}.py"
+            if p not in out:
+                out.append(p)
+                out.extend(q for ext in (".cu", ".cuh") if (q := p.with_suffix(ext)).exists())
+        return out
+
+    def sibling_imports(self) -> list[str]:
+        try:
+            tree = ast.parse(self.path.read_text(encoding="utf-8"))
+        except SyntaxError:
+            return []
+        names: list[str] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.append(node.module)
+            elif isinstance(node, ast.Import):
+                names.extend(a.name for a in node.names)
+        return [n for n in dict.fromkeys(names) if (self.assignment_dir / f"{n}.py").is_file()]
+
+    def docstring(self) -> str:
+        try:
+            tree = ast.parse(self.path.read_text(encoding="utf-8"))
+        except SyntaxError as e:
+            raise AssignmentError(f"{self.path}:{e.lineno}: syntax error: {e.msg}") from e
+        return (ast.get_docstring(tree) or "").strip()
+
+    def load(self) -> ModuleType:
+        mod = _import_file(self.path, f"_kernels_{self.assignment_dir.name}_{self.name}")
+        if not callable(getattr(mod, "custom_kernel", None)):
+            raise AssignmentError(f"{self.path}: defines no custom_kernel(data)")
+        return mod
+
+    def snapshot(self, repo_root: Path, config: dict | None = None) -> CodeSnapshot:
+        files = []
+        for p in self.sources:
+            text = p.read_text(encoding="utf-8")
+            try:
+                rel = str(p.resolve().relative_to(repo_root.resolve()))
+            except ValueError:
+                rel = str(p)
+            files.append(SourceFile(path=rel, sha256=hashlib.sha256(text.encode()).hexdigest(), text=text))
+        commit, dirty = git_state(repo_root)
+        return CodeSnapshot(files=files, git_commit=commit, git_dirty=dirty, config=dict(config or {}))
+
+
+@dataclass
+class Assignment:
+    name: str
+    path: Path
+    module: ModuleType | None = field(default=None, repr=False)
+
+    @property
+    def spec(self) -> ModuleType:
+        if self.module is None:
+            self.module = _import_file(self.path / "assignment.py", f"_kernels_{self.name}_assignment")
+            for attr in ("CASES", "generate_input", "ref_kernel", "TOLERANCE", "work_model"):
+                if not hasattr(self.module, attr):
+                    raise AssignmentError(f"{self.path / 'assignment.py'}: missing '{attr}'")
+        return self.module
+
+    @property
+    def title(self) -> str:
+        return getattr(self.spec, "TITLE", self.name)
+
+    @property
+    def benchmark_case(self) -> str:
+        return getattr(self.spec, "BENCHMARK_CASE", "benchmark")
+
+    @property
+    def worklog_path(self) -> Path:
+        return self.path / "worklog.md"
+
+    def versions(self) -> list[Version]:
+        out = []
+        for p in sorted(self.path.glob("v*.py")):
+            m = VERSION_RE.match(p.stem)
+            if m:
+                out.append(Version(p.stem, int(m.group(1)), p, self.path))
+        return sorted(out, key=lambda v: (v.number, v.name))
+
+    def version(self, handle: str) -> Version:
+        """A version by full name ('v02_fused_triton') or short handle ('v02')."""
+        for v in self.versions():
+            if handle in (v.name, v.short):
+                return v
+        known = ", ".join(v.name for v in self.versions()) or "none"
+        raise AssignmentError(f"no version '{handle}' in {self.path} (have: {known})")
+
+    def cases(self) -> dict[str, dict]:
+        return dict(self.spec.CASES)
+
+    def case(self, name: str) -> dict:
+        cases = self.cases()
+        if name not in cases:
+            raise AssignmentError(f"no case '{name}' in {self.path / 'assignment.py'} (have: {', '.join(cases)})")
+        return dict(cases[name])
+
+
+def find_repo_root(start: Path | None = None) -> Path:
+    """The nearest folder upwards holding kernels/ (the project root)."""
+    here = (start or Path.cwd()).resolve()
+    for p in (here, *here.parents):
+        if (p / "kernels").is_dir():
+            return p
+    return here
+
+
+def list_assignments(kernels_dir: Path) -> list[Assignment]:
+    if not kernels_dir.is_dir():
+        return []
+    return [Assignment(p.name, p) for p in sorted(kernels_dir.iterdir())
+            if (p / "assignment.py").is_file()]
+
+
+def get_assignment(kernels_dir: Path, name: str) -> Assignment:
+    p = kernels_dir / name
+    if not (p / "assignment.py").is_file():
+        known = ", ".join(a.name for a in list_assignments(kernels_dir)) or "none"
+        raise AssignmentError(f"no assignment '{name}': {p / 'assignment.py'} does not exist (have: {known})")
+    return Assignment(name, p)
+
+
+def _import_file(path: Path, module_name: str) -> ModuleType:
+    if not path.is_file():
+        raise AssignmentError(f"{path}: no such file")
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise AssignmentError(f"{path}: cannot be imported")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = mod
+    # let a version import its assignment's helpers (e.g. `from assignment import ...`)
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def git_state(root: Path) -> tuple[str | None, bool | None]:
+    import os
+    import subprocess
+
+    # the GPU node may get a copy of the tree without .git: the caller can pass the state
+    if os.environ.get("REPORT_GIT_COMMIT"):
+        dirty_env = os.environ.get("REPORT_GIT_DIRTY")
+        return os.environ["REPORT_GIT_COMMIT"], (dirty_env == "1") if dirty_env is not None else None
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                                text=True, timeout=10).stdout.strip() or None
+        status = subprocess.run(["git", "status", "--porcelain", "--", "kernels", "reporter"], cwd=root,
+                                capture_output=True, text=True, timeout=10)
+        dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+        return commit, dirty
+    except (OSError, subprocess.SubprocessError):
+        return None, None

@@ -1,0 +1,126 @@
+"""The `report` command: thin typer commands over the harness, the analysis and the renderers.
+
+Render-side modules are imported inside the commands that need them, so a GPU node with
+only torch, cupy, nvtx, pydantic, typer and rich can run `report run`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from .assignments import AssignmentError, find_repo_root, get_assignment
+from .store import RecordError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+                  help="GPU performance work logs: run kernels under a measuring harness, "
+                       "build the hand-in report, diff iterations.")
+console = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+RootOpt = Annotated[Path | None, typer.Option("--root", help="project root (holds kernels/ and logs/); default: found upwards from here")]
+LogsOpt = Annotated[Path | None, typer.Option("--logs", help="records folder; default: <root>/logs")]
+
+
+def _paths(root: Path | None, logs: Path | None) -> tuple[Path, Path, Path]:
+    r = (root or find_repo_root()).resolve()
+    return r, r / "kernels", (logs or r / "logs").resolve()
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/bold red] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+@app.command("run")
+def run_cmd(
+    assignment: Annotated[str, typer.Argument(help="folder name under kernels/, e.g. flashattn")],
+    version: Annotated[list[str] | None, typer.Option("--version", "-v", help="version(s) to run (name or vNN); default all")] = None,
+    case: Annotated[list[str] | None, typer.Option("--case", "-c", help="case(s) to run; default all")] = None,
+    ranked: Annotated[bool, typer.Option(help="fresh input every repetition (seed += 13), every output re-checked")] = False,
+    peers: Annotated[bool, typer.Option(help="time the assignment's peers in the same run")] = True,
+    min_reps: Annotated[int, typer.Option(help="fewest timed repetitions")] = 3,
+    max_reps: Annotated[int, typer.Option(help="most timed repetitions")] = 100,
+    budget_s: Annotated[float, typer.Option(help="wall-time budget per version and case, seconds")] = 10.0,
+    target_rel_stderr: Annotated[float, typer.Option(help="stop once stderr/mean falls under this")] = 1e-3,
+    warmup: Annotated[int, typer.Option(help="untimed calls before timing")] = 3,
+    remeasure_ceilings: Annotated[bool, typer.Option(help="measure device ceilings again instead of reusing logs/devices/")] = False,
+    root: RootOpt = None, logs: LogsOpt = None,
+) -> None:
+    """Check and time versions of an assignment on a CUDA GPU; write records under logs/."""
+    from .harness.device import NoGPU
+    from .harness.run import RunOptions, run
+    from .harness.timing import StoppingRule
+
+    repo, kernels, logs_dir = _paths(root, logs)
+    try:
+        a = get_assignment(kernels, assignment)
+        versions = [a.version(v) for v in version] if version else a.versions()
+        cases = list(case) if case else list(a.cases())
+        for c in cases:
+            a.case(c)
+        rule = StoppingRule(min_reps=min_reps, max_reps=max_reps, budget_s=budget_s,
+                            target_rel_stderr=target_rel_stderr, warmup_reps=warmup)
+        written = run(repo, logs_dir, a, versions, cases, RunOptions(ranked=ranked, rule=rule, peers=peers,
+                                                                    remeasure_ceilings=remeasure_ceilings), console)
+    except NoGPU as e:
+        _fail(str(e), 3)
+    except (AssignmentError, RecordError, ValueError) as e:
+        _fail(str(e))
+    console.print(f"{len(written)} records written under {logs_dir / assignment}")
+
+
+@app.command("sweep")
+def sweep_cmd(
+    assignment: Annotated[str, typer.Argument(help="folder name under kernels/")],
+    version: Annotated[str, typer.Argument(help="a version that defines SWEEP and make_kernel(config)")],
+    case: Annotated[str | None, typer.Option("--case", "-c", help="case to sweep on; default the benchmark case")] = None,
+    max_reps: Annotated[int, typer.Option(help="most timed repetitions per configuration")] = 20,
+    budget_s: Annotated[float, typer.Option(help="wall-time budget per configuration, seconds")] = 1.5,
+    root: RootOpt = None, logs: LogsOpt = None,
+) -> None:
+    """Time every configuration of a tunable version; the sweep is recorded and shown in the report."""
+    from .harness.device import NoGPU
+    from .harness.run import sweep
+    from .harness.timing import StoppingRule
+
+    repo, kernels, logs_dir = _paths(root, logs)
+    try:
+        a = get_assignment(kernels, assignment)
+        v = a.version(version)
+        rule = StoppingRule(min_reps=3, max_reps=max_reps, budget_s=budget_s, warmup_reps=1)
+        path = sweep(repo, logs_dir, a, v, case or a.benchmark_case, rule, console)
+    except NoGPU as e:
+        _fail(str(e), 3)
+    except (AssignmentError, RecordError, ValueError) as e:
+        _fail(str(e))
+    console.print(f"sweep written to {path}")
+
+
+@app.command("ceilings")
+def ceilings_cmd(root: RootOpt = None, logs: LogsOpt = None) -> None:
+    """Measure this GPU's copy bandwidth and matmul peaks; store them under logs/devices/."""
+    from .harness.device import NoGPU, device_info
+    from .harness.run import ensure_ceilings
+
+    _, _, logs_dir = _paths(root, logs)
+    try:
+        ensure_ceilings(logs_dir, device_info(), console, remeasure=True)
+    except NoGPU as e:
+        _fail(str(e), 3)
+
+
+def main() -> None:  # console-script entry point
+    try:
+        app()
+    except (AssignmentError, RecordError) as e:
+        err.print(f"[bold red]error:[/bold red] {e}", highlight=False)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""Correctness before time: poisoned outputs, NaN/inf detection, tolerance or exact match.
+
+Versions follow the leaderboards' convention and allocate their own output inside
+``custom_kernel``. To catch an element the kernel never wrote, :func:`poison_allocator`
+fills a block the size of the expected output with 0xFF bytes (NaN in fp16/fp32, -1 in
+int32) and frees it, so PyTorch's caching allocator hands that same block to the kernel's
+``torch.empty``: an unwritten element then shows up as NaN or as a wrong count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..assignments import Tolerance
+from ..records import CheckResult
+
+
+def poison_allocator(like: Any) -> None:
+    """Fill freed allocator memory with 0xFF in blocks the size of each tensor in ``like``."""
+    import torch
+
+    tensors = [like] if isinstance(like, torch.Tensor) else [t for t in _flatten(like) if isinstance(t, torch.Tensor)]
+    blocks = [torch.full((t.numel() * t.element_size(),), 0xFF, dtype=torch.uint8, device=t.device)
+              for t in tensors if t.is_cuda]
+    del blocks  # back to the caching allocator, poisoned
+
+
+def _flatten(x: Any) -> list[Any]:
+    if isinstance(x, (list, tuple)):
+        return [y for item in x for y in _flatten(item)]
+    return [x]
+
+
+def compare(out: Any, ref: Any, tol: Tolerance, *, seed: int | None = None) -> CheckResult:
+    """Check ``out`` against ``ref`` elementwise: |out - ref| <= atol + rtol * |ref|, or exact."""
+    import torch
+
+    if not isinstance(out, torch.Tensor):
+        return CheckResult(passed=False, exact=tol.exact, rtol=tol.rtol, atol=tol.atol, n_elements=0,
+                           mismatches=0, shape_ok=False, seed=seed,
+                           message=f"output is a {type(out).__name__}, expected a tensor")
+    n = ref.numel()
+    if tuple(out.shape) != tuple(ref.shape):
+        return CheckResult(passed=False, exact=tol.exact, rtol=tol.rtol, atol=tol.atol, n_elements=n,
+                           mismatches=n, shape_ok=False, seed=seed,
+                           message=f"shape {tuple(out.shape)} != expected {tuple(ref.shape)}")
+    if out.device != ref.device:
+        out = out.to(ref.device)
+    nan_count = inf_count = 0
+    if out.is_floating_point():
+        nan_count = int(torch.isnan(out).sum())
+        inf_count = int(torch.isinf(out).sum())
+    if tol.exact:
+        diff = out.to(torch.int64) - ref.to(torch.int64) if not out.is_floating_point() else (out - ref)
+        bad = diff != 0
+        mismatches = int(bad.sum())
+        max_abs = float(diff.abs().max()) if n else 0.0
+        max_rel = None
+    else:
+        o, r = out.double() if out.device.type == "cpu" else out.float(), ref.double() if ref.device.type == "cpu" else ref.float()
+        err = (o - r).abs()
+        allowed = tol.atol + tol.rtol * r.abs()
+        bad = ~(err <= allowed)  # NaN compares False, so NaN counts as a mismatch
+        mismatches = int(bad.sum())
+        finite = torch.isfinite(err)
+        max_abs = float(err[finite].max()) if bool(finite.any()) else float("nan")
+        rel = err / r.abs().clamp_min(1e-6)
+        max_rel = float(rel[finite].max()) if bool(finite.any()) else float("nan")
+    passed = mismatches == 0 and nan_count == 0 and inf_count == 0
+    message = "ok" if passed else _describe_failure(bad, mismatches, nan_count, inf_count, n)
+    return CheckResult(passed=passed, exact=tol.exact, rtol=None if tol.exact else tol.rtol,
+                       atol=None if tol.exact else tol.atol, n_elements=n, mismatches=mismatches,
+                       nan_count=nan_count, inf_count=inf_count, max_abs_error=max_abs,
+                       max_rel_error=max_rel, seed=seed, message=message)
+
+
+def _describe_failure(bad: Any, mismatches: int, nans: int, infs: int, n: int) -> str:
+    import torch
+
+    parts = [f"{mismatches} of {n} elements outside tolerance"]
+    if nans:
+        parts.append(f"{nans} NaN (unwritten or overflowed)")
+    if infs:
+        parts.append(f"{infs} inf")
+    idx = torch.nonzero(bad.reshape(bad.shape) if bad.dim() else bad.reshape(1))
+    if idx.numel():
+        parts.append(f"first at index {tuple(int(i) for i in idx[0])}")
+    return "; ".join(parts)

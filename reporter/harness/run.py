@@ -1,0 +1,279 @@
+"""Orchestration of `report run` and `report sweep`: check, time, record, with progress bars.
+
+For each case: draw the seeded input, compute the reference once, time the peers, then for
+each version: poison, call, check; only a version that passes is timed. In ranked mode each
+repetition draws a fresh input (seed += 13 per repetition) and re-checks the output.
+Every run becomes a :class:`~reporter.records.Run` written atomically under ``logs/``.
+"""
+
+from __future__ import annotations
+
+import gc
+import shlex
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .. import store
+from ..assignments import Assignment, Version
+from ..records import CheckResult, DeviceCeilings, DeviceInfo, PeerResult, Run, Sweep, SweepPoint, TimingStats, derive
+from .check import compare, poison_allocator
+from .device import device_info, device_lines, measure_ceilings, require_cuda
+from .nvtx_ranges import ranges
+from .timing import CudaEventTimer, L2Flusher, StoppingRule, benchmark, leaderboard_block
+
+RANK_SEED_STEP = 13
+
+
+@dataclass
+class RunOptions:
+    ranked: bool = False
+    rule: StoppingRule = field(default_factory=StoppingRule)
+    peers: bool = True
+    remeasure_ceilings: bool = False
+    print_blocks: bool = True
+
+
+def _sync() -> None:
+    import torch
+
+    torch.cuda.synchronize()
+
+
+def _free() -> None:
+    import torch
+
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
+def ensure_ceilings(logs: Path, info: DeviceInfo, console: Console, remeasure: bool) -> tuple[str, DeviceCeilings]:
+    found = None if remeasure else store.latest_ceilings(logs, info.name, info.slug)
+    if found:
+        path, c = found
+        return str(path), c
+    with console.status(f"measuring ceilings of {info.name} (copy bandwidth, fp16/bf16/fp32 matmul)"):
+        c = measure_ceilings(info)
+    path = store.save(c, store.ceilings_path(logs, c))
+    console.print(f"ceilings: copy {c.copy_gbps:,.0f} GB/s; "
+                  + ", ".join(f"{k} {v:,.0f} TFLOP/s" for k, v in c.matmul_tflops.items()) + f"  → {path}")
+    return str(path), c
+
+
+def _check_once(fn: Callable[[Any], Any], data: Any, ref: Any, tol: Any, seed: int,
+                names: tuple[str, ...]) -> tuple[CheckResult, Any]:
+    poison_allocator(ref)
+    with ranges(*names, "check"):
+        out = fn(data)
+        _sync()
+    return compare(out, ref, tol, seed=seed), out
+
+
+def time_callable(fn: Callable[[Any], Any], data: Any, *, a: Assignment, case: dict, ref: Any,
+                  names: tuple[str, ...], opts: RunOptions, flush: L2Flusher, timer: CudaEventTimer,
+                  ranked_checks: list[CheckResult] | None = None,
+                  on_sample: Callable[[int, float], None] | None = None) -> TimingStats:
+    spec = a.spec
+    state: dict[str, Any] = {"data": data, "ref": ref}
+
+    def prepare(rep: int) -> None:
+        if opts.ranked and rep >= 0:
+            seed = case["seed"] + RANK_SEED_STEP * (rep + 1)
+            state["data"] = spec.generate_input(**{**case, "seed": seed})
+            state["ref"] = spec.ref_kernel(state["data"])
+            state["seed"] = seed
+            poison_allocator(state["ref"])
+
+    def after(rep: int, out: Any) -> None:
+        if opts.ranked and rep >= 0:
+            res = compare(out, state["ref"], spec.TOLERANCE, seed=state["seed"])
+            if ranked_checks is not None:
+                ranked_checks.append(res)
+            if not res.passed:
+                raise RankedCheckFailed(res)
+
+    with ranges(*names, "timed"):
+        return benchmark(lambda rep: fn(state["data"]), timer=timer, rule=opts.rule, flush=flush,
+                         prepare=prepare, after=after, ranked=opts.ranked, on_sample=on_sample)
+
+
+class RankedCheckFailed(Exception):
+    def __init__(self, result: CheckResult) -> None:
+        super().__init__(f"ranked re-check failed at seed {result.seed}: {result.message}")
+        self.result = result
+
+
+def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions, flush: L2Flusher,
+                timer: CudaEventTimer, ceilings: DeviceCeilings, progress: Progress) -> list[PeerResult]:
+    peers = getattr(a.spec, "PEERS", {}) or {}
+    out: list[PeerResult] = []
+    work = a.spec.work_model(**case)
+    for name, peer in peers.items():
+        task = progress.add_task(f"peer {name}", total=opts.rule.max_reps)
+        names = (a.name, f"peer:{name}")
+        try:
+            check, o = _check_once(peer.fn, data, ref, a.spec.TOLERANCE, case["seed"], names)
+            del o
+            if not check.passed:
+                out.append(PeerResult(name=name, description=peer.description, check=check,
+                                      error=f"check failed: {check.message}"))
+            else:
+                plain = RunOptions(ranked=False, rule=opts.rule)
+                t = time_callable(peer.fn, data, a=a, case=case, ref=ref, names=names, opts=plain, flush=flush,
+                                  timer=timer, on_sample=lambda i, ms: progress.update(task, completed=i + 1))
+                out.append(PeerResult(name=name, description=peer.description, check=check, timing=t,
+                                      derived=derive(work, t.median_ms, ceilings)))
+        except Exception as e:  # a peer missing on this torch build must not stop the run
+            out.append(PeerResult(name=name, description=peer.description,
+                                  error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+        progress.update(task, completed=opts.rule.max_reps, visible=False)
+        _free()
+    return out
+
+
+def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], case_names: list[str],
+        opts: RunOptions, console: Console | None = None) -> list[Path]:
+    """Check and time each version on each case; returns the paths of the records written."""
+    console = console or Console()
+    require_cuda()
+    info = device_info()
+    ceilings_ref, ceilings = ensure_ceilings(logs, info, console, opts.remeasure_ceilings)
+    session = store.utc_stamp()
+    command = "report " + " ".join(shlex.quote(x) for x in sys.argv[1:])
+    flush = L2Flusher(info.l2_bytes)
+    timer = CudaEventTimer()
+    written: list[Path] = []
+    summary: list[Run] = []
+    modules = {v.name: v.load() for v in versions}
+
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        overall = progress.add_task("runs", total=len(case_names) * len(versions))
+        for case_name in case_names:
+            case = a.case(case_name)
+            seed = int(case["seed"])
+            with console.status(f"{a.name}/{case_name}: drawing input and reference"):
+                data = a.spec.generate_input(**case)
+                ref = a.spec.ref_kernel(data)
+                _sync()
+            peers = _time_peers(a, case, data, ref, opts, flush, timer, ceilings, progress) if opts.peers else []
+            for v in versions:
+                mod = modules[v.name]
+                task = progress.add_task(f"{v.name} · {case_name}", total=opts.rule.max_reps)
+                names = (a.name, v.short)
+                r = Run(run_id=f"{store.utc_stamp()}_{info.slug}_{case_name}", session_id=session,
+                        assignment=a.name, version=v.name, case_name=case_name,
+                        case={k: val for k, val in case.items()}, seed=seed,
+                        created_utc=datetime.now(timezone.utc), command=command, device=info,
+                        code=v.snapshot(repo_root, getattr(mod, "CONFIG", None)),
+                        check=CheckResult(passed=False, exact=a.spec.TOLERANCE.exact, n_elements=0, mismatches=0,
+                                          message="not run"),
+                        work=a.spec.work_model(**case), ceilings_ref=ceilings_ref, peers=peers)
+                try:
+                    r.check, out = _check_once(mod.custom_kernel, data, ref, a.spec.TOLERANCE, seed, names)
+                    del out
+                    if r.check.passed:
+                        r.timing = time_callable(mod.custom_kernel, data, a=a, case=case, ref=ref, names=names,
+                                                 opts=opts, flush=flush, timer=timer, ranked_checks=r.ranked_checks,
+                                                 on_sample=lambda i, ms, t=task: progress.update(t, completed=i + 1))
+                        r.derived = derive(r.work, r.timing.median_ms, ceilings)
+                    else:
+                        r.error = f"check failed, not timed: {r.check.message}"
+                except RankedCheckFailed as e:
+                    r.check = e.result
+                    r.error = str(e)
+                except Exception as e:
+                    r.error = f"{type(e).__name__}: {e}"
+                    console.print(f"[red]{v.name} on {case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
+                progress.update(task, completed=opts.rule.max_reps, visible=False)
+                path = store.save(r, store.run_path(logs, r))
+                written.append(path)
+                summary.append(r)
+                if opts.print_blocks and r.timing:
+                    console.print(leaderboard_block(r.timing, title=f"{a.name} {v.name}", case=case,
+                                                    device_lines=device_lines(info)))
+                progress.advance(overall)
+                _free()
+            del data, ref
+            _free()
+    console.print(summary_table(summary))
+    return written
+
+
+def summary_table(runs: list[Run]) -> Table:
+    t = Table(title="runs written")
+    for col in ("version", "case", "check", "median ms", "± stderr", "n", "TFLOP/s", "GB/s", "% of roof", "best peer ms"):
+        t.add_column(col, justify="right" if col not in ("version", "case", "check") else "left")
+    for r in runs:
+        best_peer = min((p.timing.median_ms for p in r.peers if p.timing), default=None)
+        t.add_row(
+            r.version, r.case_name, "[green]pass[/green]" if r.check.passed else f"[red]FAIL[/red] {r.error or ''}",
+            f"{r.timing.median_ms:.4f}" if r.timing else "-", f"{r.timing.stderr_ms:.4f}" if r.timing else "-",
+            str(r.timing.n) if r.timing else "-",
+            f"{r.derived.tflops:.1f}" if r.derived else "-", f"{r.derived.gbps:.0f}" if r.derived else "-",
+            f"{100 * r.derived.fraction_of_ceiling:.1f}" if r.derived and r.derived.fraction_of_ceiling else "-",
+            f"{best_peer:.4f}" if best_peer else "-",
+        )
+    return t
+
+
+def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str, rule: StoppingRule,
+          console: Console | None = None) -> Path:
+    """Time every configuration a tunable version offers (``SWEEP`` list and ``make_kernel(config)``)."""
+    console = console or Console()
+    require_cuda()
+    mod = v.load()
+    configs: list[dict] = list(getattr(mod, "SWEEP", []))
+    make = getattr(mod, "make_kernel", None)
+    if not configs or make is None:
+        raise ValueError(f"{v.path}: a sweep needs SWEEP (a list of configs) and make_kernel(config)")
+    info = device_info()
+    case = a.case(case_name)
+    flush = L2Flusher(info.l2_bytes)
+    timer = CudaEventTimer()
+    data = a.spec.generate_input(**case)
+    ref = a.spec.ref_kernel(data)
+    points: list[SweepPoint] = []
+    opts = RunOptions(rule=rule)
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task(f"sweep {v.name} · {case_name}", total=len(configs))
+        for cfg in configs:
+            p = SweepPoint(config=cfg)
+            try:
+                fn = make(cfg)
+                p.check, out = _check_once(fn, data, ref, a.spec.TOLERANCE, int(case["seed"]), (a.name, v.short))
+                del out
+                if p.check.passed:
+                    p.timing = time_callable(fn, data, a=a, case=case, ref=ref, names=(a.name, v.short),
+                                             opts=opts, flush=flush, timer=timer)
+                else:
+                    p.error = p.check.message
+            except Exception as e:  # out of resources, compile errors: recorded, sweep goes on
+                p.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+            points.append(p)
+            progress.advance(task)
+            _free()
+    s = Sweep(run_id=f"{store.utc_stamp()}_{info.slug}_{case_name}", session_id=store.utc_stamp(),
+              assignment=a.name, version=v.name, case_name=case_name, case=case, seed=int(case["seed"]),
+              created_utc=datetime.now(timezone.utc), device=info, points=points)
+    best = s.best()
+    s.chosen = best.config if best else None
+    path = store.save(s, store.sweep_path(logs, s))
+    t = Table(title=f"sweep of {v.name} on {case_name}")
+    t.add_column("config")
+    t.add_column("median ms", justify="right")
+    t.add_column("result")
+    for p in sorted(points, key=lambda p: p.timing.median_ms if p.timing else float("inf")):
+        t.add_row(" ".join(f"{k}={val}" for k, val in p.config.items()),
+                  f"{p.timing.median_ms:.3f}" if p.timing else "-", "best" if p is best else (p.error or ""))
+    console.print(t)
+    return path

@@ -1,0 +1,192 @@
+"""Timing: warm-up, L2 flush, one device-event pair per call, a stopping rule, statistics.
+
+The loop is the leaderboards' (GPU MODE's ``eval.py``) made stricter:
+
+1. warm-up calls (not timed) so compilation, module load and allocator growth stay out;
+2. per repetition: flush L2 (write a buffer larger than L2), record a start event, call,
+   record an end event;
+3. stop when the standard error of the mean falls under ``target_rel_stderr`` of the mean
+   (after ``min_reps``), when ``budget_s`` of wall time is spent, or at ``max_reps``.
+
+The clock is pluggable: :class:`CudaEventTimer` on a GPU, :class:`HostTimer` (perf_counter)
+for CPU callables, which is what the tests use.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..records import TimingStats
+
+
+class Timer(Protocol):
+    method: str
+
+    def time_call(self, fn: Callable[[], Any], before: Callable[[], Any] | None) -> float:
+        """Run ``before`` untimed, then ``fn``; return fn's duration in milliseconds."""
+        ...
+
+
+class HostTimer:
+    method = "host-perf-counter"
+
+    def time_call(self, fn: Callable[[], Any], before: Callable[[], Any] | None) -> float:
+        if before is not None:
+            before()
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1e3
+
+
+class CudaEventTimer:
+    """torch.cuda events around the call; the L2 flush runs before the start event."""
+
+    method = "cuda-events"
+
+    def __init__(self) -> None:
+        import torch
+
+        self._torch = torch
+
+    def time_call(self, fn: Callable[[], Any], before: Callable[[], Any] | None) -> float:
+        torch = self._torch
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        if before is not None:
+            before()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+
+class L2Flusher:
+    """Writes a buffer twice the L2 size so the timed call starts with a cold cache."""
+
+    def __init__(self, l2_bytes: int) -> None:
+        import torch
+
+        self.buffer = torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.int8, device="cuda")
+
+    def __call__(self) -> None:
+        self.buffer.zero_()
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    min_reps: int = 3
+    max_reps: int = 100
+    target_rel_stderr: float = 1e-3
+    budget_s: float = 10.0
+    warmup_reps: int = 3
+
+    def __post_init__(self) -> None:
+        if self.min_reps < 2:
+            raise ValueError("min_reps must be at least 2 (a standard error needs two samples)")
+        if self.max_reps < self.min_reps:
+            raise ValueError(f"max_reps ({self.max_reps}) is below min_reps ({self.min_reps})")
+
+    def should_stop(self, samples: list[float], elapsed_s: float) -> str | None:
+        n = len(samples)
+        if n >= self.max_reps:
+            return "max_reps"
+        if n < self.min_reps:
+            return None
+        mean = statistics.fmean(samples)
+        if mean > 0 and stderr(samples) / mean < self.target_rel_stderr:
+            return "stderr"
+        if elapsed_s >= self.budget_s:
+            return "budget"
+        return None
+
+
+def stderr(samples: list[float]) -> float:
+    if len(samples) < 2:
+        return math.inf
+    return statistics.stdev(samples) / math.sqrt(len(samples))
+
+
+def quantile(sorted_samples: list[float], q: float) -> float:
+    """Linear-interpolated quantile (numpy's default) of already-sorted samples."""
+    if not sorted_samples:
+        raise ValueError("no samples")
+    pos = (len(sorted_samples) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_samples) - 1)
+    return sorted_samples[lo] + (sorted_samples[hi] - sorted_samples[lo]) * (pos - lo)
+
+
+def summarize(samples: list[float], *, method: str, l2_flush: bool, rule: StoppingRule,
+              stop_reason: str, ranked: bool = False) -> TimingStats:
+    s = sorted(samples)
+    n = len(s)
+    return TimingStats(
+        samples_ms=list(samples), n=n,
+        mean_ms=statistics.fmean(s),
+        std_ms=statistics.stdev(s) if n > 1 else 0.0,
+        stderr_ms=stderr(s) if n > 1 else 0.0,
+        median_ms=statistics.median(s), min_ms=s[0], max_ms=s[-1],
+        quantiles_ms={k: quantile(s, q) for k, q in (("p05", .05), ("p25", .25), ("p75", .75), ("p95", .95))},
+        method=method, l2_flush=l2_flush, warmup_reps=rule.warmup_reps, ranked=ranked,
+        stop_reason=stop_reason, target_rel_stderr=rule.target_rel_stderr, budget_s=rule.budget_s,
+    )
+
+
+def benchmark(call: Callable[[int], Any], *, timer: Timer, rule: StoppingRule,
+              flush: Callable[[], Any] | None = None,
+              prepare: Callable[[int], Any] | None = None,
+              after: Callable[[int, Any], Any] | None = None,
+              ranked: bool = False,
+              on_sample: Callable[[int, float], None] | None = None) -> TimingStats:
+    """Time ``call(rep)`` repeatedly under the stopping rule.
+
+    Untimed around each call: ``prepare(rep)`` (e.g. a fresh seeded input in ranked mode),
+    then ``flush()``; after it ``after(rep, result)`` (e.g. re-checking the output, which may
+    raise to abort). Warm-up calls get negative ``rep`` indices.
+    """
+    def one(rep: int) -> float:
+        if prepare is not None:
+            prepare(rep)
+        box: list[Any] = []
+        ms = timer.time_call(lambda: box.append(call(rep)), flush)
+        if after is not None:
+            after(rep, box[0])
+        return ms
+
+    for i in range(rule.warmup_reps):
+        one(-1 - i)
+    samples: list[float] = []
+    t0 = time.perf_counter()
+    while True:
+        rep = len(samples)
+        samples.append(one(rep))
+        if on_sample:
+            on_sample(rep, samples[-1])
+        reason = rule.should_stop(samples, time.perf_counter() - t0)
+        if reason:
+            return summarize(samples, method=timer.method, l2_flush=flush is not None,
+                             rule=rule, stop_reason=reason, ranked=ranked)
+
+
+def leaderboard_block(stats: TimingStats, *, title: str, case: dict, device_lines: list[str]) -> str:
+    """The GPU MODE leaderboard text: the case, ⏱ mean ± err, ⚡ fastest 🐌 slowest, device."""
+    def fmt(ms: float) -> str:
+        return f"{ms * 1e3:.1f} µs" if ms < 1 else f"{ms:.3f} ms" if ms < 100 else f"{ms:.1f} ms"
+
+    case_line = "; ".join(f"{k}: {v}" for k, v in case.items())
+    lines = [
+        f"{title}",
+        case_line,
+        f" ⏱ {fmt(stats.mean_ms)} ± {fmt(stats.stderr_ms)}   (median {fmt(stats.median_ms)}, n={stats.n})",
+        f" ⚡ {fmt(stats.min_ms)} 🐌 {fmt(stats.max_ms)}",
+        "",
+        "Running on:",
+        *[f"* {line}" for line in device_lines],
+    ]
+    return "\n".join(lines)

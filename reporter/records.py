@@ -1,0 +1,317 @@
+"""The work-log records: every measured fact the tool keeps, as pydantic v2 models.
+
+A record is one JSON file under ``logs/``. Three kinds exist, told apart by ``kind``:
+
+* ``run`` (:class:`Run`): one version of one assignment, checked and timed on one case,
+  with the device, the code, the peers timed in the same session and, optionally, a profile;
+* ``ceilings`` (:class:`DeviceCeilings`): measured peaks of one device (copy bandwidth,
+  matrix-unit rates), under ``logs/devices/``;
+* ``sweep`` (:class:`Sweep`): the configurations of a tunable version timed side by side.
+
+Nothing here touches a GPU, so records load on any machine.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class Record(BaseModel):
+    """Base of every stored model: unknown fields are an error, so a typo or a foreign file
+    is reported instead of silently dropped."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+# --------------------------------------------------------------------------- device
+
+
+class DeviceInfo(Record):
+    name: str
+    slug: str = Field(description="short lowercase GPU label used in file names, e.g. 'h100'")
+    compute_capability: str
+    sm_count: int
+    l2_bytes: int
+    memory_bytes: int
+    sm_clock_max_mhz: float | None = None
+    memory_clock_max_mhz: float | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    torch_version: str | None = None
+    triton_version: str | None = None
+    cupy_version: str | None = None
+    python_version: str | None = None
+    cpu: str | None = None
+    platform: str | None = None
+
+    def same_software(self, other: DeviceInfo) -> list[str]:
+        """Names of the fields that differ between two devices (empty: comparable)."""
+        keys = ["name", "driver_version", "cuda_version", "torch_version", "triton_version", "cupy_version"]
+        return [k for k in keys if getattr(self, k) != getattr(other, k)]
+
+
+class DeviceCeilings(Record):
+    """Measured peaks of one device: what the roofline's roofs are drawn from."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["ceilings"] = "ceilings"
+    created_utc: datetime
+    device: DeviceInfo
+    copy_gbps: float = Field(description="device-to-device copy, bytes read + written per second / 1e9")
+    copy_bytes: int
+    matmul_tflops: dict[str, float] = Field(description="dtype -> measured dense matmul TFLOP/s")
+    matmul_n: int
+    notes: list[str] = Field(default_factory=list)
+
+    def ceiling(self, key: str) -> float:
+        """Value of a named ceiling: 'copy' in GB/s, 'matmul_<dtype>' in TFLOP/s."""
+        if key == "copy":
+            return self.copy_gbps
+        if key.startswith("matmul_") and key[7:] in self.matmul_tflops:
+            return self.matmul_tflops[key[7:]]
+        raise KeyError(f"device ceilings have no '{key}' (have: copy, "
+                       + ", ".join(f"matmul_{k}" for k in self.matmul_tflops) + ")")
+
+
+# --------------------------------------------------------------------------- code
+
+
+class SourceFile(Record):
+    path: str = Field(description="path relative to the repository root")
+    sha256: str
+    text: str
+
+
+class CodeSnapshot(Record):
+    files: list[SourceFile]
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    config: dict[str, int | float | str | bool] = Field(
+        default_factory=dict, description="tunable parameters the version ran with")
+
+    @property
+    def digest(self) -> str:
+        """One short hash for all files, to tell code versions apart at a glance."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for f in sorted(self.files, key=lambda f: f.path):
+            h.update(f.path.encode() + b"\0" + f.sha256.encode())
+        return h.hexdigest()[:12]
+
+
+# --------------------------------------------------------------------------- check
+
+
+class CheckResult(Record):
+    passed: bool
+    exact: bool
+    rtol: float | None = None
+    atol: float | None = None
+    n_elements: int
+    mismatches: int
+    nan_count: int = 0
+    inf_count: int = 0
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    shape_ok: bool = True
+    message: str = ""
+    seed: int | None = None
+
+
+# --------------------------------------------------------------------------- timing
+
+
+class TimingStats(Record):
+    samples_ms: list[float]
+    n: int
+    mean_ms: float
+    std_ms: float
+    stderr_ms: float
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    quantiles_ms: dict[str, float] = Field(description="'p05', 'p25', 'p75', 'p95' -> ms")
+    method: str = Field(description="how each sample was taken, e.g. 'cuda-events'")
+    l2_flush: bool
+    warmup_reps: int
+    ranked: bool = False
+    stop_reason: str = Field(description="why repetition stopped: 'stderr', 'budget' or 'max_reps'")
+    target_rel_stderr: float
+    budget_s: float
+
+    @property
+    def rel_stderr(self) -> float:
+        return self.stderr_ms / self.mean_ms if self.mean_ms else math.inf
+
+
+# --------------------------------------------------------------------------- work model
+
+
+CeilingKey = Annotated[str, Field(pattern=r"^(copy|matmul_[a-z0-9]+)$")]
+
+
+class WorkModel(Record):
+    """What the problem must do at least: it fixes the derived figures and the roof."""
+
+    flops: float = Field(ge=0, description="floating-point operations the algorithm must do")
+    bytes: float = Field(gt=0, description="bytes that must cross device memory (inputs read once, outputs written once)")
+    ceiling: CeilingKey = Field(description="which measured ceiling bounds this work: 'copy' or 'matmul_<dtype>'")
+    description: str = ""
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes
+
+
+class Derived(Record):
+    """Figures that follow from the work model, the median time and the device ceilings."""
+
+    tflops: float
+    gbps: float
+    arithmetic_intensity: float
+    ceiling: str
+    ceiling_value: float | None = None
+    ceiling_unit: str | None = None
+    fraction_of_ceiling: float | None = None
+    floor_ms: float | None = Field(None, description="the time at the roofline's bound for this work")
+
+
+def derive(work: WorkModel, median_ms: float, ceilings: DeviceCeilings | None) -> Derived:
+    seconds = median_ms / 1e3
+    tflops = work.flops / seconds / 1e12
+    gbps = work.bytes / seconds / 1e9
+    out = Derived(tflops=tflops, gbps=gbps, arithmetic_intensity=work.intensity, ceiling=work.ceiling)
+    if ceilings is not None:
+        copy_floor_ms = work.bytes / (ceilings.copy_gbps * 1e9) * 1e3
+        if work.ceiling == "copy":
+            out.ceiling_value, out.ceiling_unit = ceilings.copy_gbps, "GB/s"
+            out.fraction_of_ceiling = gbps / ceilings.copy_gbps
+            out.floor_ms = copy_floor_ms
+        else:
+            peak = ceilings.ceiling(work.ceiling)
+            out.ceiling_value, out.ceiling_unit = peak, "TFLOP/s"
+            out.fraction_of_ceiling = tflops / peak
+            out.floor_ms = max(work.flops / (peak * 1e12) * 1e3, copy_floor_ms)
+    return out
+
+
+# --------------------------------------------------------------------------- profile
+
+
+class Metric(Record):
+    value: float | str
+    unit: str = ""
+
+
+class KernelProfile(Record):
+    index: int
+    name: str
+    grid: str | None = None
+    block: str | None = None
+    metrics: dict[str, Metric] = Field(default_factory=dict)
+
+
+class Profile(Record):
+    status: Literal["ok", "failed", "unavailable"]
+    reason: str = ""
+    tool: str = "ncu"
+    tool_version: str | None = None
+    command: list[str] = Field(default_factory=list)
+    kernels: list[KernelProfile] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- runs
+
+
+class PeerResult(Record):
+    name: str
+    description: str = ""
+    check: CheckResult | None = None
+    timing: TimingStats | None = None
+    derived: Derived | None = None
+    error: str | None = None
+
+
+class Run(Record):
+    """One version of one assignment, checked and (if correct) timed on one case."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["run"] = "run"
+    run_id: str = Field(description="the file's stem: <utc-time>_<gpu>_<case>")
+    session_id: str = Field(description="runs made by one `report run` share it, and their peers")
+    assignment: str
+    version: str
+    case_name: str
+    case: dict[str, int | float | str | bool]
+    seed: int
+    created_utc: datetime
+    command: str = ""
+    device: DeviceInfo
+    code: CodeSnapshot
+    check: CheckResult
+    ranked_checks: list[CheckResult] = Field(default_factory=list)
+    timing: TimingStats | None = Field(None, description="absent when the check failed")
+    work: WorkModel
+    derived: Derived | None = None
+    ceilings_ref: str | None = Field(None, description="path of the ceilings record the derived figures used")
+    peers: list[PeerResult] = Field(default_factory=list)
+    profile: Profile | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.check.passed and self.timing is not None
+
+    @property
+    def median_ms(self) -> float | None:
+        return self.timing.median_ms if self.timing else None
+
+
+class SweepPoint(Record):
+    config: dict[str, int | float | str | bool]
+    check: CheckResult | None = None
+    timing: TimingStats | None = None
+    error: str | None = None
+
+
+class Sweep(Record):
+    """A tunable version's configurations timed side by side on one case."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["sweep"] = "sweep"
+    run_id: str
+    session_id: str
+    assignment: str
+    version: str
+    case_name: str
+    case: dict[str, int | float | str | bool]
+    seed: int
+    created_utc: datetime
+    device: DeviceInfo
+    points: list[SweepPoint]
+    chosen: dict[str, int | float | str | bool] | None = None
+
+    def best(self) -> SweepPoint | None:
+        ok = [p for p in self.points if p.timing is not None and (p.check is None or p.check.passed)]
+        return min(ok, key=lambda p: p.timing.median_ms) if ok else None  # type: ignore[union-attr]
+
+
+AnyRecord = Annotated[Run | DeviceCeilings | Sweep, Field(discriminator="kind")]
+
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def gpu_slug(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'h100'; other names lowercased with dashes."""
+    m = re.search(r"\b([A-Z]{1,2}\d{2,4}[A-Z]?)\b", name.replace("NVIDIA", ""))
+    if m:
+        return m.group(1).lower()
+    return _SLUG.sub("-", name.lower()).strip("-") or "gpu"

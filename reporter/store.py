@@ -1,0 +1,175 @@
+"""Reading and writing records under ``logs/``.
+
+Layout::
+
+    logs/<assignment>/<version>/<utc-time>_<gpu>_<case>.json     Run
+    logs/<assignment>/<version>/sweeps/<utc-time>_<gpu>_<case>.json   Sweep
+    logs/devices/<gpu>/<utc-time>.json                             DeviceCeilings
+
+Writes are atomic (temp file in the same folder, fsync, rename), so an interrupted run
+never leaves half a record. A file that is not valid JSON, or not one of our records,
+raises :class:`RecordError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from .records import SCHEMA_VERSION, AnyRecord, DeviceCeilings, Run, Sweep
+
+_ADAPTER: TypeAdapter = TypeAdapter(AnyRecord)
+
+
+class RecordError(Exception):
+    """A record file that cannot be used; the message names the file and the field."""
+
+
+def utc_stamp(t: datetime | None = None) -> str:
+    t = t or datetime.now(timezone.utc)
+    return t.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S") + f"{t.microsecond // 1000:03d}Z"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save(record: Run | Sweep | DeviceCeilings, path: Path) -> Path:
+    write_atomic(path, record.model_dump_json(indent=1) + "\n")
+    return path
+
+
+def _migrate(data: dict, path: Path) -> dict:
+    """Bring an older record up to SCHEMA_VERSION. Version 1 is the first; newer is refused."""
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise RecordError(f"{path}: field 'schema_version' is missing or not an integer: not a work-log record")
+    if version > SCHEMA_VERSION:
+        raise RecordError(f"{path}: field 'schema_version' is {version}, newer than this tool's "
+                          f"{SCHEMA_VERSION}: upgrade the reporter package")
+    return data
+
+
+def load(path: Path) -> Run | Sweep | DeviceCeilings:
+    path = Path(path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise RecordError(f"{path}: cannot read: {e.strerror or e}") from e
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise RecordError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
+    if not isinstance(data, dict):
+        raise RecordError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    data = _migrate(data, path)
+    if data.get("kind") not in ("run", "ceilings", "sweep"):
+        raise RecordError(f"{path}: field 'kind' is {data.get('kind')!r}; expected 'run', 'ceilings' or 'sweep'")
+    try:
+        return _ADAPTER.validate_python(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"][1:]) or "(top level)"
+        more = f" (and {e.error_count() - 1} more problems)" if e.error_count() > 1 else ""
+        raise RecordError(f"{path}: field '{loc}': {first['msg']}{more}") from e
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def run_path(logs: Path, run: Run) -> Path:
+    return logs / run.assignment / run.version / f"{run.run_id}.json"
+
+
+def sweep_path(logs: Path, sweep: Sweep) -> Path:
+    return logs / sweep.assignment / sweep.version / "sweeps" / f"{sweep.run_id}.json"
+
+
+def ceilings_path(logs: Path, ceilings: DeviceCeilings) -> Path:
+    return logs / "devices" / ceilings.device.slug / f"{utc_stamp(ceilings.created_utc)}.json"
+
+
+# --------------------------------------------------------------------------- queries
+
+
+@dataclass(frozen=True)
+class Stored:
+    path: Path
+    record: Run | Sweep | DeviceCeilings
+
+
+def _records(folder: Path, pattern: str) -> Iterable[Stored]:
+    for p in sorted(folder.glob(pattern)):
+        if p.name.startswith("."):
+            continue
+        yield Stored(p, load(p))
+
+
+def runs(logs: Path, assignment: str, version: str | None = None) -> list[Run]:
+    """Every run of an assignment (or of one version), oldest first."""
+    base = Path(logs) / assignment
+    pattern = f"{version}/*.json" if version else "*/*.json"
+    out = [s.record for s in _records(base, pattern) if isinstance(s.record, Run)]
+    return sorted(out, key=lambda r: r.created_utc)
+
+
+def sweeps(logs: Path, assignment: str, version: str | None = None) -> list[Sweep]:
+    base = Path(logs) / assignment
+    pattern = f"{version}/sweeps/*.json" if version else "*/sweeps/*.json"
+    out = [s.record for s in _records(base, pattern) if isinstance(s.record, Sweep)]
+    return sorted(out, key=lambda r: r.created_utc)
+
+
+def latest_runs(runs_: Iterable[Run], *, gpu: str | None = None) -> dict[tuple[str, str], Run]:
+    """The newest run per (version, case), optionally of one GPU slug."""
+    out: dict[tuple[str, str], Run] = {}
+    for r in sorted(runs_, key=lambda r: r.created_utc):
+        if gpu and r.device.slug != gpu:
+            continue
+        out[(r.version, r.case_name)] = r
+    return out
+
+
+def ceilings(logs: Path, gpu: str | None = None) -> list[DeviceCeilings]:
+    folder = Path(logs) / "devices"
+    pattern = f"{gpu}/*.json" if gpu else "*/*.json"
+    out = [s.record for s in _records(folder, pattern) if isinstance(s.record, DeviceCeilings)]
+    return sorted(out, key=lambda c: c.created_utc)
+
+
+def latest_ceilings(logs: Path, device_name: str, gpu: str) -> tuple[Path, DeviceCeilings] | None:
+    folder = Path(logs) / "devices"
+    found = [s for s in _records(folder, f"{gpu}/*.json")
+             if isinstance(s.record, DeviceCeilings) and s.record.device.name == device_name]
+    if not found:
+        return None
+    s = max(found, key=lambda s: s.record.created_utc)
+    return s.path, s.record  # type: ignore[return-value]
+
+
+def find_run(logs: Path, assignment: str, version: str, run_id: str) -> Run:
+    """A run by id (or a unique prefix of it) within one version."""
+    candidates = [r for r in runs(logs, assignment, version) if r.run_id.startswith(run_id)]
+    if not candidates:
+        raise RecordError(f"no run '{run_id}' of {assignment}/{version} under {logs}")
+    if len(candidates) > 1 and not any(r.run_id == run_id for r in candidates):
+        ids = ", ".join(r.run_id for r in candidates[:5])
+        raise RecordError(f"run id '{run_id}' is ambiguous in {assignment}/{version}: {ids}")
+    return next((r for r in candidates if r.run_id == run_id), candidates[0])
