@@ -12,7 +12,7 @@ import itertools
 
 from v02_fused_triton import attention
 
-CONFIG = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)
+CONFIG = dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=3)
 
 SWEEP = [
     dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=st)
