@@ -4,13 +4,14 @@ fp16 Q, K, V of shape (B, H, S, D), drawn with ``torch.randn`` from one seeded C
 generator in the order Q, K, V; non-causal; the output is (B, H, S, D) fp16, checked with
 rtol = atol = 1e-2 against a reference computed in fp32. The benchmark case is
 (4, 64, 8192, 128), seed 1118.
+
+torch is imported inside the functions so that `report build` reads this file on a
+machine without it.
 """
 
 from __future__ import annotations
 
 import math
-
-import torch
 
 from reporter.assignments import Peer, ReferenceResult, Tolerance
 from reporter.records import WorkModel
@@ -32,6 +33,8 @@ REFERENCE_RESULTS = [
 
 
 def generate_input(b: int, h: int, s: int, d: int, seed: int, device: str = "cuda"):
+    import torch
+
     gen = torch.Generator(device=device).manual_seed(seed)
     q = torch.randn(b, h, s, d, dtype=torch.float16, device=device, generator=gen)
     k = torch.randn(b, h, s, d, dtype=torch.float16, device=device, generator=gen)
@@ -41,6 +44,8 @@ def generate_input(b: int, h: int, s: int, d: int, seed: int, device: str = "cud
 
 def ref_kernel(data, heads_per_chunk: int = 8):
     """fp32 attention, a few heads at a time so the S x S scores fit in memory."""
+    import torch
+
     q, k, v = data
     b, h, s, d = q.shape
     scale = 1.0 / math.sqrt(d)
@@ -70,6 +75,7 @@ def work_model(b: int, h: int, s: int, d: int, seed: int = SEED) -> WorkModel:
 
 def _sdpa(backend_name: str):
     def run(data):
+        import torch
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         q, k, v = data

@@ -59,13 +59,20 @@ def ensure_ceilings(logs: Path, info: DeviceInfo, console: Console, remeasure: b
     found = None if remeasure else store.latest_ceilings(logs, info.name, info.slug)
     if found:
         path, c = found
-        return str(path), c
+        return _relative(path, logs), c
     with console.status(f"measuring ceilings of {info.name} (copy bandwidth, fp16/bf16/fp32 matmul)"):
         c = measure_ceilings(info)
     path = store.save(c, store.ceilings_path(logs, c))
     console.print(f"ceilings: copy {c.copy_gbps:,.0f} GB/s; "
                   + ", ".join(f"{k} {v:,.0f} TFLOP/s" for k, v in c.matmul_tflops.items()) + f"  → {path}")
-    return str(path), c
+    return _relative(path, logs), c
+
+
+def _relative(path: Path, logs: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path(logs).resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _check_once(fn: Callable[[Any], Any], data: Any, ref: Any, tol: Any, seed: int,

@@ -1,0 +1,264 @@
+"""The names worklog.md may bind: ``{{ v03.median_ms }}``, ``{{ v03.speedup_over('v02') }}``,
+``{{ v03.dram_throughput_pct }}``, ``{{ peers.sdpa_cudnn.median_ms }}``, ``{{ best.short }}``...
+
+Every value is a :class:`Number` that prints with sensible precision, so prose never carries
+a typed figure. Anything that does not exist raises :class:`BindingError`, which the
+renderer turns into "file:line: ..." and a failed build.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..records import PeerResult, Run
+from .summary import AssignmentSummary, VersionSummary
+
+
+class BindingError(Exception):
+    pass
+
+
+class Number(float):
+    """A float that prints with 4 significant figures (3 decimals under 1, thousands separators)."""
+
+    def __new__(cls, value: float, digits: int = 4) -> Number:
+        obj = super().__new__(cls, value)
+        obj.digits = digits  # type: ignore[attr-defined]
+        return obj
+
+    def __str__(self) -> str:
+        return fmt_number(float(self), self.digits)  # type: ignore[attr-defined]
+
+    __html__ = __str__  # jinja's autoescape prints it as is
+
+
+def fmt_number(x: float, digits: int = 4) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    if x == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(x)))
+    decimals = max(0, digits - 1 - mag)
+    s = f"{x:,.{decimals}f}"
+    return s
+
+
+class _Facts:
+    _what = "value"
+
+    def __getattr__(self, name: str) -> Any:  # called only for missing attributes
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise BindingError(f"{self._what} has no '{name}' (known: {', '.join(self.known())})")
+
+    def known(self) -> list[str]:
+        return sorted(n for n in dir(type(self)) if not n.startswith("_") and n != "known")
+
+
+def _need(value: float | None, what: str) -> Number:
+    if value is None:
+        raise BindingError(f"{what} is not recorded")
+    return Number(value)
+
+
+class TimingFacts(_Facts):
+    def __init__(self, run: Run | None, label: str) -> None:
+        self._run = run
+        self._what = label
+
+    def _t(self):
+        if self._run is None or self._run.timing is None:
+            raise BindingError(f"{self._what} has no timed run on the benchmark case")
+        return self._run.timing
+
+    @property
+    def median_ms(self) -> Number:
+        return Number(self._t().median_ms)
+
+    @property
+    def median_us(self) -> Number:
+        return Number(self._t().median_ms * 1e3)
+
+    @property
+    def mean_ms(self) -> Number:
+        return Number(self._t().mean_ms)
+
+    @property
+    def stderr_ms(self) -> Number:
+        return Number(self._t().stderr_ms, 2)
+
+    @property
+    def min_ms(self) -> Number:
+        return Number(self._t().min_ms)
+
+    @property
+    def max_ms(self) -> Number:
+        return Number(self._t().max_ms)
+
+    @property
+    def n(self) -> int:
+        return self._t().n
+
+    def _derived(self):
+        if self._run is None or self._run.derived is None:
+            raise BindingError(f"{self._what} has no derived figures")
+        return self._run.derived
+
+    @property
+    def tflops(self) -> Number:
+        return Number(self._derived().tflops)
+
+    @property
+    def gbps(self) -> Number:
+        return Number(self._derived().gbps)
+
+    @property
+    def roof_pct(self) -> Number:
+        """Share of the measured ceiling (matmul peak or copy bandwidth), in percent."""
+        return _need(None if self._derived().fraction_of_ceiling is None
+                     else 100 * self._derived().fraction_of_ceiling, f"{self._what}.roof_pct")
+
+    @property
+    def floor_ms(self) -> Number:
+        return _need(self._derived().floor_ms, f"{self._what}.floor_ms")
+
+    @property
+    def x_from_floor(self) -> Number:
+        return Number(self._t().median_ms / float(self.floor_ms), 3)
+
+
+class PeerFacts(TimingFacts):
+    def __init__(self, peer: PeerResult) -> None:
+        self._peer = peer
+        self._what = f"peer '{peer.name}'"
+
+    def _t(self):
+        if self._peer.timing is None:
+            raise BindingError(f"{self._what} was not timed ({self._peer.error or 'no timing'})")
+        return self._peer.timing
+
+    def _derived(self):
+        if self._peer.derived is None:
+            raise BindingError(f"{self._what} has no derived figures")
+        return self._peer.derived
+
+
+class VersionFacts(TimingFacts):
+    def __init__(self, v: VersionSummary, summary: AssignmentSummary) -> None:
+        super().__init__(v.bench, v.short)
+        self._v = v
+        self._s = summary
+
+    @property
+    def name(self) -> str:
+        return self._v.name
+
+    @property
+    def short(self) -> str:
+        return self._v.short
+
+    def speedup_over(self, other: str) -> Number:
+        """How many times faster this version is than another version or a peer (×)."""
+        mine = float(self.median_ms)
+        try:
+            theirs = float(VersionFacts(self._s.get(other), self._s).median_ms)
+        except KeyError:
+            peer = self._s.peer(other)
+            if peer is None:
+                raise BindingError(f"speedup_over('{other}'): no version or peer named '{other}'") from None
+            theirs = float(PeerFacts(peer).median_ms)
+        return Number(theirs / mine, 3)
+
+    def case(self, case_name: str) -> TimingFacts:
+        run = self._v.runs.get(case_name)
+        if run is None:
+            raise BindingError(f"{self.short} has no run on case '{case_name}' (have: {', '.join(self._v.runs)})")
+        return TimingFacts(run, f"{self.short}.case('{case_name}')")
+
+    def metric(self, name: str, kernel: int | None = None) -> Number:
+        """A profiler metric of the benchmark run, summed over kernels (or of one kernel)."""
+        run = self._v.bench
+        if run is None or run.profile is None or run.profile.status != "ok":
+            raise BindingError(f"{self.short} has no profile on the benchmark case")
+        vals = [k.metrics[name].value for k in run.profile.kernels
+                if name in k.metrics and (kernel is None or k.index == kernel)]
+        nums = [float(v) for v in vals if isinstance(v, (int, float))]
+        if not nums:
+            raise BindingError(f"{self.short}: metric '{name}' is not in the profile")
+        return Number(sum(nums) if name.endswith(".sum") else max(nums))
+
+    @property
+    def dram_throughput_pct(self) -> Number:
+        return self.metric("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")
+
+    @property
+    def compute_throughput_pct(self) -> Number:
+        return self.metric("sm__throughput.avg.pct_of_peak_sustained_elapsed")
+
+    @property
+    def sweep_configs(self) -> int:
+        if self._v.sweep is None:
+            raise BindingError(f"{self.short} has no recorded sweep")
+        return len(self._v.sweep.points)
+
+    @property
+    def sweep_best(self) -> str:
+        sw = self._v.sweep
+        if sw is None or sw.best() is None:
+            raise BindingError(f"{self.short} has no recorded sweep with a timed point")
+        return ", ".join(f"{k}={v}" for k, v in sw.best().config.items())  # type: ignore[union-attr]
+
+
+class PeersFacts(_Facts):
+    _what = "peers"
+
+    def __init__(self, summary: AssignmentSummary) -> None:
+        self._s = summary
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        peer = self._s.peer(name)
+        if peer is None:
+            names = ", ".join(p.name for p in self._s.peers) or "none recorded"
+            raise BindingError(f"no peer named '{name}' (have: {names})")
+        return PeerFacts(peer)
+
+    def __getitem__(self, name: str) -> PeerFacts:
+        return self.__getattr__(name)
+
+
+class ReferenceFacts(_Facts):
+    _what = "reference"
+
+    def __init__(self, summary: AssignmentSummary) -> None:
+        self._s = summary
+
+    @property
+    def median_ms(self) -> Number:
+        if not self._s.references:
+            raise BindingError("the assignment defines no REFERENCE_RESULTS")
+        return Number(self._s.references[0].median_ms)
+
+    @property
+    def label(self) -> str:
+        if not self._s.references:
+            raise BindingError("the assignment defines no REFERENCE_RESULTS")
+        return self._s.references[0].label
+
+
+def binding_context(summary: AssignmentSummary) -> dict[str, Any]:
+    """Everything worklog.md may name: each version by short handle, `best`, `peers`,
+    `reference` (the first public result), `ceilings`, `gpu`."""
+    ctx: dict[str, Any] = {v.short: VersionFacts(v, summary) for v in summary.versions}
+    if summary.best is not None:
+        ctx["best"] = VersionFacts(summary.best, summary)
+    ctx["peers"] = PeersFacts(summary)
+    ctx["reference"] = ReferenceFacts(summary)
+    ctx["gpu"] = summary.gpu.upper()
+    if summary.ceilings is not None:
+        c = summary.ceilings
+        ctx["ceilings"] = {"copy_gbps": Number(c.copy_gbps),
+                           **{f"matmul_{k}_tflops": Number(val) for k, val in c.matmul_tflops.items()}}
+    return ctx

@@ -1,0 +1,137 @@
+"""One assignment's records gathered for reporting: per version its latest run per case,
+its sweep, the peers, the device ceilings and the public references.
+
+Records of different GPUs are never mixed: a summary is for one GPU slug (by default the
+one of the newest benchmark run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import store
+from ..assignments import Assignment, ReferenceResult, Version
+from ..records import DeviceCeilings, PeerResult, Run, Sweep
+
+
+class SummaryError(Exception):
+    pass
+
+
+@dataclass
+class VersionSummary:
+    version: Version
+    runs: dict[str, Run]  # case name -> latest run
+    benchmark_case: str
+    sweep: Sweep | None = None
+    all_runs: list[Run] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.version.name
+
+    @property
+    def short(self) -> str:
+        return self.version.short
+
+    @property
+    def bench(self) -> Run | None:
+        return self.runs.get(self.benchmark_case)
+
+    @property
+    def median_ms(self) -> float | None:
+        r = self.bench
+        return r.timing.median_ms if r and r.timing else None
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.bench and self.bench.ok)
+
+    @property
+    def profiled(self) -> bool:
+        return any(r.profile is not None and r.profile.status == "ok" for r in self.runs.values())
+
+
+@dataclass
+class AssignmentSummary:
+    assignment: Assignment
+    gpu: str
+    versions: list[VersionSummary]
+    ceilings: DeviceCeilings | None
+    references: list[ReferenceResult]
+
+    @property
+    def benchmark_case(self) -> str:
+        return self.assignment.benchmark_case
+
+    @property
+    def measured(self) -> list[VersionSummary]:
+        return [v for v in self.versions if v.ok]
+
+    @property
+    def best(self) -> VersionSummary | None:
+        ok = self.measured
+        return min(ok, key=lambda v: v.median_ms or float("inf")) if ok else None
+
+    @property
+    def peers(self) -> list[PeerResult]:
+        """Peers from the newest benchmark run that timed them."""
+        runs = [v.bench for v in self.versions if v.bench and v.bench.peers]
+        if not runs:
+            return []
+        return max(runs, key=lambda r: r.created_utc).peers
+
+    def peer(self, name: str) -> PeerResult | None:
+        return next((p for p in self.peers if p.name == name), None)
+
+    def previous(self, v: VersionSummary) -> VersionSummary | None:
+        ok = [x for x in self.versions if x.ok and x.version.number < v.version.number]
+        return ok[-1] if ok else None
+
+    def get(self, handle: str) -> VersionSummary:
+        for v in self.versions:
+            if handle in (v.name, v.short):
+                return v
+        raise KeyError(handle)
+
+    @property
+    def device(self):
+        for v in self.versions:
+            for r in v.runs.values():
+                return r.device
+        return None
+
+
+def summarize(a: Assignment, logs: Path, gpu: str | None = None) -> AssignmentSummary:
+    all_runs = store.runs(logs, a.name)
+    if not all_runs:
+        raise SummaryError(f"no records for '{a.name}' under {logs / a.name}: run `report run {a.name}` on a GPU first")
+    bench_runs = [r for r in all_runs if r.case_name == a.benchmark_case] or all_runs
+    gpu = gpu or max(bench_runs, key=lambda r: r.created_utc).device.slug
+    latest = store.latest_runs(all_runs, gpu=gpu)
+    if not latest:
+        have = sorted({r.device.slug for r in all_runs})
+        raise SummaryError(f"no '{a.name}' records from GPU '{gpu}' (have: {', '.join(have)})")
+    sweeps = [s for s in store.sweeps(logs, a.name) if s.device.slug == gpu]
+    versions: list[VersionSummary] = []
+    for v in a.versions():
+        runs = {case: r for (ver, case), r in latest.items() if ver == v.name}
+        sw = [s for s in sweeps if s.version == v.name]
+        versions.append(VersionSummary(
+            version=v, runs=runs, benchmark_case=a.benchmark_case, sweep=sw[-1] if sw else None,
+            all_runs=[r for r in all_runs if r.version == v.name and r.device.slug == gpu]))
+    # ceilings: the ones the newest run used, else the newest for this GPU
+    ceilings = None
+    newest = max(latest.values(), key=lambda r: r.created_utc)
+    if newest.ceilings_ref:
+        ref = Path(newest.ceilings_ref)
+        candidate = logs / "devices" / gpu / ref.name
+        if candidate.is_file():
+            loaded = store.load(candidate)
+            ceilings = loaded if isinstance(loaded, DeviceCeilings) else None
+    if ceilings is None:
+        found = store.ceilings(logs, gpu)
+        ceilings = found[-1] if found else None
+    refs = list(getattr(a.spec, "REFERENCE_RESULTS", []) or [])
+    return AssignmentSummary(assignment=a, gpu=gpu, versions=versions, ceilings=ceilings, references=refs)

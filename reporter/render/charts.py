@@ -1,0 +1,185 @@
+"""Charts as SVG text (matplotlib, Agg): the roofline, time per version, and a sweep.
+
+Each function takes the assignment summary and returns an ``<svg>`` string to inline in
+the HTML, so the report stays one self-contained file.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from ..analysis.summary import AssignmentSummary  # noqa: E402
+
+VERSION_COLOR = "#1f5aa6"
+PEER_COLOR = "#c0392b"
+REF_COLOR = "#7d3c98"
+ROOF_COLOR = "#333333"
+FLOOR_COLOR = "#2e8b57"
+
+plt.rcParams.update({
+    "font.size": 8.5, "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False,
+    "svg.fonttype": "none", "axes.titlesize": 9.5, "axes.titleweight": "bold", "figure.dpi": 100,
+})
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _fmt_ms(ms: float) -> str:
+    if ms < 1:
+        return f"{ms * 1e3:.0f} µs" if ms >= 0.01 else f"{ms * 1e3:.1f} µs"
+    return f"{ms:.3g} ms" if ms < 100 else f"{ms:.0f} ms"
+
+
+def time_per_version(s: AssignmentSummary) -> str:
+    """Median time of each version and peer on the benchmark case (whiskers: 5th–95th
+    percentile), with the public reference and the roofline floor as vertical lines."""
+    rows: list[tuple[str, float, float, float, str]] = []
+    for v in s.versions:
+        r = v.bench
+        if r and r.timing:
+            q = r.timing.quantiles_ms
+            rows.append((v.name, r.timing.median_ms, q["p05"], q["p95"], VERSION_COLOR))
+    for p in s.peers:
+        if p.timing:
+            q = p.timing.quantiles_ms
+            rows.append((f"peer: {p.name}", p.timing.median_ms, q["p05"], q["p95"], PEER_COLOR))
+    fig, ax = plt.subplots(figsize=(6.6, 0.34 * len(rows) + 1.3))
+    if not rows:
+        ax.text(0.5, 0.5, "no timed runs", ha="center", va="center", transform=ax.transAxes)
+        return _svg(fig)
+    y = list(range(len(rows)))[::-1]
+    med = [r[1] for r in rows]
+    lo = [max(r[1] - r[2], 0) for r in rows]
+    hi = [max(r[3] - r[1], 0) for r in rows]
+    ax.barh(y, med, color=[r[4] for r in rows], height=0.62, xerr=[lo, hi],
+            error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#555"})
+    ax.set_yticks(y, [r[0] for r in rows])
+    spread = max(med) / max(min(med), 1e-12)
+    if spread > 20:
+        ax.set_xscale("log")
+    for yi, m in zip(y, med):
+        ax.text(m * (1.04 if spread > 20 else 1.0) + (0 if spread > 20 else max(med) * 0.01), yi, _fmt_ms(m),
+                va="center", ha="left", fontsize=7.5)
+    lines = []
+    for ref in s.references:
+        if ref.case == s.benchmark_case or ref.case == "benchmark":
+            ax.axvline(ref.median_ms, color=REF_COLOR, ls="--", lw=1)
+            lines.append((ref.median_ms, f"{ref.label} ({ref.gpu})", REF_COLOR))
+    best = s.best
+    if best and best.bench and best.bench.derived and best.bench.derived.floor_ms:
+        f = best.bench.derived.floor_ms
+        ax.axvline(f, color=FLOOR_COLOR, ls=":", lw=1.2)
+        lines.append((f, "roofline floor (measured peaks)", FLOOR_COLOR))
+    for x, label, color in lines:
+        ax.text(x, 1.0, " " + label, color=color, fontsize=7, rotation=90, va="top", ha="right",
+                transform=ax.get_xaxis_transform())
+    ax.set_xlabel(f"median time on the benchmark case ({s.gpu.upper()}), lower is better")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_ms(v) if v > 0 else "0"))
+    ax.set_xlim(right=max(med + [x for x, _, _ in lines]) * (2.2 if spread > 20 else 1.18))
+    ax.set_title("Time per version")
+    return _svg(fig)
+
+
+def roofline(s: AssignmentSummary) -> str:
+    """Log-log roofline from the measured ceilings: one point per version at its
+    work-model intensity, arrows from each version to the next, peers as crosses."""
+    c = s.ceilings
+    pts = [(v.name, v.bench) for v in s.versions if v.bench and v.bench.derived]
+    fig, ax = plt.subplots(figsize=(6.6, 3.9))
+    if c is None or not pts:
+        ax.text(0.5, 0.5, "no ceilings or no timed runs recorded", ha="center", va="center", transform=ax.transAxes)
+        return _svg(fig)
+    work = pts[0][1].work
+    bw_tbs = c.copy_gbps / 1e3  # TB/s -> TFLOP/s per (flop/byte)
+    if work.flops == 0:
+        return _bandwidth_chart(s)
+    intensities = [r.derived.arithmetic_intensity for _, r in pts]
+    x_lo = min(min(intensities) / 30, 1.0)
+    x_hi = max(max(intensities) * 30, 1e4)
+    xs = [x_lo * (x_hi / x_lo) ** (i / 200) for i in range(201)]
+    roofs = sorted(c.matmul_tflops.items(), key=lambda kv: -kv[1])
+    for name, peak in roofs:
+        main = work.ceiling == f"matmul_{name}"
+        ax.plot(xs, [min(peak, x * bw_tbs) for x in xs], color=ROOF_COLOR if main else "#999",
+                lw=1.6 if main else 0.8, ls="-" if main else "--")
+        ax.text(x_hi, peak, f"{name} matmul {peak:,.0f} TFLOP/s ", ha="right", va="bottom", fontsize=7,
+                color=ROOF_COLOR if main else "#777")
+    ridge = roofs[0][1] / bw_tbs
+    ax.text(ridge / 8, ridge / 8 * bw_tbs * 1.15, f"copy {c.copy_gbps:,.0f} GB/s", rotation=0, fontsize=7,
+            color=ROOF_COLOR, ha="center")
+    prev = None
+    for name, r in pts:
+        x, yv = r.derived.arithmetic_intensity, r.derived.tflops
+        ax.plot([x], [yv], "o", color=VERSION_COLOR, ms=5, zorder=3)
+        ax.annotate(f"{name.split('_')[0]} {yv:,.0f}", (x, yv), textcoords="offset points", xytext=(7, -3),
+                    fontsize=7, color=VERSION_COLOR)
+        if prev is not None:
+            ax.annotate("", xy=(x, yv), xytext=prev, arrowprops={"arrowstyle": "->", "color": VERSION_COLOR,
+                                                                  "lw": 0.9, "shrinkA": 4, "shrinkB": 4})
+        prev = (x, yv)
+    for p in s.peers:
+        if p.derived:
+            ax.plot([p.derived.arithmetic_intensity], [p.derived.tflops], "x", color=PEER_COLOR, ms=6, mew=1.5)
+            ax.annotate(p.name, (p.derived.arithmetic_intensity, p.derived.tflops), textcoords="offset points",
+                        xytext=(-7, 0), ha="right", va="center", fontsize=7, color=PEER_COLOR)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    top = max(p for _, p in roofs)
+    bottom = min([r.derived.tflops for _, r in pts] + [top]) / 10
+    ax.set_ylim(bottom, top * 2.2)
+    ax.set_xlabel("arithmetic intensity of the work model (flop per DRAM byte)")
+    ax.set_ylabel("TFLOP/s (work model flops / median time)")
+    ax.set_title(f"Roofline on the {s.gpu.upper()}, measured ceilings")
+    ax.grid(True, which="major", lw=0.3, color="#ccc")
+    return _svg(fig)
+
+
+def _bandwidth_chart(s: AssignmentSummary) -> str:
+    """For work with no flops: achieved GB/s per version against the copy ceiling."""
+    c = s.ceilings
+    rows = [(v.name, v.bench.derived.gbps, VERSION_COLOR) for v in s.versions if v.bench and v.bench.derived]
+    rows += [(f"peer: {p.name}", p.derived.gbps, PEER_COLOR) for p in s.peers if p.derived]
+    fig, ax = plt.subplots(figsize=(6.6, 0.34 * len(rows) + 1.3))
+    y = list(range(len(rows)))[::-1]
+    ax.barh(y, [r[1] for r in rows], color=[r[2] for r in rows], height=0.62)
+    ax.set_yticks(y, [r[0] for r in rows])
+    if c is not None:
+        ax.axvline(c.copy_gbps, color=ROOF_COLOR, lw=1.4)
+        ax.text(c.copy_gbps, 1.0, f" copy ceiling {c.copy_gbps:,.0f} GB/s", rotation=90, va="top", ha="right",
+                fontsize=7, transform=ax.get_xaxis_transform())
+    for yi, (_, g, _) in zip(y, rows):
+        ax.text(g, yi, f" {g:,.0f}", va="center", fontsize=7.5)
+    ax.set_xlabel("achieved bandwidth (work-model bytes / median time), GB/s")
+    ax.set_title(f"Bandwidth against the measured copy ceiling ({s.gpu.upper()})")
+    return _svg(fig)
+
+
+def sweep_chart(points: list[tuple[str, float]], title: str) -> str:
+    """Sorted medians of a configuration sweep (fastest first)."""
+    pts = sorted(points, key=lambda p: p[1])
+    fig, ax = plt.subplots(figsize=(6.6, 2.3))
+    xs = range(len(pts))
+    ax.bar(xs, [p[1] for p in pts], color=[FLOOR_COLOR] + [VERSION_COLOR] * (len(pts) - 1), width=0.75)
+    ax.set_xticks(list(xs), [p[0] for p in pts], rotation=90, fontsize=5.5)
+    lo = min(p[1] for p in pts)
+    ax.set_ylim(lo * 0.9 if lo > 0 else 0, max(p[1] for p in pts) * 1.05)
+    ax.set_ylabel("median ms")
+    ax.set_title(title)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    if math.isfinite(lo):
+        ax.axhline(lo, color=FLOOR_COLOR, lw=0.8, ls=":")
+    return _svg(fig)

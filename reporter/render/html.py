@@ -1,0 +1,319 @@
+"""The work-log report as one self-contained HTML file (styles and SVG charts inline).
+
+``build_context`` turns the assignment summary and the bound worklog into plain values for
+``report_templates/report.html.j2``; ``render_html`` renders it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..analysis.facts import fmt_number
+from ..analysis.summary import AssignmentSummary, VersionSummary
+from ..harness.device import device_lines
+from ..harness.timing import leaderboard_block
+from ..records import PeerResult, Run
+from . import charts, code
+from .worklog import Worklog, markdown_to_html
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "report_templates"  # the project root's folder
+
+
+def ms(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"{fmt_number(x * 1e3, 4)} µs" if x < 1 else f"{fmt_number(x, 4)} ms"
+
+
+def times(x: float | None) -> str:
+    return "–" if x is None else f"{fmt_number(x, 3)}×"
+
+
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{fmt_number(100 * x, 3)} %"
+
+
+@dataclass
+class CaseRow:
+    case: str
+    shape: str
+    check: str
+    check_ok: bool
+    median: str
+    mean_err: str
+    fastest: str
+    slowest: str
+    n: int | str
+    tflops: str
+    gbps: str
+    roof: str
+    stop: str
+
+
+@dataclass
+class Comparison:
+    against: str
+    kind: str  # 'version' | 'peer' | 'reference'
+    theirs: str
+    speedup: str
+    faster: bool
+    verdict: str = ""
+
+
+@dataclass
+class VersionView:
+    name: str
+    short: str
+    anchor: str
+    structure_html: str
+    excerpt_html: str
+    excerpt_path: str
+    excerpt_line: int
+    excerpt_truncated: bool
+    config: str
+    rows: list[CaseRow]
+    comparisons: list[Comparison]
+    notes_html: str
+    notes_missing: bool
+    observations: list[str]
+    sweep: dict[str, Any] | None
+    code_digest: str
+    commit: str
+    failed: str | None = None
+    headline: str = ""
+    profile_block: str | None = None
+    extra_sections: list[dict[str, str]] = field(default_factory=list)
+
+
+def _shape(case: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in case.items() if k != "seed") + f"; seed {case.get('seed')}"
+
+
+def _row(r: Run) -> CaseRow:
+    t, d, c = r.timing, r.derived, r.check
+    if c.passed:
+        err = f"max abs err {c.max_abs_error:.2g}" if c.max_abs_error is not None and not c.exact else "exact"
+        check = f"pass ({err})"
+    else:
+        check = f"FAIL: {c.message}"
+    if r.ranked_checks:
+        check += f"; ranked: {sum(x.passed for x in r.ranked_checks)}/{len(r.ranked_checks)} re-checks pass"
+    return CaseRow(
+        case=r.case_name, shape=_shape(r.case), check=check, check_ok=c.passed,
+        median=ms(t.median_ms) if t else "–",
+        mean_err=f"{ms(t.mean_ms)} ± {ms(t.stderr_ms)}" if t else "–",
+        fastest=ms(t.min_ms) if t else "–", slowest=ms(t.max_ms) if t else "–", n=t.n if t else "–",
+        tflops=fmt_number(d.tflops, 4) if d and r.work.flops else "–", gbps=fmt_number(d.gbps, 4) if d else "–",
+        roof=pct(d.fraction_of_ceiling) if d else "–", stop=t.stop_reason if t else "–",
+    )
+
+
+def _peer_time(p: PeerResult) -> float | None:
+    return p.timing.median_ms if p.timing else None
+
+
+def _comparisons(v: VersionSummary, s: AssignmentSummary, verdict_fn) -> list[Comparison]:
+    mine = v.median_ms
+    if mine is None:
+        return []
+    out: list[Comparison] = []
+    prev = s.previous(v)
+    if prev and prev.median_ms:
+        verdict = ""
+        if verdict_fn and prev.bench and prev.bench.timing and v.bench and v.bench.timing:
+            verdict = verdict_fn(prev.bench.timing, v.bench.timing)
+        out.append(Comparison(prev.name, "previous version", ms(prev.median_ms), times(prev.median_ms / mine),
+                              prev.median_ms > mine, verdict))
+    first = next((x for x in s.versions if x.ok), None)
+    if first and first is not v and first is not prev and first.median_ms:
+        out.append(Comparison(first.name, "first version", ms(first.median_ms), times(first.median_ms / mine),
+                              first.median_ms > mine))
+    for p in s.peers:
+        t = _peer_time(p)
+        if t:
+            out.append(Comparison(p.name, "peer", ms(t), times(t / mine), t > mine))
+    for ref in s.references:
+        out.append(Comparison(f"{ref.label} ({ref.gpu})", "public result", ms(ref.median_ms),
+                              times(ref.median_ms / mine), ref.median_ms > mine))
+    return out
+
+
+def _sweep_view(v: VersionSummary) -> dict[str, Any] | None:
+    sw = v.sweep
+    if sw is None:
+        return None
+    best = sw.best()
+    rows = []
+    for p in sorted(sw.points, key=lambda p: p.timing.median_ms if p.timing else float("inf")):
+        rows.append({"config": ", ".join(f"{k}={val}" for k, val in p.config.items()),
+                     "median": ms(p.timing.median_ms) if p.timing else "–",
+                     "n": p.timing.n if p.timing else "–",
+                     "note": "chosen" if p is best else (p.error or "")[:90]})
+    pts = [(" ".join(str(val) for val in p.config.values()), p.timing.median_ms) for p in sw.points if p.timing]
+    return {
+        "case": sw.case_name, "count": len(sw.points), "timed": len(pts), "rows": rows,
+        "param_names": " ".join(sw.points[0].config.keys()) if sw.points else "",
+        "chart": charts.sweep_chart(pts, f"Sweep of {v.name} on {sw.case_name}: median per configuration"
+                                    f" ({' '.join(sw.points[0].config.keys())})") if pts else "",
+        "date": sw.created_utc.strftime("%Y-%m-%d"), "run_id": sw.run_id,
+    }
+
+
+@dataclass
+class Hooks:
+    """Optional analysis plugged in by the caller (kept optional so the renderer never
+    depends on which analyses exist)."""
+
+    verdict: Any = None  # (TimingStats, TimingStats) -> str
+    observations: Any = None  # (Run, Run | None, DeviceCeilings | None) -> list[str]
+    profile_block: Any = None  # (Run) -> str | None
+    extra_charts: list[Any] = field(default_factory=list)  # [(title, (summary) -> svg | None)]
+
+
+def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hooks | None = None) -> dict[str, Any]:
+    hooks = hooks or Hooks()
+    views: list[VersionView] = []
+    for v in s.versions:
+        ex = code.key_excerpt(v.version, repo_root)
+        section = wl.versions.get(v.short)
+        bench = v.bench
+        cases = [v.runs[c] for c in s.assignment.cases() if c in v.runs]
+        failed = None
+        if bench is None:
+            failed = "no run on the benchmark case recorded for this GPU"
+        elif not bench.ok:
+            failed = bench.error or bench.check.message
+        prev = s.previous(v)
+        obs = hooks.observations(bench, prev.bench if prev else None, s.ceilings) if hooks.observations and bench else []
+        headline = ""
+        if v.median_ms and bench and bench.derived:
+            headline = f"{ms(v.median_ms)} median on the benchmark case"
+            if bench.work.flops:
+                headline += f", {fmt_number(bench.derived.tflops, 3)} TFLOP/s"
+            else:
+                headline += f", {fmt_number(bench.derived.gbps, 4)} GB/s"
+            if bench.derived.fraction_of_ceiling is not None:
+                headline += f" ({pct(bench.derived.fraction_of_ceiling)} of the measured roof)"
+        snap = bench.code if bench else (next(iter(v.runs.values())).code if v.runs else None)
+        views.append(VersionView(
+            name=v.name, short=v.short, anchor=v.name,
+            structure_html=markdown_to_html(v.version.docstring() or "*(no docstring)*"),
+            excerpt_html=ex.html(), excerpt_path=ex.path, excerpt_line=ex.first_line,
+            excerpt_truncated=ex.truncated,
+            config=", ".join(f"{k}={val}" for k, val in (snap.config.items() if snap else [])),
+            rows=[_row(r) for r in cases],
+            comparisons=_comparisons(v, s, hooks.verdict),
+            notes_html=markdown_to_html(section.markdown) if section else "",
+            notes_missing=section is None, observations=obs, sweep=_sweep_view(v),
+            code_digest=snap.digest if snap else "–",
+            commit=((snap.git_commit or "")[:10] + (" (dirty)" if snap.git_dirty else "")) if snap else "–",
+            failed=failed, headline=headline,
+            profile_block=hooks.profile_block(bench) if hooks.profile_block and bench else None,
+        ))
+    best = s.best
+    dev = s.device
+    leaderboard = None
+    if best and best.bench and best.bench.timing and dev:
+        leaderboard = leaderboard_block(best.bench.timing, title=f"{s.assignment.name} {best.name}",
+                                        case=best.bench.case, device_lines=device_lines(dev))
+    stop = _stopping_facts(s)
+    extra = []
+    for title, fn in hooks.extra_charts:
+        svg = fn(s)
+        if svg:
+            extra.append({"title": title, "svg": svg})
+    return {
+        "title": wl.title or s.assignment.title,
+        "subtitle": s.assignment.title if wl.title and wl.title != s.assignment.title else "",
+        "assignment": s.assignment.name,
+        "authors": wl.authors,
+        "gpu": dev.name if dev else s.gpu,
+        "gpu_slug": s.gpu.upper(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "last_run": max((r.created_utc for v in s.versions for r in v.runs.values())).strftime("%Y-%m-%d %H:%M UTC"),
+        "benchmark_case": s.benchmark_case,
+        "benchmark_shape": _shape(s.assignment.case(s.benchmark_case)),
+        "leaderboard": leaderboard,
+        "best": best.name if best else None,
+        "best_headline": next((x.headline for x in views if best and x.name == best.name), ""),
+        "versions": views,
+        "front": [{"title": sec.title, "html": markdown_to_html(sec.markdown)} for sec in wl.front],
+        "stopped_html": markdown_to_html(wl.stopped.markdown) if wl.stopped else "",
+        "llms_html": markdown_to_html(wl.llms.markdown) if wl.llms else "",
+        "stop": stop,
+        "chart_time": charts.time_per_version(s),
+        "chart_roofline": charts.roofline(s),
+        "extra_charts": extra,
+        "device_lines": device_lines(dev) if dev else [],
+        "ceilings": _ceilings_view(s),
+        "method": _method(s),
+        "records": [{"version": v.name, "case": r.case_name, "run_id": r.run_id, "commit": (r.code.git_commit or "")[:10],
+                     "dirty": r.code.git_dirty, "digest": r.code.digest}
+                    for v in s.versions for r in v.runs.values()],
+        "code_css": code.css(),
+        "worklog_path": str(wl.path.relative_to(repo_root)) if wl.path.is_relative_to(repo_root) else str(wl.path),
+    }
+
+
+def _ceilings_view(s: AssignmentSummary) -> dict[str, Any] | None:
+    c = s.ceilings
+    if c is None:
+        return None
+    return {"copy_bw": f"{fmt_number(c.copy_gbps, 4)} GB/s",
+            "matmul": [(k, f"{fmt_number(val, 3)} TFLOP/s") for k, val in c.matmul_tflops.items()],
+            "date": c.created_utc.strftime("%Y-%m-%d"), "notes": c.notes, "matmul_n": c.matmul_n,
+            "copy_gib": c.copy_bytes / 2**30}
+
+
+def _method(s: AssignmentSummary) -> dict[str, Any]:
+    r = next((v.bench for v in s.versions if v.bench and v.bench.timing), None)
+    if r is None or r.timing is None:
+        return {}
+    t = r.timing
+    return {"method": t.method, "l2_flush": t.l2_flush, "warmup": t.warmup_reps,
+            "target": f"{t.target_rel_stderr * 100:g} %", "budget": f"{t.budget_s:g} s", "ranked": t.ranked,
+            "tolerance": (f"exact" if r.check.exact else f"rtol {r.check.rtol:g}, atol {r.check.atol:g}")}
+
+
+def _stopping_facts(s: AssignmentSummary) -> list[str]:
+    """Computed sentences for Part 2: where the best version stands against the roof,
+    the peers and the public results."""
+    best = s.best
+    if best is None or best.bench is None or best.bench.derived is None:
+        return ["No version has a timed run on the benchmark case yet."]
+    r, d = best.bench, best.bench.derived
+    out = [f"The fastest version, {best.name}, runs the benchmark case in {ms(best.median_ms)} "
+           f"(median of {r.timing.n} timed calls, standard error {ms(r.timing.stderr_ms)})."]  # type: ignore[union-attr]
+    if d.floor_ms and d.ceiling_value:
+        unit = d.ceiling_unit or ""
+        what = "TFLOP/s" if r.work.flops else "GB/s"
+        got = d.tflops if r.work.flops else d.gbps
+        out.append(f"It reaches {fmt_number(got, 4)} {what}, {pct(d.fraction_of_ceiling)} of the measured ceiling "
+                   f"({d.ceiling}: {fmt_number(d.ceiling_value, 4)} {unit}); the roofline floor for this work is "
+                   f"{ms(d.floor_ms)}, so it is {times(best.median_ms / d.floor_ms)} from the roof "  # type: ignore[operator]
+                   f"and at most {ms(best.median_ms - d.floor_ms)} remain to be won.")  # type: ignore[operator]
+    timed = [p for p in s.peers if p.timing]
+    if timed:
+        fastest = min(timed, key=lambda p: p.timing.median_ms)  # type: ignore[union-attr]
+        rel = fastest.timing.median_ms / best.median_ms  # type: ignore[union-attr,operator]
+        word = "faster" if rel > 1 else "slower"
+        out.append(f"The fastest peer, {fastest.name} ({fastest.description}), takes {ms(fastest.timing.median_ms)}: "  # type: ignore[union-attr]
+                   f"{best.name} is {times(rel if rel > 1 else 1 / rel)} {word}.")
+    for ref in s.references:
+        rel = ref.median_ms / best.median_ms  # type: ignore[operator]
+        gpu_note = "" if ref.gpu.lower() == s.gpu.lower() else f" (measured on {ref.gpu}, not comparable as is)"
+        out.append(f"{ref.label}: {ms(ref.median_ms)}{gpu_note}; {best.name} is "
+                   f"{times(rel if rel > 1 else 1 / rel)} {'faster' if rel > 1 else 'slower'}.")
+    return out
+
+
+def render_html(context: dict[str, Any]) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html", "j2"]),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    css = (TEMPLATES / "report.css").read_text(encoding="utf-8")
+    return env.get_template("report.html.j2").render(**context, css=css)

@@ -1,0 +1,81 @@
+"""`report build`: records + worklog.md -> reports/<assignment>/worklog.{html,pdf}."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import store
+from ..analysis.facts import binding_context
+from ..analysis.summary import summarize
+from ..assignments import Assignment
+from .html import Hooks, build_context, render_html
+from .pdf import PdfError, write_pdf
+from .worklog import Worklog, WorklogError, parse
+
+
+@dataclass
+class BuildResult:
+    html: Path
+    pdf: Path | None
+    pages: int | None
+    pdf_error: str | None
+
+
+def default_hooks() -> Hooks:
+    """Wire in the optional analyses that exist in this installation."""
+    hooks = Hooks()
+    try:
+        from ..analysis.diff import compare_timing
+
+        hooks.verdict = lambda a, b: compare_timing(a, b).sentence
+    except ImportError:
+        pass
+    try:
+        from ..analysis.diagnose import observe
+
+        hooks.observations = lambda run, prev, ceilings: [o.text for o in observe(run, prev, ceilings)]
+    except ImportError:
+        pass
+    try:
+        from ..analysis.metrics import format_metric_block
+
+        hooks.profile_block = lambda run: (format_metric_block(run.profile)
+                                           if run.profile is not None and run.profile.status == "ok" else None)
+    except ImportError:
+        pass
+    try:
+        from .profile_charts import hierarchical_roofline_svg
+
+        def hroof(s):
+            runs = [v.bench for v in s.versions if v.bench and v.bench.profile and v.bench.profile.status == "ok"]
+            return hierarchical_roofline_svg(runs, s.ceilings) if runs and s.ceilings else None
+
+        hooks.extra_charts.append(("Hierarchical roofline from Nsight Compute: each version at its measured "
+                                   "intensity at DRAM, L2 and L1.", hroof))
+    except ImportError:
+        pass
+    return hooks
+
+
+def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str | None = None,
+          pdf: bool = True, hooks: Hooks | None = None) -> BuildResult:
+    s = summarize(a, logs, gpu)
+    wl: Worklog
+    if a.worklog_path.is_file():
+        wl = parse(a.worklog_path, binding_context(s))
+    else:
+        raise WorklogError(f"{a.worklog_path}: no worklog.md; `report new {a.name} <version>` creates one")
+    ctx = build_context(s, wl, repo_root, hooks if hooks is not None else default_hooks())
+    html_text = render_html(ctx)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    html_path = out_dir / "worklog.html"
+    store.write_atomic(html_path, html_text)
+    if not pdf:
+        return BuildResult(html_path, None, None, None)
+    pdf_path = out_dir / "worklog.pdf"
+    try:
+        pages = write_pdf(html_text, pdf_path, base_url=out_dir)
+    except PdfError as e:
+        return BuildResult(html_path, None, None, str(e))
+    return BuildResult(html_path, pdf_path, pages, None)

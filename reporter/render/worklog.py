@@ -1,0 +1,147 @@
+"""kernels/<name>/worklog.md: the people's narrative, with its numbers bound to the records.
+
+Format: YAML front matter (title, authors, gpu, ...), then ``## vNN_slug`` sections (one per
+version, with ``###`` subsections for the work-log questions), ``## Why we stopped`` and
+``## How LLMs helped``; any other ``##`` section is kept in order as front text. Numbers are
+jinja expressions (``{{ v03.median_ms }}``) evaluated against the records; a reference that
+does not resolve raises :class:`WorklogError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+from ..analysis.facts import BindingError
+
+VERSION_HEADING = re.compile(r"^v(\d{2,3})(?:_[A-Za-z0-9_]+)?$")
+STOPPED = "why we stopped"
+LLMS = "how llms helped"
+
+
+class WorklogError(Exception):
+    pass
+
+
+@dataclass
+class Section:
+    title: str
+    markdown: str
+    html: str = ""
+    line: int = 0
+
+
+@dataclass
+class Worklog:
+    path: Path
+    meta: dict[str, Any]
+    versions: dict[str, Section] = field(default_factory=dict)  # keyed by 'vNN'
+    stopped: Section | None = None
+    llms: Section | None = None
+    front: list[Section] = field(default_factory=list)
+
+    @property
+    def title(self) -> str | None:
+        return self.meta.get("title")
+
+    @property
+    def authors(self) -> list[str]:
+        a = self.meta.get("authors") or []
+        return [a] if isinstance(a, str) else [str(x) for x in a]
+
+
+def _split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str, int]:
+    if not text.startswith("---"):
+        return {}, text, 0
+    end = text.find("\n---", 3)
+    if end < 0:
+        raise WorklogError(f"{path}:1: front matter opened with '---' is never closed")
+    try:
+        meta = yaml.safe_load(text[3:end]) or {}
+    except yaml.YAMLError as e:
+        line = getattr(getattr(e, "problem_mark", None), "line", 0) + 2
+        raise WorklogError(f"{path}:{line}: front matter is not valid YAML: {e}") from e
+    if not isinstance(meta, dict):
+        raise WorklogError(f"{path}:2: front matter must be 'key: value' lines")
+    body_start = text.find("\n", end + 1) + 1
+    offset = text[:body_start].count("\n")
+    return meta, text[body_start:], offset
+
+
+def bind(text: str, context: dict[str, Any], path: Path, first_line: int = 1) -> str:
+    """Evaluate the {{ }} expressions; errors name file:line and the expression."""
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    try:
+        return env.from_string(text).render(**context)
+    except jinja2.TemplateSyntaxError as e:
+        raise WorklogError(f"{path}:{first_line + (e.lineno or 1) - 1}: template syntax: {e.message}") from e
+    except (jinja2.UndefinedError, BindingError, TypeError, ZeroDivisionError) as e:
+        # locate the first line whose expressions fail on their own
+        for i, line in enumerate(text.splitlines()):
+            if "{{" not in line and "{%" not in line:
+                continue
+            try:
+                env.from_string(line).render(**context)
+            except jinja2.TemplateSyntaxError:
+                continue  # part of a multi-line block; fall through to the whole-text error
+            except (jinja2.UndefinedError, BindingError, TypeError, ZeroDivisionError) as e2:
+                exprs = ", ".join(re.findall(r"\{\{.*?\}\}", line)) or line.strip()
+                raise WorklogError(f"{path}:{first_line + i}: {exprs}: {_why(e2)}") from e2
+        raise WorklogError(f"{path}: {_why(e)}") from e
+
+
+def _why(e: Exception) -> str:
+    msg = str(e)
+    if isinstance(e, jinja2.UndefinedError):
+        m = re.search(r"'(\w+)' is undefined", msg)
+        if m:
+            return f"'{m.group(1)}' is not a version, peer or known name"
+    return msg
+
+
+def parse(path: Path, context: dict[str, Any]) -> Worklog:
+    """Read, bind and split a worklog; the HTML of each section is left to the renderer."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise WorklogError(f"{path}: cannot read: {e.strerror or e}") from e
+    meta, body, offset = _split_front_matter(text, path)
+    bound = bind(body, context, path, first_line=offset + 1)
+    wl = Worklog(path=path, meta=meta)
+    current: Section | None = None
+    sections: list[Section] = []
+    for i, line in enumerate(bound.splitlines()):
+        if line.startswith("## "):
+            current = Section(title=line[3:].strip(), markdown="", line=offset + 1 + i)
+            sections.append(current)
+        elif current is not None:
+            current.markdown += line + "\n"
+        elif line.strip() and not line.startswith("# "):
+            current = Section(title="", markdown=line + "\n", line=offset + 1 + i)
+            sections.append(current)
+    for s in sections:
+        key = s.title.lower().rstrip(":. ")
+        m = VERSION_HEADING.match(s.title.split()[0]) if s.title else None
+        if m:
+            short = f"v{int(m.group(1)):02d}"
+            if short in wl.versions:
+                raise WorklogError(f"{path}:{s.line}: a second section for {short}")
+            wl.versions[short] = s
+        elif key == STOPPED:
+            wl.stopped = s
+        elif key == LLMS:
+            wl.llms = s
+        else:
+            wl.front.append(s)
+    return wl
+
+
+def markdown_to_html(md: str) -> str:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"typographer": True}).enable(["table", "replacements", "smartquotes"]).render(md)
