@@ -311,7 +311,8 @@ _SLUG = re.compile(r"[^a-z0-9]+")
 
 def gpu_slug(name: str) -> str:
     """'NVIDIA H100 80GB HBM3' -> 'h100'; other names lowercased with dashes."""
-    m = re.search(r"\b([A-Z]{1,2}\d{2,4}[A-Z]?)\b", name.replace("NVIDIA", ""))
+    bare = re.sub(r"\b(NVIDIA|GeForce|Tesla)\b", "", name, flags=re.I)
+    m = re.search(r"\b([A-Z]{1,2}\d{2,4}[A-Z]?)\b", bare, flags=re.I)
     if m:
         return m.group(1).lower()
-    return _SLUG.sub("-", name.lower()).strip("-") or "gpu"
+    return _SLUG.sub("-", bare.lower()).strip("-") or "gpu"

@@ -11,7 +11,8 @@ from ..analysis.summary import summarize
 from ..assignments import Assignment
 from .html import Hooks, build_context, render_html
 from .pdf import PdfError, write_pdf
-from .worklog import Worklog, WorklogError, parse
+from ..records import gpu_slug
+from .worklog import Worklog, WorklogError, parse, read_meta
 
 
 @dataclass
@@ -60,12 +61,12 @@ def default_hooks() -> Hooks:
 
 def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str | None = None,
           pdf: bool = True, hooks: Hooks | None = None) -> BuildResult:
-    s = summarize(a, logs, gpu)
-    wl: Worklog
-    if a.worklog_path.is_file():
-        wl = parse(a.worklog_path, binding_context(s))
-    else:
+    if not a.worklog_path.is_file():
         raise WorklogError(f"{a.worklog_path}: no worklog.md; `report new {a.name} <version>` creates one")
+    # the worklog names its target GPU; records of other GPUs are never mixed into its figures
+    target = gpu or read_meta(a.worklog_path).get("gpu")
+    s = summarize(a, logs, gpu_slug(str(target)) if target else None)
+    wl: Worklog = parse(a.worklog_path, binding_context(s))
     ctx = build_context(s, wl, repo_root, hooks if hooks is not None else default_hooks())
     html_text = render_html(ctx)
     out_dir.mkdir(parents=True, exist_ok=True)

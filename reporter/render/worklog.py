@@ -104,6 +104,15 @@ def _why(e: Exception) -> str:
     return msg
 
 
+def read_meta(path: Path) -> dict[str, Any]:
+    """Only the front matter (e.g. to learn the target GPU before binding)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise WorklogError(f"{path}: cannot read: {e.strerror or e}") from e
+    return _split_front_matter(text, path)[0]
+
+
 def parse(path: Path, context: dict[str, Any]) -> Worklog:
     """Read, bind and split a worklog; the HTML of each section is left to the renderer."""
     try:
