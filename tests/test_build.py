@@ -1,0 +1,136 @@
+"""`report build` through the CLI on the committed records: the HTML parses, the PDF holds
+every version with its recorded median, errors stop the build with file and line."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from reporter import store
+from reporter.analysis.summary import summarize
+from reporter.assignments import get_assignment
+from reporter.cli import app
+from reporter.render.html import ms
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    t0 = time.perf_counter()
+    result = runner.invoke(app, ["build", "flashattn", "--root", str(ROOT), "--out", str(out)])
+    elapsed = time.perf_counter() - t0
+    assert result.exit_code == 0, result.output
+    return out, result.output, elapsed
+
+
+def pdf_text(path) -> tuple[str, int]:
+    from pypdf import PdfReader
+
+    reader = PdfReader(str(path))
+    return "\n".join(p.extract_text() for p in reader.pages), len(reader.pages)
+
+
+def test_build_writes_html_and_pdf(built):
+    out, output, _ = built
+    assert (out / "worklog.html").stat().st_size > 10_000
+    assert (out / "worklog.pdf").read_bytes()[:5] == b"%PDF-"
+    assert "PDF:" in output and "pages" in output
+
+
+def test_pdf_holds_every_version_and_its_recorded_median(built):
+    out, _, _ = built
+    text, pages = pdf_text(out / "worklog.pdf")
+    flat = re.sub(r"\s+", " ", text)
+    a = get_assignment(ROOT / "kernels", "flashattn")
+    s = summarize(a, ROOT / "logs", "h100")
+    timed = [v for v in s.versions if v.median_ms]
+    assert len(timed) >= 3
+    for v in s.versions:
+        assert v.name in flat, f"{v.name} missing from the PDF"
+    for v in timed:
+        assert ms(v.median_ms) in flat, f"{v.name}'s median {ms(v.median_ms)} missing from the PDF"
+    assert "Part 1" in flat and "Part 2" in flat and "Part 3" in flat
+    assert 6 <= pages <= 40
+
+
+def test_html_is_self_contained_and_parses(built):
+    from bs4 import BeautifulSoup
+
+    out, _, _ = built
+    html = (out / "worklog.html").read_text()
+    soup = BeautifulSoup(html, "html.parser")
+    assert soup.title and "flash" in soup.title.text.lower()
+    assert len(soup.find_all("svg")) >= 3, "charts are inline SVG"
+    assert not soup.find_all("link", rel="stylesheet") and not soup.find_all("script", src=True)
+    assert not [i for i in soup.find_all("img") if not str(i.get("src", "")).startswith("data:")]
+    ids = {t.get("id") for t in soup.find_all(id=True)}
+    for a in soup.select('a[href^="#"]'):
+        assert a["href"][1:] in ids, f"dangling link {a['href']}"
+
+
+def test_no_unbound_template_text_left(built):
+    out, _, _ = built
+    html = (out / "worklog.html").read_text()
+    assert "{{" not in html and "{%" not in html
+
+
+def test_build_is_fast(built):
+    _, _, elapsed = built
+    assert elapsed < 20, f"build took {elapsed:.1f} s"
+
+
+def test_no_pdf_still_writes_html(tmp_path):
+    result = runner.invoke(app, ["build", "flashattn", "--root", str(ROOT), "--out", str(tmp_path), "--no-pdf"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "worklog.html").exists() and not (tmp_path / "worklog.pdf").exists()
+
+
+def test_failing_pdf_step_keeps_the_html(tmp_path, monkeypatch):
+    from reporter.render import pdf
+
+    def broken(*a, **k):
+        raise pdf.PdfError("PDF rendering failed: simulated; the HTML report is complete")
+
+    monkeypatch.setattr("reporter.render.report.write_pdf", broken)
+    result = runner.invoke(app, ["build", "flashattn", "--root", str(ROOT), "--out", str(tmp_path)])
+    assert result.exit_code == 1
+    assert (tmp_path / "worklog.html").exists()
+    assert "simulated" in result.output
+
+
+def test_unresolved_reference_fails_with_file_and_line(project):
+    wl = project / "kernels" / "flashattn" / "worklog.md"
+    lines = wl.read_text().splitlines()
+    lines.insert(12, "This line cites {{ v42.median_ms }} ms, a version that does not exist.")
+    wl.write_text("\n".join(lines) + "\n")
+    result = runner.invoke(app, ["build", "flashattn", "--root", str(project), "--no-pdf"])
+    assert result.exit_code == 2
+    assert "worklog.md:13:" in result.output and "v42" in result.output
+    assert not (project / "reports" / "flashattn" / "worklog.html").exists()
+
+
+def test_unknown_assignment_is_a_clear_error():
+    result = runner.invoke(app, ["build", "nosuch", "--root", str(ROOT)])
+    assert result.exit_code == 2
+    assert "no assignment 'nosuch'" in result.output and "flashattn" in result.output
+
+
+def test_corrupt_record_names_the_file(project):
+    victim = sorted((project / "logs" / "flashattn").glob("v02*/*.json"))[0]
+    victim.write_text("{ not json")
+    result = runner.invoke(app, ["build", "flashattn", "--root", str(project), "--no-pdf"])
+    assert result.exit_code == 2
+    assert victim.name in result.output and "not valid JSON" in result.output
+
+
+def test_records_of_another_gpu_are_not_mixed(project):
+    s = summarize(get_assignment(project / "kernels", "flashattn"), project / "logs", "h100")
+    for v in s.versions:
+        assert all(r.device.slug == "h100" for r in v.runs.values())
+    assert {r.device.slug for r in store.runs(project / "logs", "flashattn")} >= {"h100"}

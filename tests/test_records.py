@@ -1,0 +1,114 @@
+"""Records: round trip through the store, atomic writes, and errors that name file and field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reporter import store
+from reporter.records import DeviceCeilings, Run, Sweep, derive, gpu_slug
+
+from conftest import LOGS
+
+
+def committed_runs() -> list[Path]:
+    return sorted(p for p in LOGS.glob("*/*/*.json") if p.parts[-3] != "devices")
+
+
+def test_every_committed_record_loads():
+    paths = committed_runs() + sorted(LOGS.glob("devices/*/*.json")) + sorted(LOGS.glob("*/*/sweeps/*.json"))
+    assert paths, "no committed records"
+    kinds = {type(store.load(p)) for p in paths}
+    assert {Run, DeviceCeilings, Sweep} <= kinds
+
+
+def test_round_trip_is_lossless(tmp_path):
+    src = committed_runs()[0]
+    run = store.load(src)
+    out = store.save(run, tmp_path / "copy.json")
+    again = store.load(out)
+    assert again == run
+    assert again.timing is None or again.timing.samples_ms == run.timing.samples_ms
+
+
+def test_write_is_atomic_and_leaves_no_temp(tmp_path, monkeypatch):
+    run = store.load(committed_runs()[0])
+    target = tmp_path / "r.json"
+    store.save(run, target)
+    before = target.read_text()
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("os.replace", boom)
+    with pytest.raises(OSError):
+        store.save(run.model_copy(update={"version": "changed"}), target)
+    assert target.read_text() == before, "a failed write must not damage the old record"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"], "no temp file left behind"
+
+
+def test_malformed_json_names_file_and_position(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text('{"schema_version": 1, "kind": "run",')
+    with pytest.raises(store.RecordError, match=r"bad.json: not valid JSON \(line 1"):
+        store.load(p)
+
+
+def test_foreign_json_is_refused(tmp_path):
+    p = tmp_path / "package.json"
+    p.write_text(json.dumps({"name": "left-pad", "version": "1.0.0"}))
+    with pytest.raises(store.RecordError, match="package.json: field 'schema_version' is missing"):
+        store.load(p)
+
+
+def test_bad_field_is_named(tmp_path):
+    data = json.loads(committed_runs()[0].read_text())
+    data["timing"]["median_ms"] = "fast"
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(store.RecordError, match=r"r.json: field 'timing.median_ms'"):
+        store.load(p)
+
+
+def test_unknown_field_is_an_error(tmp_path):
+    data = json.loads(committed_runs()[0].read_text())
+    data["medain_ms"] = 1.0
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(store.RecordError, match="medain_ms"):
+        store.load(p)
+
+
+def test_newer_schema_is_refused(tmp_path):
+    data = json.loads(committed_runs()[0].read_text())
+    data["schema_version"] = 99
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(store.RecordError, match="newer than this tool"):
+        store.load(p)
+
+
+def test_latest_run_per_version_and_case():
+    runs = store.runs(LOGS, "flashattn")
+    latest = store.latest_runs(runs, gpu="h100")
+    for (version, case), r in latest.items():
+        same = [x for x in runs if x.version == version and x.case_name == case and x.device.slug == "h100"]
+        assert r.created_utc == max(x.created_utc for x in same)
+    assert all(r.device.slug == "h100" for r in latest.values())
+
+
+def test_derived_figures_follow_from_work_and_time():
+    run = next(r for r in store.runs(LOGS, "flashattn") if r.derived and r.case_name == "benchmark")
+    ceilings = store.ceilings(LOGS, run.device.slug)[-1]
+    d = derive(run.work, run.timing.median_ms, ceilings)
+    assert d.tflops == pytest.approx(run.work.flops / (run.timing.median_ms / 1e3) / 1e12)
+    assert d.fraction_of_ceiling == pytest.approx(d.tflops / ceilings.matmul_tflops["fp16"])
+    assert d.floor_ms == pytest.approx(run.work.flops / (ceilings.matmul_tflops["fp16"] * 1e12) * 1e3)
+
+
+@pytest.mark.parametrize("name,slug", [("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"),
+                                       ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA GeForce RTX 4090", "rtx-4090")])
+def test_gpu_slug(name, slug):
+    assert gpu_slug(name) == slug

@@ -1,0 +1,92 @@
+"""Timing statistics and the stopping rule, on CPU callables with the host clock."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+
+from reporter.harness.timing import HostTimer, StoppingRule, benchmark, leaderboard_block, quantile, summarize
+
+
+class FakeTimer:
+    """Returns scripted durations, so the stopping rule can be tested exactly."""
+
+    method = "fake"
+
+    def __init__(self, durations):
+        self.durations = list(durations)
+        self.calls = 0
+
+    def time_call(self, fn, before):
+        if before:
+            before()
+        fn()
+        self.calls += 1
+        return self.durations[min(self.calls - 1, len(self.durations) - 1)]
+
+
+def test_statistics_match_the_definitions():
+    samples = [1.0, 2.0, 3.0, 4.0, 10.0]
+    s = summarize(samples, method="x", l2_flush=False, rule=StoppingRule(), stop_reason="max_reps")
+    assert s.mean_ms == 4.0 and s.median_ms == 3.0 and s.min_ms == 1.0 and s.max_ms == 10.0
+    assert s.std_ms == pytest.approx(statistics.stdev(samples))
+    assert s.stderr_ms == pytest.approx(statistics.stdev(samples) / 5 ** 0.5)
+    assert s.quantiles_ms["p25"] == 2.0 and s.quantiles_ms["p75"] == 4.0
+    assert quantile(sorted(samples), 0.05) == pytest.approx(1.2)
+
+
+def test_constant_samples_stop_on_stderr_after_min_reps():
+    timer = FakeTimer([5.0])
+    rule = StoppingRule(min_reps=3, max_reps=100, warmup_reps=2)
+    s = benchmark(lambda rep: None, timer=timer, rule=rule)
+    assert s.n == 3 and s.stop_reason == "stderr"
+    assert timer.calls == 3 + 2, "warm-up calls happen and are not recorded"
+
+
+def test_noisy_samples_run_to_max_reps():
+    timer = FakeTimer([1.0, 3.0] * 100)
+    s = benchmark(lambda rep: None, timer=timer, rule=StoppingRule(max_reps=20, budget_s=60, warmup_reps=0))
+    assert s.n == 20 and s.stop_reason == "max_reps"
+
+
+def test_budget_stops_a_slow_noisy_callable():
+    rule = StoppingRule(max_reps=100, budget_s=0.05, warmup_reps=0)
+    calls = []
+
+    def slow(rep):
+        calls.append(rep)
+        time.sleep(0.004 + 0.004 * (rep % 2))
+
+    s = benchmark(slow, timer=HostTimer(), rule=rule)
+    assert s.stop_reason == "budget" and 3 <= s.n < 100
+    assert s.method == "host-perf-counter"
+    assert all(x >= 3.5 for x in s.samples_ms), "host timer measures the call"
+
+
+def test_prepare_and_after_run_untimed_around_each_call():
+    events = []
+    timer = FakeTimer([2.0])
+    benchmark(lambda rep: events.append(("call", rep)) or rep, timer=timer,
+              rule=StoppingRule(min_reps=3, warmup_reps=1),
+              prepare=lambda rep: events.append(("prepare", rep)),
+              after=lambda rep, out: events.append(("after", rep, out)))
+    assert events[:3] == [("prepare", -1), ("call", -1), ("after", -1, -1)]
+    assert ("after", 2, 2) in events
+
+
+def test_rule_rejects_nonsense():
+    with pytest.raises(ValueError, match="min_reps"):
+        StoppingRule(min_reps=1)
+    with pytest.raises(ValueError, match="max_reps"):
+        StoppingRule(min_reps=5, max_reps=3)
+
+
+def test_leaderboard_block_layout():
+    s = summarize([13.0, 13.5, 14.0], method="x", l2_flush=True, rule=StoppingRule(), stop_reason="stderr")
+    text = leaderboard_block(s, title="flashattn v09", case={"b": 4, "seed": 1118}, device_lines=["GPU: H100"])
+    assert "⏱ 13.500 ms ± 288.7 µs" in text
+    assert "⚡ 13.000 ms 🐌 14.000 ms" in text
+    assert text.splitlines()[1] == "b: 4; seed: 1118"
+    assert "Running on:\n* GPU: H100" in text

@@ -1,0 +1,79 @@
+"""worklog.md: front matter, sections, and numbers bound to the records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from reporter.analysis.facts import binding_context, fmt_number
+from reporter.analysis.summary import summarize
+from reporter.assignments import get_assignment
+from reporter.render.worklog import WorklogError, bind, parse
+
+A = get_assignment(ROOT / "kernels", "flashattn")
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return binding_context(summarize(A, ROOT / "logs", "h100"))
+
+
+def test_bound_numbers_come_from_the_records(ctx):
+    s = summarize(A, ROOT / "logs", "h100")
+    v02 = s.get("v02")
+    text = bind("{{ v02.median_ms }} ms; {{ v02.speedup_over('v01') }}x", ctx, Path("w.md"))
+    assert text == f"{fmt_number(v02.median_ms)} ms; {fmt_number(s.get('v01').median_ms / v02.median_ms, 3)}x"
+
+
+def test_peer_and_reference_bindings(ctx):
+    text = bind("{{ peers.sdpa_cudnn.median_ms }} / {{ reference.median_ms }}", ctx, Path("w.md"))
+    assert text.endswith("/ 13.62")
+
+
+@pytest.mark.parametrize("expr,why", [
+    ("{{ v99.median_ms }}", "'v99' is not a version"),
+    ("{{ v02.medain_ms }}", "has no 'medain_ms'"),
+    ("{{ v02.speedup_over('v77') }}", "no version or peer named 'v77'"),
+    ("{{ peers.sdpa_nothing.median_ms }}", "no peer named 'sdpa_nothing'"),
+])
+def test_unresolved_reference_names_line_and_reason(ctx, expr, why):
+    text = "first line\nsecond {{ v02.median_ms }}\nthird " + expr + "\n"
+    with pytest.raises(WorklogError) as e:
+        bind(text, ctx, Path("kernels/x/worklog.md"), first_line=10)
+    assert "kernels/x/worklog.md:12:" in str(e.value) and why in str(e.value)
+
+
+def test_syntax_error_is_located(ctx):
+    with pytest.raises(WorklogError, match=r"w.md:3: template syntax"):
+        bind("a\nb\n{{ v02.median_ms \n", ctx, Path("w.md"))
+
+
+def test_sections_are_split_by_role(ctx, tmp_path):
+    p = tmp_path / "worklog.md"
+    p.write_text("---\ntitle: T\nauthors: [Ann, Bo]\ngpu: h100\n---\n\n## Intro\nhello\n\n## v02_fused\n### What we concluded\n"
+                 "{{ v02.median_ms }}\n\n## Why we stopped\nroof\n\n## How LLMs helped\nsome\n")
+    wl = parse(p, ctx)
+    assert wl.title == "T" and wl.authors == ["Ann", "Bo"]
+    assert list(wl.versions) == ["v02"] and "What we concluded" in wl.versions["v02"].markdown
+    assert wl.stopped and "roof" in wl.stopped.markdown and wl.llms and [s.title for s in wl.front] == ["Intro"]
+
+
+def test_bad_front_matter(tmp_path, ctx):
+    p = tmp_path / "worklog.md"
+    p.write_text("---\ntitle: [unclosed\n---\n")
+    with pytest.raises(WorklogError, match="front matter is not valid YAML"):
+        parse(p, ctx)
+
+
+def test_duplicate_version_section(tmp_path, ctx):
+    p = tmp_path / "worklog.md"
+    p.write_text("## v02_a\nx\n## v02_b\ny\n")
+    with pytest.raises(WorklogError, match=r"worklog.md:3: a second section for v02"):
+        parse(p, ctx)
+
+
+def test_committed_worklog_binds(ctx):
+    wl = parse(A.worklog_path, ctx)
+    assert {"v01", "v02", "v03"} <= set(wl.versions) and wl.stopped and wl.llms
