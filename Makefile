@@ -19,20 +19,25 @@ TEST_WHEELS = pytest==9.2.0 pluggy==1.6.0 iniconfig==2.3.0 packaging==25.0
 
 .PHONY: demo test install gpu-test wheelhouse clean
 
-$(BIN)/report: pyproject.toml
+$(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	@touch $@
+
+# tests also need torch: the CPU build first, so '.[test]' finds it satisfied
+$(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/pip install -q $(TORCH_CPU)
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $@
 
-install: $(BIN)/report
+install: $(VENV)/.installed
 
 demo: install
 	$(BIN)/report build $(ASSIGNMENT)
 	@echo "PDF: $(CURDIR)/reports/$(ASSIGNMENT)/worklog.pdf"
 
-test: install
+test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 
 # on a GPU machine with the package installed: every version checked on the small cases
