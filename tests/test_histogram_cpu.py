@@ -1,0 +1,220 @@
+"""The histogram assignment on the CPU: reference, inputs, contention skew, work model, versions'
+modules, and the generic CUDA loader's pure parts (the GPU runs are tests/test_gpu_versions.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from reporter import cuda  # noqa: E402
+from reporter.assignments import get_assignment  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENT = get_assignment(ROOT / "kernels", "histogram")
+SPEC = ASSIGNMENT.spec
+
+
+def loop_count(data: np.ndarray) -> np.ndarray:
+    """The plainest histogram: a Python loop over channels, numpy counting one column at a time."""
+    out = np.zeros((data.shape[1], 256), dtype=np.int64)
+    for c in range(data.shape[1]):
+        for value, n in zip(*np.unique(data[:, c], return_counts=True)):
+            out[c, value] = n
+    return out
+
+
+# --------------------------------------------------------------------------- reference
+
+
+@pytest.mark.parametrize("length,channels", [(1, 1), (7, 3), (300, 16), (1000, 512)])
+def test_reference_matches_a_loop_count(length, channels):
+    rng = np.random.default_rng(length * 1000 + channels)
+    data = rng.integers(0, 256, (length, channels), dtype=np.uint8)
+    ref = SPEC.ref_kernel(torch.from_numpy(data))
+    assert ref.dtype == torch.int32 and tuple(ref.shape) == (channels, 256)
+    np.testing.assert_array_equal(ref.numpy(), loop_count(data))
+    assert int(ref.sum()) == length * channels
+
+
+def test_reference_chunks_add_up(monkeypatch):
+    """Rows are counted a chunk at a time; a chunk boundary inside the array changes nothing."""
+    data = torch.from_numpy(np.random.default_rng(5).integers(0, 256, (103, 40), dtype=np.uint8))
+    whole = SPEC.ref_kernel(data)
+    monkeypatch.setattr(SPEC, "_REF_CHUNK_ELEMENTS", 40 * 10 + 7)  # 10 rows per chunk, last one partial
+    assert torch.equal(SPEC.ref_kernel(data), whole)
+
+
+def test_reference_counts_extreme_values():
+    data = torch.tensor([[0, 255], [255, 255], [0, 0]], dtype=torch.uint8)
+    ref = SPEC.ref_kernel(data)
+    assert ref[0, 0] == 2 and ref[0, 255] == 1 and ref[1, 255] == 2 and ref[1, 0] == 1
+    assert int(ref.sum()) == 6
+
+
+@pytest.mark.parametrize("peer", ["bincount_per_channel", "bincount_offset"])
+def test_peers_are_exact_on_cpu(peer):
+    data = SPEC.generate_input(length=257, channels=24, seed=3, device="cpu")
+    assert torch.equal(SPEC.PEERS[peer].fn(data), SPEC.ref_kernel(data))
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def test_generate_input_shape_dtype_range():
+    data = SPEC.generate_input(length=1000, channels=64, seed=SPEC.SEED, device="cpu")
+    assert data.dtype == torch.uint8 and tuple(data.shape) == (1000, 64) and data.is_contiguous()
+    assert data.device.type == "cpu"
+    counts = torch.bincount(data.reshape(-1).to(torch.int64), minlength=256)
+    assert counts.numel() == 256 and int((counts > 0).sum()) == 256  # every value is drawn
+
+
+def test_generate_input_is_deterministic_per_seed():
+    a = SPEC.generate_input(length=512, channels=32, seed=1001, device="cpu")
+    b = SPEC.generate_input(length=512, channels=32, seed=1001, device="cpu")
+    c = SPEC.generate_input(length=512, channels=32, seed=1014, device="cpu")
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+
+
+def test_generate_input_defaults_to_cuda():
+    import inspect
+
+    assert inspect.signature(SPEC.generate_input).parameters["device"].default == "cuda"
+
+
+def test_contention_case_is_skewed_towards_one_value():
+    case = {**SPEC.CASES["contention"], "length": 4096, "channels": 64}
+    data = SPEC.generate_input(**case, device="cpu")
+    hist = SPEC.ref_kernel(data)
+    hot = int(hist.sum(0).argmax())
+    share = hist[:, hot].double() / data.shape[0]  # per channel
+    assert (share > 0.85).all() and (share < 0.95).all(), share
+    assert torch.equal(SPEC.generate_input(**case, device="cpu"), data)  # deterministic too
+    # the uniform cases have no such value
+    flat = SPEC.ref_kernel(SPEC.generate_input(length=4096, channels=64, seed=SPEC.SEED, device="cpu"))
+    assert float(flat.max()) / 4096 < 0.02
+
+
+# --------------------------------------------------------------------------- spec and work model
+
+
+def test_cases_and_benchmark():
+    assert SPEC.BENCHMARK_CASE == "benchmark"
+    bench = SPEC.CASES["benchmark"]
+    assert (bench["length"], bench["channels"], bench["seed"]) == (1048576, 512, 1001)
+    assert SPEC.TOLERANCE.exact
+    lengths = [c["length"] for name, c in SPEC.CASES.items() if name != "benchmark"]
+    assert any(n % 128 and n % 256 and n % 1024 for n in lengths)  # one length fits no tile
+    for name, c in SPEC.CASES.items():
+        if name != "benchmark":
+            assert c["length"] * c["channels"] <= 128 << 20, f"{name} is too large for the GPU test suite"
+    ref = SPEC.REFERENCE_RESULTS[0]
+    assert (ref.median_ms, ref.gpu) == (0.315, "H100")
+
+
+def test_work_model_numbers():
+    w = SPEC.work_model(**SPEC.CASES["benchmark"])
+    assert w.flops == 0 and w.ceiling == "copy"
+    assert w.bytes == 1048576 * 512 + 512 * 256 * 4 == 537395200
+    # at the measured copy ceiling of 2977 GB/s the floor is about 0.18 ms
+    assert w.bytes / 2977e9 * 1e3 == pytest.approx(0.1805, abs=1e-3)
+    c = SPEC.work_model(**SPEC.CASES["contention"])
+    assert c.bytes == 131072 * 512 + 512 * 1024
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def test_versions_import_without_a_gpu_and_say_how_they_are_built():
+    versions = ASSIGNMENT.versions()
+    assert [v.short for v in versions][:5] == ["v01", "v02", "v03", "v04", "v05"]
+    for v in versions:
+        mod = v.load()  # must not need cupy or a GPU to import
+        assert callable(mod.custom_kernel)
+        assert len(v.docstring()) > 200, f"{v.name}: the docstring is the report's 'how is the code structured'"
+        cu = v.path.with_suffix(".cu")
+        assert cu.is_file() and cu in v.sources
+
+
+def test_swept_version_offers_its_configs():
+    mod = ASSIGNMENT.version("v05").load()
+    assert mod.CONFIG in mod.SWEEP
+    assert all(callable(mod.make_kernel(cfg)) for cfg in mod.SWEEP)
+
+
+def test_versions_refuse_unsupported_inputs_before_touching_the_gpu():
+    mod = ASSIGNMENT.version("v05").load()
+    with pytest.raises(ValueError):
+        mod.custom_kernel(torch.zeros((8, 6), dtype=torch.uint8))  # channels % 4 != 0
+    with pytest.raises(ValueError):
+        mod.custom_kernel(torch.zeros((8, 8), dtype=torch.int32))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("cu", sorted((ROOT / "kernels" / "histogram").glob("*.cu")), ids=lambda p: p.name)
+def test_sources_build_for_sm90a_without_spills(cu):
+    rows = cuda.ptxas_report(cu, arch="sm_90a")
+    assert rows, f"{cu.name}: no kernel in the ptxas report"
+    for r in rows:
+        assert r.spill_stores == 0 and r.spill_loads == 0, f"{cu.name}:{r.name} spills"
+        assert r.registers is not None and r.registers <= 128
+
+
+# --------------------------------------------------------------------------- the generic loader
+
+
+def test_arch_is_the_arch_specific_target_from_hopper_on(monkeypatch):
+    monkeypatch.delenv(cuda.ARCH_ENV, raising=False)
+    assert cuda.arch_for((9, 0)) == "sm_90a"
+    assert cuda.arch_for("90") == "sm_90a"
+    assert cuda.arch_for((10, 0)) == "sm_100a"
+    assert cuda.arch_for((8, 0)) == "sm_80"
+    monkeypatch.setenv(cuda.ARCH_ENV, "sm_90")
+    assert cuda.arch_for((9, 0)) == "sm_90"
+
+
+def test_compile_options_carry_arch_defines_and_include_dir(tmp_path):
+    src = tmp_path / "k.cu"
+    opts = cuda.compile_options("sm_90a", src, {"UNROLL": 8, "FAST": True}, ("--maxrregcount=64",))
+    assert opts[0] == "--gpu-architecture=sm_90a"
+    assert f"-I{tmp_path}" in opts and "-DFAST=1" in opts and "-DUNROLL=8" in opts
+    assert opts[-1] == "--maxrregcount=64"
+    with pytest.raises(ValueError):
+        cuda.define_options({"bad name": 1})
+
+
+def test_source_digest_follows_local_headers(tmp_path):
+    (tmp_path / "h.cuh").write_text("#define X 1\n")
+    src = tmp_path / "k.cu"
+    src.write_text('#include "h.cuh"\n__global__ void k() {}\n')
+    before = cuda.source_digest(src)
+    (tmp_path / "h.cuh").write_text("#define X 2\n")
+    assert cuda.source_digest(src) != before
+
+
+def test_kernel_args_need_explicit_types():
+    assert cuda.kernel_arg(np.int32(3)).dtype == np.int32
+    assert cuda.kernel_arg(None) == np.uint64(0)
+    with pytest.raises(TypeError):
+        cuda.kernel_arg(3)
+    with pytest.raises(TypeError):
+        cuda.kernel_arg(1.5)
+    with pytest.raises(ValueError):
+        cuda.kernel_arg(torch.zeros(4))  # a CPU tensor has no device pointer
+
+
+def test_parse_ptxas():
+    text = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'histogram_persistent' for 'sm_90a'
+ptxas info    : Function properties for histogram_persistent
+    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 48 registers, used 1 barriers, 32768 bytes smem, 400 bytes cmem[0]
+"""
+    (r,) = cuda.parse_ptxas(text)
+    assert (r.name, r.arch, r.registers, r.barriers, r.shared_bytes) == ("histogram_persistent", "sm_90a", 48, 1, 32768)
+    assert (r.stack_bytes, r.spill_stores, r.spill_loads) == (8, 4, 4)
