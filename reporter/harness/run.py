@@ -40,6 +40,8 @@ class RunOptions:
     peers: bool = True
     remeasure_ceilings: bool = False
     print_blocks: bool = True
+    profile: bool = False  # re-run each checked version once under Nsight Compute (see .profile)
+    profile_timeout_s: float = 1800.0
 
 
 def _sync() -> None:
@@ -192,6 +194,11 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                                                  opts=opts, flush=flush, timer=timer, ranked_checks=r.ranked_checks,
                                                  on_sample=lambda i, ms, t=task: progress.update(t, completed=i + 1))
                         r.derived = derive(r.work, r.timing.median_ms, ceilings)
+                        if opts.profile:  # never raises: a missing or failing ncu is recorded in r.profile
+                            from .profile import ProfileOptions, profile_into_run
+
+                            profile_into_run(r, repo_root, a, v, console=console, progress=progress,
+                                             options=ProfileOptions(timeout_s=opts.profile_timeout_s))
                     else:
                         r.error = f"check failed, not timed: {r.check.message}"
                 except RankedCheckFailed as e:

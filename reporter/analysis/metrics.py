@@ -1,0 +1,440 @@
+"""Nsight Compute metrics: which ones the harness requests, and the figures that follow from them.
+
+Everything here works on :class:`~reporter.records.Profile` records and imports nothing that
+needs a GPU, so the report (and ``report show``) can print a profile taken elsewhere.
+
+Units: the parser stores every value in ncu's base units (time in ``ns``, sizes in ``byte``,
+rates per ``second``), whatever scaling ncu printed, so the figures below never guess.
+
+Where the numbers come from (Hopper names; each is checked against ``ncu --query-metrics
+--chip gh100`` in the tests):
+
+* executed floating-point work: the SASS thread-instruction counters
+  ``smsp__sass_thread_inst_executed_op_{d,f,h}{add,mul,fma}_pred_on.sum``, an FMA counting as
+  two flops. Packed half instructions (HFMA2/HADD2/HMUL2) count once per thread instruction,
+  so fp16 CUDA-core work may be under-counted by up to 2×; tensor cores are counted apart.
+* tensor-core work: ``sm__ops_path_tensor_src_<type>.sum``, the math operations the tensor
+  path executed by source type. :data:`TENSOR_FLOPS_PER_OP` converts them to flops; it is
+  checked against an fp16 4096³ ``torch.matmul`` fixture (2·4096³ flops) in the tests.
+* bytes at each memory level: ``dram__bytes.sum`` (DRAM), ``lts__t_bytes.sum`` (L2 requests),
+  ``l1tex__t_bytes.sum`` (L1/TEX requests).
+* the profiler's bandwidth peaks, the way Nsight Compute's own hierarchical roofline
+  sections draw them: ``<level bytes>.sum.peak_sustained`` (bytes per cycle, summed over
+  units) × ``<unit>__cycles_elapsed.avg.per_second`` (that unit's clock during the kernel;
+  with ``--clock-control none`` these are the clocks the kernel really ran at). The fp32
+  CUDA-core peak is ``2 × sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained
+  × sm__cycles_elapsed.avg.per_second``. Tensor-core roofs come from the measured matmul
+  ceilings (``logs/devices/``), not from ncu.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..records import KernelProfile, Profile, WorkModel
+
+# --------------------------------------------------------------------------- the CS149 block
+
+#: The Stanford CS149 profile block: (label, metric), printed in this order.
+CS149_BLOCK: tuple[tuple[str, str], ...] = (
+    ("Duration", "gpu__time_duration.sum"),
+    ("Compute_Throughput", "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+    ("SM_Busy", "sm__instruction_throughput.avg.pct_of_peak_sustained_active"),
+    ("L1_Cache_Throughput", "l1tex__throughput.avg.pct_of_peak_sustained_elapsed"),
+    ("L2_Cache_Throughput", "lts__throughput.avg.pct_of_peak_sustained_elapsed"),
+    ("DRAM_Throughput", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"),
+    ("L1_Cache_Hit_Rate", "l1tex__t_sector_hit_rate.pct"),
+    ("L2_Cache_Hit_Rate", "lts__t_sector_hit_rate.pct"),
+    ("DRAM_Read", "dram__bytes_read.sum"),
+    ("DRAM_Write", "dram__bytes_write.sum"),
+    ("L2_to_L1_Traffic", "l1tex__m_xbar2l1tex_read_bytes.sum"),
+    ("L1_to_L2_Traffic", "l1tex__m_l1tex2xbar_write_bytes.sum"),
+    ("L2_to_SHMEM_Traffic", "sm__sass_l1tex_m_xbar2l1tex_read_bytes_mem_global_op_ldgsts_cache_bypass.sum"),
+)
+LABEL_TO_METRIC: dict[str, str] = dict(CS149_BLOCK)
+
+DURATION = "gpu__time_duration.sum"
+COMPUTE_PCT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+L1_PCT = "l1tex__throughput.avg.pct_of_peak_sustained_elapsed"
+L2_PCT = "lts__throughput.avg.pct_of_peak_sustained_elapsed"
+DRAM_PCT = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"
+L1_HIT_PCT = "l1tex__t_sector_hit_rate.pct"
+L2_HIT_PCT = "lts__t_sector_hit_rate.pct"
+DRAM_READ = "dram__bytes_read.sum"
+DRAM_WRITE = "dram__bytes_write.sum"
+L2_TO_L1 = "l1tex__m_xbar2l1tex_read_bytes.sum"
+
+# --------------------------------------------------------------------------- roofline counters
+
+#: flop class -> (add, mul, fma) thread-instruction counters; an FMA is two flops.
+FLOP_INSTRUCTIONS: dict[str, tuple[str, str, str]] = {
+    p: tuple(f"smsp__sass_thread_inst_executed_op_{c}{op}_pred_on.sum" for op in ("add", "mul", "fma"))  # type: ignore[misc]
+    for p, c in (("fp64", "d"), ("fp32", "f"), ("fp16", "h"))
+}
+
+#: tensor-path source type -> ops counter (Hopper: HMMA and HGMMA together).
+TENSOR_OPS: dict[str, str] = {
+    "fp16": "sm__ops_path_tensor_src_fp16.sum",
+    "bf16": "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "tf32": "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "fp8": "sm__ops_path_tensor_src_fp8.sum",
+    "fp64": "sm__ops_path_tensor_src_fp64.sum",
+}
+#: flops per counted tensor-path op: the counter already counts a multiply-add as two
+#: operations (checked on the fp16 4096³ matmul fixture: ops = 2·4096³).
+TENSOR_FLOPS_PER_OP = 1.0
+#: warp-level tensor instructions, kept for reference (their flops depend on the MMA shape).
+TENSOR_INST = "sm__inst_executed_pipe_tensor.sum"
+
+LEVELS: tuple[str, ...] = ("DRAM", "L2", "L1")
+LEVEL_BYTES: dict[str, str] = {"DRAM": "dram__bytes.sum", "L2": "lts__t_bytes.sum", "L1": "l1tex__t_bytes.sum"}
+#: level -> (bytes per cycle at peak, that unit's clock in cycles per second)
+LEVEL_PEAK: dict[str, tuple[str, str]] = {
+    "DRAM": ("dram__bytes.sum.peak_sustained", "dram__cycles_elapsed.avg.per_second"),
+    "L2": ("lts__t_bytes.sum.peak_sustained", "lts__cycles_elapsed.avg.per_second"),
+    "L1": ("l1tex__t_bytes.sum.peak_sustained", "l1tex__cycles_elapsed.avg.per_second"),
+}
+FP32_PEAK: tuple[str, str] = ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
+                              "sm__cycles_elapsed.avg.per_second")
+
+# --------------------------------------------------------------------------- access patterns
+
+GLOBAL_LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+GLOBAL_LD_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+GLOBAL_LD_BYTES = "sm__sass_data_bytes_mem_global_op_ld.sum"  # bytes the threads asked for
+GLOBAL_ST_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
+GLOBAL_ST_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
+GLOBAL_ST_BYTES = "sm__sass_data_bytes_mem_global_op_st.sum"
+SHARED_CONFLICTS = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
+SHARED_WAVEFRONTS = ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum")
+SHARED_REQUESTS = ("smsp__sass_inst_executed_op_shared_ld.sum", "smsp__sass_inst_executed_op_shared_st.sum")
+INST_EXECUTED = "smsp__inst_executed.sum"
+SECTOR_BYTES = 32
+
+
+def _unique(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(names))
+
+
+#: Every metric the harness asks ncu for (one ``--metrics`` list).
+PROFILE_METRICS: tuple[str, ...] = _unique([
+    *(m for _, m in CS149_BLOCK),
+    *(m for triple in FLOP_INSTRUCTIONS.values() for m in triple),
+    *TENSOR_OPS.values(), TENSOR_INST,
+    *LEVEL_BYTES.values(),
+    *(m for pair in LEVEL_PEAK.values() for m in pair), *FP32_PEAK,
+    GLOBAL_LD_SECTORS, GLOBAL_LD_REQUESTS, GLOBAL_LD_BYTES,
+    GLOBAL_ST_SECTORS, GLOBAL_ST_REQUESTS, GLOBAL_ST_BYTES,
+    *SHARED_CONFLICTS, *SHARED_WAVEFRONTS, *SHARED_REQUESTS,
+    INST_EXECUTED,
+])
+
+#: Launch statistics ncu adds to every raw page unasked; these few are kept in the records
+#: (the rest, device attributes and rollups nobody asked for, are dropped).
+LAUNCH_METRICS: tuple[str, ...] = (
+    "launch__grid_size", "launch__block_size", "launch__thread_count", "launch__registers_per_thread",
+    "launch__shared_mem_per_block", "launch__waves_per_multiprocessor", "launch__occupancy_limit_blocks",
+    "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
+    "sm__maximum_warps_per_active_cycle_pct", "profiler__replayer_passes",
+)
+
+# --------------------------------------------------------------------------- reading values
+
+
+def value(kernel: KernelProfile, name: str) -> float | None:
+    """A numeric metric of one kernel, or None when absent or not a number."""
+    m = kernel.metrics.get(name)
+    if m is None or isinstance(m.value, str):
+        return None
+    v = float(m.value)
+    return v if math.isfinite(v) else None
+
+
+def total(kernels: Sequence[KernelProfile], name: str) -> float | None:
+    """A counter summed over kernels; None when no kernel has it."""
+    vals = [v for k in kernels if (v := value(k, name)) is not None]
+    return sum(vals) if vals else None
+
+
+def duration_ns(kernels: Sequence[KernelProfile]) -> float | None:
+    return total(kernels, DURATION)
+
+
+def weighted_pct(kernels: Sequence[KernelProfile], name: str) -> float | None:
+    """A percentage averaged over kernels weighted by their duration (a short helper kernel
+    must not count as much as the main one); unweighted when durations are missing."""
+    pairs = [(v, value(k, DURATION)) for k in kernels if (v := value(k, name)) is not None]
+    if not pairs:
+        return None
+    weighted = [(v, w) for v, w in pairs if w is not None and w > 0]
+    if len(weighted) == len(pairs):
+        return sum(v * w for v, w in weighted) / sum(w for _, w in weighted)
+    return sum(v for v, _ in pairs) / len(pairs)
+
+
+def _sum_of(kernels: Sequence[KernelProfile], names: Iterable[str]) -> float | None:
+    vals = [t for n in names if (t := total(kernels, n)) is not None]
+    return sum(vals) if vals else None
+
+
+def _ratio(num: float | None, den: float | None) -> float | None:
+    if num is None or den is None or den <= 0:
+        return None
+    return num / den
+
+
+def _median(xs: list[float]) -> float | None:
+    if not xs:
+        return None
+    s = sorted(xs)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+# --------------------------------------------------------------------------- derived figures
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What follows from a set of kernels' metrics (one kernel, or all of a profile)."""
+
+    duration_ns: float | None
+    flops_by_class: dict[str, float]  # 'fp64', 'fp32', 'fp16' (CUDA cores), 'tensor'
+    bytes_by_level: dict[str, float]  # 'DRAM', 'L2', 'L1'
+    peak_gbps_by_level: dict[str, float]  # from ncu's peak_sustained × clock
+    fp32_peak_tflops: float | None
+    global_ld_sectors_per_request: float | None
+    global_ld_ideal_sectors_per_request: float | None
+    global_st_sectors_per_request: float | None
+    global_st_ideal_sectors_per_request: float | None
+    shared_bank_conflicts: float | None
+    shared_requests: float | None
+    shared_wavefronts: float | None
+    l2_to_l1_bytes: float | None
+    l2_to_l1_over_ideal: float | None  # 1.0 = the work model's bytes crossed L2→L1 once
+    inst_executed: float | None
+    inst_per_work_unit: float | None  # per flop, or per byte for copy-bound work
+    work_unit: str  # 'flop' or 'byte'
+
+    @property
+    def flops(self) -> float:
+        return sum(self.flops_by_class.values())
+
+    @property
+    def tensor_share(self) -> float | None:
+        return self.flops_by_class.get("tensor", 0.0) / self.flops if self.flops > 0 else None
+
+    @property
+    def bank_conflicts_per_request(self) -> float | None:
+        return _ratio(self.shared_bank_conflicts, self.shared_requests)
+
+    @property
+    def ld_coalescing(self) -> float | None:
+        """Ideal sectors over sectors moved for global loads (1.0 = perfectly coalesced)."""
+        return _ratio(self.global_ld_ideal_sectors_per_request, self.global_ld_sectors_per_request)
+
+
+def executed_flops(kernels: Sequence[KernelProfile]) -> dict[str, float]:
+    """Flops by class; a class appears only when its counters were collected."""
+    out: dict[str, float] = {}
+    for cls, (add, mul, fma) in FLOP_INSTRUCTIONS.items():
+        parts = [total(kernels, add), total(kernels, mul), total(kernels, fma)]
+        if any(p is not None for p in parts):
+            a, m, f = (p or 0.0 for p in parts)
+            out[cls] = a + m + 2.0 * f
+    tensor_ops = _sum_of(kernels, TENSOR_OPS.values())
+    if tensor_ops is not None:
+        out["tensor"] = tensor_ops * TENSOR_FLOPS_PER_OP
+    return out
+
+
+def peak_gbps(kernels: Sequence[KernelProfile]) -> dict[str, float]:
+    """Each level's bandwidth peak in GB/s: the median over kernels of bytes/cycle × clock."""
+    out: dict[str, float] = {}
+    for level, (per_cycle, clock) in LEVEL_PEAK.items():
+        vals = [bpc * hz / 1e9 for k in kernels
+                if (bpc := value(k, per_cycle)) is not None and (hz := value(k, clock)) is not None and bpc * hz > 0]
+        if (med := _median(vals)) is not None:
+            out[level] = med
+    return out
+
+
+def fp32_peak_tflops(kernels: Sequence[KernelProfile]) -> float | None:
+    per_cycle, clock = FP32_PEAK
+    vals = [2.0 * ipc * hz / 1e12 for k in kernels
+            if (ipc := value(k, per_cycle)) is not None and (hz := value(k, clock)) is not None and ipc * hz > 0]
+    return _median(vals)
+
+
+def _per_request(kernels: Sequence[KernelProfile], sectors: str, requests: str,
+                 data_bytes: str) -> tuple[float | None, float | None]:
+    req = total(kernels, requests)
+    actual = _ratio(total(kernels, sectors), req)
+    needed = total(kernels, data_bytes)
+    # the fewest sectors the requested bytes could touch: what a fully coalesced access moves
+    ideal = _ratio(needed / SECTOR_BYTES, req) if needed is not None else None
+    return actual, ideal
+
+
+def figures(kernels: Sequence[KernelProfile], work: WorkModel | None = None) -> Figures:
+    flops = executed_flops(kernels)
+    levels = {lvl: b for lvl, name in LEVEL_BYTES.items() if (b := total(kernels, name)) is not None}
+    ld_actual, ld_ideal = _per_request(kernels, GLOBAL_LD_SECTORS, GLOBAL_LD_REQUESTS, GLOBAL_LD_BYTES)
+    st_actual, st_ideal = _per_request(kernels, GLOBAL_ST_SECTORS, GLOBAL_ST_REQUESTS, GLOBAL_ST_BYTES)
+    l2_l1 = total(kernels, L2_TO_L1)
+    inst = total(kernels, INST_EXECUTED)
+    unit = "byte" if work is not None and work.ceiling == "copy" else "flop"
+    # per unit of the work the problem needs (the model); the executed flops without a model
+    per: float | None = (work.bytes if unit == "byte" else work.flops) if work is not None else sum(flops.values())
+    return Figures(
+        duration_ns=duration_ns(kernels),
+        flops_by_class=flops,
+        bytes_by_level=levels,
+        peak_gbps_by_level=peak_gbps(kernels),
+        fp32_peak_tflops=fp32_peak_tflops(kernels),
+        global_ld_sectors_per_request=ld_actual,
+        global_ld_ideal_sectors_per_request=ld_ideal,
+        global_st_sectors_per_request=st_actual,
+        global_st_ideal_sectors_per_request=st_ideal,
+        shared_bank_conflicts=_sum_of(kernels, SHARED_CONFLICTS),
+        shared_requests=_sum_of(kernels, SHARED_REQUESTS),
+        shared_wavefronts=_sum_of(kernels, SHARED_WAVEFRONTS),
+        l2_to_l1_bytes=l2_l1,
+        l2_to_l1_over_ideal=_ratio(l2_l1, work.bytes) if work is not None else None,
+        inst_executed=inst,
+        inst_per_work_unit=_ratio(inst, per),
+        work_unit=unit,
+    )
+
+
+def profile_figures(profile: Profile | None, work: WorkModel | None = None) -> Figures | None:
+    """Figures of all kernels of a profile taken successfully; None otherwise."""
+    if profile is None or profile.status != "ok" or not profile.kernels:
+        return None
+    return figures(profile.kernels, work)
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def format_duration_ns(ns: float) -> str:
+    if ns >= 1e6:
+        return f"{ns / 1e6:.3f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.2f} us"
+    return f"{ns:.0f} ns"
+
+
+def format_bytes(n: float) -> str:
+    # decimal prefixes, as ncu prints them
+    for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "KB")):
+        if abs(n) >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def format_count(n: float) -> str:
+    return f"{n:,.0f}" if float(n).is_integer() or abs(n) >= 1000 else f"{n:.3g}"
+
+
+def format_value(v: float | str, unit: str) -> str:
+    """ns → us/ms, bytes → KB/MB/GB, percentages with '%', rates scaled, counts with separators."""
+    if isinstance(v, str):
+        return v
+    u = unit.lower()
+    if u in ("ns", "nsecond"):
+        return format_duration_ns(v)
+    if u == "byte":
+        return format_bytes(v)
+    if u == "%":
+        return f"{v:.2f} %"
+    if u in ("byte/second", "byte/s"):
+        return f"{v / 1e9:,.1f} GB/s"
+    if u in ("cycle/second", "hz"):
+        return f"{v / 1e9:.3f} GHz"
+    return f"{format_count(v)} {unit}".rstrip()
+
+
+def short_kernel_name(name: str, width: int = 90) -> str:
+    """A demangled C++ signature cut to something that fits a line; Triton names pass as is."""
+    base = re.sub(r"\(.*\)$", "", name.strip()) or name.strip()
+    base = base.removeprefix("void ")
+    return base if len(base) <= width else base[: width - 1] + "…"
+
+
+def format_metric_block(profile: Profile | None, max_kernels: int | None = None) -> str:
+    """The profile printed the way the CS149 course prints it: ``Kernel N: name`` then
+    ``Label : value`` for each metric of :data:`CS149_BLOCK`. With ``max_kernels``, only the
+    longest-running kernels are printed (in launch order) and the rest counted."""
+    if profile is None:
+        return "No profile was taken (run `report run ... --profile`)."
+    if profile.status != "ok":
+        return f"Profile {profile.status}: {profile.reason or 'no reason recorded'}"
+    if not profile.kernels:
+        return "The profile holds no kernels."
+    width = max(len(label) for label, _ in CS149_BLOCK)
+    kernels = list(profile.kernels)
+    if max_kernels is not None and len(kernels) > max_kernels:
+        longest = {id(k) for k in sorted(kernels, key=lambda k: -(value(k, DURATION) or 0.0))[:max_kernels]}
+        kernels = [k for k in kernels if id(k) in longest]
+    lines: list[str] = []
+    for k in kernels:
+        lines.append(f"Kernel {k.index}: {short_kernel_name(k.name)}")
+        for label, name in CS149_BLOCK:
+            m = k.metrics.get(name)
+            shown = format_value(m.value, m.unit) if m is not None else "n/a"
+            lines.append(f"  {label:<{width}} : {shown}")
+        lines.append("")
+    if len(kernels) < len(profile.kernels):
+        lines.append(f"… and {len(profile.kernels) - len(kernels)} shorter kernels (all are in the record)")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------- metric catalogue
+
+_METRIC_TYPES = ("Counter", "Ratio", "Throughput")
+_ROLLUPS = ("sum", "avg", "min", "max")
+_COUNTER_SUBMETRICS = {
+    "peak_sustained", "peak_sustained_active", "peak_sustained_elapsed", "peak_sustained_region",
+    "peak_sustained_frame", "per_second", "per_cycle_active", "per_cycle_elapsed", "per_cycle_in_region",
+    "per_cycle_in_frame", "pct_of_peak_sustained_active", "pct_of_peak_sustained_elapsed",
+    "pct_of_peak_sustained_region", "pct_of_peak_sustained_frame",
+}
+_RATIO_SUFFIXES = {"pct", "ratio", "max_rate"}
+_LINE = re.compile(r"^([a-z0-9_]+__[a-z0-9_]+)\s+(Counter|Ratio|Throughput)\b")
+
+
+def parse_query_metrics(text: str) -> dict[str, str]:
+    """``ncu --query-metrics --chip <chip>`` output → {base metric name: type}.
+
+    Lines of other collection configurations (``X.TriageCompute.name``) are left out: those
+    are not the names ``--metrics`` takes."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m:
+            out.setdefault(m.group(1), m.group(2))
+    return out
+
+
+def metric_problem(name: str, catalog: dict[str, str]) -> str | None:
+    """Why ncu would refuse a full metric name (base.rollup[.submetric]), or None if fine."""
+    base, _, suffix = name.partition(".")
+    kind = catalog.get(base)
+    if kind is None:
+        return f"{name}: no metric '{base}' on this chip"
+    parts = suffix.split(".") if suffix else []
+    if kind == "Ratio":
+        if len(parts) != 1 or parts[0] not in _RATIO_SUFFIXES:
+            return f"{name}: a ratio takes .pct, .ratio or .max_rate"
+        return None
+    if not parts or parts[0] not in _ROLLUPS or len(parts) > 2:
+        return f"{name}: a {kind.lower()} takes .sum/.avg/.min/.max and at most one submetric"
+    if len(parts) == 2 and parts[1] not in _COUNTER_SUBMETRICS:
+        return f"{name}: unknown submetric '{parts[1]}'"
+    return None

@@ -1,0 +1,428 @@
+"""Nsight Compute as a subprocess: one call of one version, selected by its NVTX range,
+parsed from ``--csv --page raw`` into a :class:`~reporter.records.Profile`.
+
+The harness pushes nested ranges ``<assignment>/<vNN>/<phase>`` (see :mod:`.nvtx_ranges`);
+:mod:`.profile_target` runs the version once outside any range (compilation, warm-up) and
+once inside ``<assignment>/<vNN>/profile``, so ``--nvtx-include "<assignment>/<vNN>/profile/"``
+profiles exactly the kernels of one warm call.
+
+Nothing here raises for a missing or failing profiler: the result is then a Profile with
+``status`` 'unavailable' (no ncu, no permission to read counters) or 'failed' (anything
+else), and ``reason`` says why in one line, so a run always goes on.
+
+No torch or CUDA import: the profiled process is the one that touches the GPU.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from ..analysis.metrics import LAUNCH_METRICS, PROFILE_METRICS
+from ..records import KernelProfile, Metric, Profile
+
+if TYPE_CHECKING:  # rich is present wherever `report run` runs; typing only here
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from ..assignments import Assignment, Version
+    from ..records import Run
+
+#: environment variable naming the ncu executable when it is not on PATH
+NCU_ENV = "REPORT_NCU"
+_NCU_PLACES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
+DEFAULT_TIMEOUT_S = 1800.0
+BLOCK_KERNELS = 8  # kernels printed after profiling; a many-kernel version keeps all in its record
+
+# columns of `--page raw` that are not metrics
+ID_COL, NAME_COL, BLOCK_COL, GRID_COL = "ID", "Kernel Name", "Block Size", "Grid Size"
+_MISSING = {"", "n/a", "N/A", "-", "--"}
+
+
+class NcuOutputError(ValueError):
+    """ncu's output holds no CSV we can read; the message says what was found instead."""
+
+
+# --------------------------------------------------------------------------- units
+
+
+# ncu prints base units with SI prefixes ("Mbyte", "usecond", "Gbyte/second", "cycle/nsecond").
+# Stored values use ncu's base units: time in ns, everything else unprefixed, rates per second.
+_SI = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_TIME_S = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3, "ms": 1e-3,
+           "second": 1.0, "s": 1.0, "sec": 1.0}
+_HZ = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
+_BASE_WORDS = ("byte", "cycle", "inst", "sector", "request", "warp", "thread", "wavefront", "op", "flop",
+               "block", "register", "instruction", "transaction")
+
+
+def _simple_unit(part: str) -> tuple[float, str]:
+    """('Mbyte') -> (1e6, 'byte'); time words -> seconds; unknown units pass unscaled."""
+    p = part.strip()
+    if p in _TIME_S:
+        return _TIME_S[p], "second"
+    if p.lower() in _HZ:
+        return _HZ[p.lower()], "cycle/second"
+    for word in _BASE_WORDS:
+        for plural in (word, word + "s"):
+            if p.endswith(plural) and p[: -len(plural)] in _SI:
+                return _SI[p[: -len(plural)]], word
+    return 1.0, p
+
+
+def normalize_unit(unit: str) -> tuple[float, str]:
+    """Factor and base unit for an ncu unit string: value_in_base = value × factor.
+
+    'usecond' -> (1e3, 'ns'); 'Gbyte' -> (1e9, 'byte'); 'Tbyte/second' -> (1e12, 'byte/second');
+    'cycle/nsecond' -> (1e9, 'cycle/second'); '%' and '' unchanged."""
+    u = unit.strip()
+    if u in ("", "%"):
+        return 1.0, u
+    if "/" in u:
+        num, den = u.split("/", 1)
+        fn, un = _simple_unit(num)
+        fd, ud = _simple_unit(den)
+        return fn / fd, f"{un}/{ud}"
+    f, base = _simple_unit(u)
+    if base == "second":  # durations stay in ncu's own base, nanoseconds
+        return f / 1e-9, "ns"
+    return f, base
+
+
+def parse_number(raw: str) -> float | str | None:
+    """'1,234.5' -> 1234.5; '' or 'n/a' -> None; anything not numeric stays text."""
+    s = raw.strip().strip('"')
+    if s in _MISSING:
+        return None
+    try:
+        return float(s.replace(",", ""))
+    except ValueError:
+        return s
+
+
+def parse_metric(raw: str, unit: str) -> Metric | None:
+    v = parse_number(raw)
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return Metric(value=v, unit=unit.strip())
+    factor, base = normalize_unit(unit)
+    return Metric(value=v * factor, unit=base)
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+def _is_metric_column(name: str) -> bool:
+    # every ncu metric is <unit>__<counter>[.rollup...]; the launch columns have no '__'
+    return "__" in name
+
+
+def _rows(text: str) -> list[list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("==")]
+    return [row for row in csv.reader(lines) if row]
+
+
+def parse_ncu_csv(text: str, keep: Callable[[str], bool] | None = None) -> list[KernelProfile]:
+    """Kernels of ``ncu --csv --page raw`` output (stdout as is: ``==PROF==``/``==WARNING==``
+    lines and the application's own prints may surround the table).
+
+    ``keep`` chooses which metric columns to store (default: all). ncu adds many columns to
+    the raw page beyond those requested (rollups, device attributes, launch statistics)."""
+    rows = _rows(text)
+    start = next((i for i, r in enumerate(rows) if r[0].strip() == ID_COL and NAME_COL in r), None)
+    if start is None:
+        first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "(empty)")
+        raise NcuOutputError(f"no ncu CSV header (\"ID\",...,\"Kernel Name\",...) in the output; "
+                             f"it begins: {first[:160]}")
+    header: list[str] = []
+    units: list[str] = []
+    kernels: list[KernelProfile] = []
+    for row in rows[start:]:
+        ident = row[0].strip()
+        if ident == ID_COL and NAME_COL in row:  # a header, first or repeated: its units row follows
+            header = [h.strip() for h in row]
+            units = [""] * len(header)
+            continue
+        if ident == "":  # the units row has an empty ID
+            units = (row + [""] * len(header))[: len(header)]
+            continue
+        if not ident.isdigit():  # stray text between or after tables
+            continue
+        kernels.append(_kernel(int(ident), (row + [""] * len(header))[: len(header)], header, units, keep))
+    return kernels
+
+
+def _kernel(index: int, cells: list[str], header: list[str], units: list[str],
+            keep: Callable[[str], bool] | None) -> KernelProfile:
+    col = {name: i for i, name in enumerate(header)}
+
+    def cell(name: str) -> str | None:
+        return (cells[col[name]].strip() or None) if name in col else None
+
+    metrics = {name: m for i, name in enumerate(header)
+               if _is_metric_column(name) and (keep is None or keep(name))
+               and (m := parse_metric(cells[i], units[i])) is not None}
+    return KernelProfile(index=index, name=cell(NAME_COL) or f"kernel {index}", grid=cell(GRID_COL),
+                         block=cell(BLOCK_COL), metrics=metrics)
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def _error_lines(text: str) -> list[str]:
+    return [ln.strip() for ln in text.splitlines() if ln.lstrip().startswith("==ERROR==")]
+
+
+def _last_exception_line(text: str) -> str | None:
+    """The last 'SomeError: message' line of a Python traceback, if the output has one."""
+    for ln in reversed(text.splitlines()):
+        s = ln.strip()
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b", s):
+            return s
+    return None
+
+
+def classify_failure(returncode: int, stdout: str, stderr: str) -> tuple[Literal["failed", "unavailable"], str]:
+    """Status and a one-line reason for an ncu run that produced no usable table."""
+    both = stdout + "\n" + stderr
+    if "ERR_NVGPUCTRPERM" in both:
+        return "unavailable", ("no permission to read GPU performance counters (ERR_NVGPUCTRPERM): run as root "
+                               "or load the driver with NVreg_RestrictProfilingToAdminUsers=0")
+    if m := re.search(r"Failed to find metric[^\n]*", both):
+        return "failed", f"ncu rejected a metric: {m.group(0).strip()}"
+    if "application returned an error code" in both:
+        exc = _last_exception_line(stderr) or _last_exception_line(stdout)
+        code = re.search(r"error code \((\-?\d+)\)", both)
+        where = f" (exit code {code.group(1)})" if code else ""
+        return "failed", f"the profiled process failed{where}: {exc or 'see its output'}"
+    if "No kernels were profiled" in both:
+        return "failed", ("ncu profiled no kernels: the NVTX range matched nothing (is the nvtx package or "
+                          "torch.cuda.nvtx available to the target, and did it launch any kernel?)")
+    errors = _error_lines(both)
+    if errors:
+        return "failed", errors[0].removeprefix("==ERROR==").strip()
+    exc = _last_exception_line(stderr)
+    if exc:
+        return "failed", f"the profiled process failed: {exc}"
+    return "failed", f"ncu exited with code {returncode} and printed no kernel table"
+
+
+# --------------------------------------------------------------------------- running ncu
+
+
+def find_ncu() -> str | None:
+    """REPORT_NCU, else ncu on PATH, else the usual CUDA install places."""
+    env = os.environ.get(NCU_ENV)
+    if env:
+        return env if (Path(env).is_file() or shutil.which(env)) else None
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for p in _NCU_PLACES:
+        if Path(p).is_file():
+            return p
+    # the newest of several installs: their folders are named by version
+    installed = [*sorted(Path("/opt/nvidia/nsight-compute").glob("*/ncu"), reverse=True),
+                 *sorted(Path("/usr/local").glob("cuda*/bin/ncu"), reverse=True)]
+    return str(installed[0]) if installed else None
+
+
+def ncu_version(ncu: str) -> str | None:
+    """'2025.3.1.0' from ``ncu --version``; None when it cannot be told."""
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"Version\s+([0-9][0-9.]*)", out.stdout + out.stderr)
+    return m.group(1) if m else None
+
+
+def nvtx_filter(assignment: str, version_short: str, phase: str = "profile") -> str:
+    """The push/pop range path of one phase of one version, as ``--nvtx-include`` takes it."""
+    return f"{assignment}/{version_short}/{phase}/"
+
+
+def ncu_command(ncu: str, *, assignment: str, version: str, version_short: str, case: str, root: Path,
+                metrics: Sequence[str] = PROFILE_METRICS, python: str | None = None) -> list[str]:
+    return [
+        ncu,
+        "--nvtx", "--nvtx-include", nvtx_filter(assignment, version_short),
+        # clocks as the harness sees them (boost), not ncu's locked base clock
+        "--clock-control", "none",
+        # ncu's default, stated because the timing cross-check explains gaps with it
+        "--cache-control", "all",
+        # base units keep every digit (auto scaling prints '1.61 Gbyte')
+        "--print-units", "base",
+        "--csv", "--page", "raw",
+        "--metrics", ",".join(metrics),
+        python or sys.executable, "-m", "reporter.harness.profile_target",
+        assignment, version, case, "--root", str(root),
+    ]
+
+
+@dataclass
+class ProfileOptions:
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    metrics: tuple[str, ...] = PROFILE_METRICS
+    ncu: str | None = None  # default: find_ncu()
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Completed:
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+
+def _run_streaming(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
+                   on_line: Callable[[str], None]) -> _Completed:
+    """Run cmd, handing each output line to on_line as it comes (ncu reports each kernel it
+    profiles), and collect both streams; kill the process group past the timeout."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            errors="replace", start_new_session=True)
+    chunks: dict[str, list[str]] = {"out": [], "err": []}
+
+    def pump(stream, key: str) -> None:
+        for line in stream:
+            chunks[key].append(line)
+            on_line(line.rstrip("\n"))
+
+    threads = [threading.Thread(target=pump, args=(proc.stdout, "out"), daemon=True),
+               threading.Thread(target=pump, args=(proc.stderr, "err"), daemon=True)]
+    for t in threads:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(proc.pid, 9)  # ncu and the profiled python together; only our own group
+        except OSError:
+            proc.kill()
+        proc.wait()
+    for t in threads:
+        t.join(timeout=10)
+    return _Completed(proc.returncode, "".join(chunks["out"]), "".join(chunks["err"]), timed_out)
+
+
+_PROFILING = re.compile(r'==PROF== Profiling "([^"]+)"')
+
+
+def profile_version(repo_root: Path, a: Assignment, v: Version, case_name: str, *,
+                    options: ProfileOptions | None = None, console: Console | None = None,
+                    progress: Progress | None = None) -> Profile:
+    """Profile one warm call of version ``v`` on ``case_name`` under ncu. Never raises for
+    profiler trouble: the Profile's status and reason say what happened."""
+    opts = options or ProfileOptions()
+    ncu = opts.ncu or find_ncu()
+    if ncu is None:
+        return Profile(status="unavailable", tool="ncu",
+                       reason=f"Nsight Compute (ncu) was not found on PATH; install it or set {NCU_ENV}")
+    version = ncu_version(ncu)
+    cmd = ncu_command(ncu, assignment=a.name, version=v.name, version_short=v.short, case=case_name,
+                      root=repo_root, metrics=opts.metrics)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(repo_root), *filter(None, [env.get("PYTHONPATH")])])
+    env.update(opts.extra_env)
+    label = f"ncu {v.short} · {case_name}"
+    seen: list[str] = []
+
+    def on_line(line: str, update: Callable[[str], None]) -> None:
+        m = _PROFILING.search(line)
+        if m:
+            seen.append(m.group(1))
+            update(f"{label}: profiled {len(seen)} kernel(s), last {m.group(1)[:40]}")
+
+    t0 = time.monotonic()
+    try:
+        if progress is not None:  # inside `report run`'s live progress: a pulsing task, not a second live display
+            task = progress.add_task(f"{label}: starting", total=None)
+            try:
+                done = _run_streaming(cmd, cwd=repo_root, env=env, timeout_s=opts.timeout_s,
+                                      on_line=lambda ln: on_line(ln, lambda d: progress.update(task, description=d)))
+            finally:
+                progress.remove_task(task)
+        elif console is not None:
+            with console.status(f"{label}: starting (profiling replays each kernel many times)") as status:
+                done = _run_streaming(cmd, cwd=repo_root, env=env, timeout_s=opts.timeout_s,
+                                      on_line=lambda ln: on_line(ln, lambda d: status.update(d)))
+        else:
+            done = _run_streaming(cmd, cwd=repo_root, env=env, timeout_s=opts.timeout_s,
+                                  on_line=lambda ln: None)
+    except OSError as e:
+        return Profile(status="unavailable", tool="ncu", tool_version=version, command=cmd,
+                       reason=f"cannot start ncu ({ncu}): {e.strerror or e}")
+    return profile_from_output(done.returncode, done.stdout, done.stderr, tool_version=version, command=cmd,
+                               requested=opts.metrics, timed_out_after_s=opts.timeout_s if done.timed_out else None,
+                               elapsed_s=time.monotonic() - t0)
+
+
+def profile_from_output(returncode: int, stdout: str, stderr: str, *, tool_version: str | None = None,
+                        command: list[str] | None = None, requested: Sequence[str] | None = None,
+                        timed_out_after_s: float | None = None, elapsed_s: float | None = None) -> Profile:
+    """The Profile for one finished ncu run, from its exit code and output. With ``requested``
+    only those metrics (and :data:`LAUNCH_METRICS`) are kept; without, every column."""
+
+    def result(status: Literal["ok", "failed", "unavailable"], reason: str,
+               kernels: list[KernelProfile] | None = None) -> Profile:
+        return Profile(status=status, reason=reason, tool="ncu", tool_version=tool_version,
+                       command=list(command or []), kernels=kernels or [])
+
+    if timed_out_after_s is not None:
+        return result("failed", f"ncu did not finish within {timed_out_after_s:.0f} s and was stopped")
+    wanted = set(requested or ()) | set(LAUNCH_METRICS)
+    try:
+        kernels = parse_ncu_csv(stdout, keep=wanted.__contains__ if requested else None)
+    except NcuOutputError as e:
+        status, reason = classify_failure(returncode, stdout, stderr)
+        if returncode == 0 and reason.startswith("ncu exited"):
+            reason = str(e)
+        return result(status, reason)
+    if returncode != 0:
+        # a table and a failing exit: the numbers may be of a partial call; keep none
+        return result(*classify_failure(returncode, stdout, stderr))
+    if not kernels:
+        return result(*classify_failure(returncode, stdout, stderr + "\nNo kernels were profiled"))
+    took = f"; ncu took {elapsed_s:.0f} s" if elapsed_s is not None else ""
+    return result("ok", f"{len(kernels)} kernel(s) profiled{took}", kernels)
+
+
+def profile_into_run(run: Run, repo_root: Path, a: Assignment, v: Version, *, options: ProfileOptions | None = None,
+                     console: Console | None = None, progress: Progress | None = None) -> Profile:
+    """Profile the run's version and case and attach the result to ``run.profile``, with the
+    harness-vs-ncu timing cross-check recorded as the profile's reason (see
+    :func:`reporter.analysis.diagnose.timing_crosscheck`)."""
+    from ..analysis.diagnose import timing_crosscheck
+
+    try:
+        prof = profile_version(repo_root, a, v, run.case_name, options=options, console=console, progress=progress)
+    except Exception as e:  # a bug here must cost the profile, not the timed run
+        prof = Profile(status="failed", tool="ncu", reason=f"profiling raised {type(e).__name__}: {e}")
+    run.profile = prof
+    if prof.status == "ok":
+        *_, sentence = timing_crosscheck(run)
+        prof.reason = f"{prof.reason}. {sentence}" if sentence else prof.reason
+    if console is not None:
+        if prof.status == "ok":
+            from ..analysis.metrics import format_metric_block
+
+            console.print(f"[green]profile[/green] {v.name} · {run.case_name}: {prof.reason}", highlight=False)
+            console.print(format_metric_block(prof, max_kernels=BLOCK_KERNELS), highlight=False, markup=False)
+        else:
+            console.print(f"[yellow]profile {prof.status}[/yellow] {v.name} · {run.case_name}: {prof.reason}",
+                          highlight=False)
+    return prof

@@ -1,0 +1,162 @@
+"""The hierarchical roofline as SVG text (matplotlib, Agg, log-log, A4-width).
+
+One colour per version, one marker per memory level (DRAM ●, L2 ■, L1 ▲); the points of a
+version share a height (its achieved TFLOP/s) and sit at its intensity at each level.
+Diagonal roofs are the levels' bandwidths, horizontal ones the measured matmul ceilings;
+arrows lead from each version to the next at every level, and the legend says which level
+binds each version (the one closest to its own roof). Data: :mod:`reporter.analysis.hroofline`.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+
+from ..analysis.hroofline import HierarchicalRoofline, Roof, hierarchical_roofline
+from ..records import DeviceCeilings, Run
+
+STYLE: Any = {  # matplotlib types rc keys as literals; a plain dict of them is what it takes
+    "font.size": 9, "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False,
+    "svg.fonttype": "none", "axes.titlesize": 9.5, "axes.titleweight": "bold", "figure.dpi": 100,
+    "figure.facecolor": "white", "axes.facecolor": "white", "savefig.facecolor": "white",
+}
+FIGSIZE_IN = (6.7, 4.5)  # A4 text width, room for the legend
+VERSION_COLORS = ("#1f5aa6", "#c0392b", "#2e8b57", "#7d3c98", "#d35400", "#16a085", "#8e6c3a", "#555555")
+LEVEL_MARKERS = {"DRAM": "o", "L2": "s", "L1": "^"}
+LEVEL_ROOF_STYLE = {"DRAM": ("#333333", "-"), "L2": ("#777777", "--"), "L1": ("#999999", ":")}
+COMPUTE_COLOR = "#333333"
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _message(text: str) -> str:
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(FIGSIZE_IN[0], 1.2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+        return _svg(fig)
+
+
+def _limits(h: HierarchicalRoofline) -> tuple[float, float, float, float]:
+    xs = [p.intensity for v in h.versions for p in v.points]
+    ys = [v.tflops for v in h.versions]
+    compute = [r.value for r in h.roofs if r.kind == "compute"]
+    memory = [r.value for r in h.roofs if r.kind == "memory"]
+    ridges = [c * 1e3 / m for c in compute for m in memory]  # TFLOP/s over GB/s → flop/byte
+    x_lo = min(xs + ridges) / 8
+    x_hi = max(xs + ridges) * 8
+    y_hi = max(ys + compute) * 2.5
+    y_lo = min(ys) / 20
+    return x_lo, x_hi, y_lo, y_hi
+
+
+def _angle(ax, x0: float, y0: float, x1: float, y1: float) -> float:
+    (a, b), (c, d) = ax.transData.transform([(x0, y0), (x1, y1)])
+    return math.degrees(math.atan2(d - b, c - a))
+
+
+def _draw_roofs(ax, roofs: tuple[Roof, ...], lims: tuple[float, float, float, float]) -> None:
+    x_lo, x_hi, y_lo, _ = lims
+    compute = sorted((r for r in roofs if r.kind == "compute"), key=lambda r: -r.value)
+    top = compute[0].value if compute else math.inf
+    n = 240
+    grid = [x_lo * (x_hi / x_lo) ** (i / n) for i in range(n + 1)]
+    for i, r in enumerate(sorted((r for r in roofs if r.kind == "memory"), key=lambda r: r.value)):
+        color, style = LEVEL_ROOF_STYLE.get(r.level or "", ("#999999", "-."))
+        ls: Any = style
+        if r.level == "DRAM" and r.source == "ncu":
+            ls = (0, (6, 2, 1, 2))  # dash-dot: the DRAM peak ncu quotes, beside the measured copy
+        tb_s = r.value / 1e3
+        ax.plot(grid, [min(top, x * tb_s) for x in grid], color=color, ls=ls, lw=1.1 if r.source == "measured" else 0.9,
+                zorder=1)
+        # label on the slope, near where the line enters the plot from below; staggered along
+        # the line so that close roofs (measured copy and ncu's DRAM peak) do not print on each other
+        x_text = max(x_lo * 1.4, y_lo * 2.2 / tb_s) * 1.6 ** i
+        y_text = x_text * tb_s
+        if y_text < top / 2:  # the slowest roof is labelled below its line, the others above theirs
+            ax.text(x_text, y_text, f" {r.label}: {r.value:,.0f} GB/s", fontsize=7, color=color, ha="left",
+                    va="top" if i == 0 else "bottom", rotation=_angle(ax, x_text, y_text, x_text * 10, y_text * 10),
+                    rotation_mode="anchor", zorder=2)
+    for i, r in enumerate(compute):
+        main = i == 0
+        ridge = min(r.value / (m.value / 1e3) for m in roofs if m.kind == "memory") if any(
+            m.kind == "memory" for m in roofs) else x_lo
+        ax.plot([ridge, x_hi], [r.value, r.value], color=COMPUTE_COLOR if main else "#888888", lw=1.5 if main else 0.8,
+                ls="-" if main else "--", zorder=1)
+        ax.text(x_hi / 1.05, r.value * 1.04, f"{r.label}: {r.value:,.0f} TFLOP/s", ha="right", va="bottom",
+                fontsize=7, color=COMPUTE_COLOR if main else "#666666")
+
+
+def _draw_versions(ax, h: HierarchicalRoofline) -> list[Line2D]:
+    handles: list[Line2D] = []
+    for i, v in enumerate(h.versions):
+        color = VERSION_COLORS[i % len(VERSION_COLORS)]
+        for p in v.points:
+            binds = p.level == v.binding  # ringed: the level closest to its own roof
+            ax.plot([p.intensity], [p.tflops], marker=LEVEL_MARKERS.get(p.level, "D"), ms=7.5 if binds else 6.5,
+                    color=color, mec="black" if binds else "white", mew=1.0 if binds else 0.6, ls="none", zorder=4)
+        xs = [p.intensity for p in v.points]
+        if len(xs) > 1:  # a faint bar tying the version's levels together
+            ax.plot([min(xs), max(xs)], [v.tflops, v.tflops], color=color, lw=0.6, alpha=0.5, zorder=3)
+        anchor = v.point("DRAM") or v.points[0]
+        ax.annotate(v.label, (anchor.intensity, anchor.tflops), xytext=(5, 4), textcoords="offset points",
+                    fontsize=8, color=color, fontweight="bold", zorder=5)
+        bind = f"{v.binding} binds, {v.binding_fraction:.0%} of its roof" if v.binding_fraction is not None else \
+            "binding level unknown"
+        handles.append(Line2D([], [], color=color, marker="o", ls="none", ms=6,
+                              label=f"{v.label} {v.version}: {v.tflops:,.1f} TFLOP/s; {bind}"))
+    for prev, nxt in zip(h.versions, h.versions[1:], strict=False):
+        for p in prev.points:
+            q = nxt.point(p.level)
+            if q is not None:
+                ax.annotate("", xy=(q.intensity, q.tflops), xytext=(p.intensity, p.tflops), zorder=2,
+                            arrowprops={"arrowstyle": "-|>", "color": "#8a8a8a", "lw": 0.7, "shrinkA": 4,
+                                        "shrinkB": 4, "mutation_scale": 7})
+    return handles
+
+
+def hierarchical_roofline_svg(runs: list[Run], ceilings: DeviceCeilings | None) -> str:
+    """SVG of the hierarchical roofline of the given runs (one per version, in order)."""
+    h = hierarchical_roofline(runs, ceilings)
+    if not h.versions:
+        why = "; ".join(h.skipped) if h.skipped else "no runs"
+        return _message(f"No hierarchical roofline: no profiled version ({why}).")
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=FIGSIZE_IN)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        lims = _limits(h)
+        ax.set_xlim(lims[0], lims[1])
+        ax.set_ylim(lims[2], lims[3])
+        _draw_roofs(ax, h.roofs, lims)
+        handles = _draw_versions(ax, h)
+        handles += [Line2D([], [], ls="none", label=f"not shown: {why}") for why in h.skipped]
+        levels = [Line2D([], [], color="#444444", marker=m, ls="none", ms=6, mfc="white", label=f"intensity at {lvl}")
+                  for lvl, m in LEVEL_MARKERS.items() if any(v.point(lvl) for v in h.versions)]
+        levels.append(Line2D([], [], color="#444444", marker="o", ls="none", ms=7, mfc="white", mec="black", mew=1.0,
+                             label="ringed: the level that binds"))
+        # level key inside, top left: above every memory roof, a region no kernel reaches
+        ax.add_artist(ax.legend(handles=levels, loc="upper left", fontsize=7, frameon=True, framealpha=0.92,
+                                edgecolor="#cccccc", borderaxespad=0.4))
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1, fontsize=7.5,
+                  frameon=False, handletextpad=0.4)
+        ax.grid(True, which="major", color="#eeeeee", lw=0.6, zorder=0)
+        ax.set_xlabel("arithmetic intensity at each memory level [FLOP/byte]")
+        ax.set_ylabel("achieved [TFLOP/s] (flops / ncu duration)")
+        cases = sorted({v.case_name for v in h.versions})
+        gpu = runs[0].device.name if runs else ""
+        ax.set_title(f"Hierarchical roofline · {', '.join(cases)} · {gpu}")
+        return _svg(fig)
