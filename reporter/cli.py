@@ -49,6 +49,8 @@ def run_cmd(
     target_rel_stderr: Annotated[float, typer.Option(help="stop once stderr/mean falls under this")] = 1e-3,
     warmup: Annotated[int, typer.Option(help="untimed calls before timing")] = 3,
     remeasure_ceilings: Annotated[bool, typer.Option(help="measure device ceilings again instead of reusing logs/devices/")] = False,
+    profile: Annotated[bool, typer.Option("--profile", help="also profile one call of each checked version under Nsight Compute (ncu); slow")] = False,
+    profile_timeout_s: Annotated[float, typer.Option(help="give up on one ncu profile after this many seconds")] = 1800.0,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Check and time versions of an assignment on a CUDA GPU; write records under logs/."""
@@ -66,7 +68,9 @@ def run_cmd(
         rule = StoppingRule(min_reps=min_reps, max_reps=max_reps, budget_s=budget_s,
                             target_rel_stderr=target_rel_stderr, warmup_reps=warmup)
         written = run(repo, logs_dir, a, versions, cases, RunOptions(ranked=ranked, rule=rule, peers=peers,
-                                                                    remeasure_ceilings=remeasure_ceilings), console)
+                                                                    remeasure_ceilings=remeasure_ceilings,
+                                                                    profile=profile,
+                                                                    profile_timeout_s=profile_timeout_s), console)
     except NoGPU as e:
         _fail(str(e), 3)
     except (AssignmentError, RecordError, ValueError) as e:
@@ -146,6 +150,9 @@ def build_cmd(
     console.print(f"[dim]built in {time.perf_counter() - t0:.2f} s[/dim]")
     if result.pdf_error:
         raise typer.Exit(1)
+
+
+from .cli_iteration import register as _register_iteration; _register_iteration(app)  # noqa: E402, E702
 
 
 def main() -> None:  # console-script entry point

@@ -1,0 +1,243 @@
+"""reporter.analysis.diff on the committed H100/H200 records (CPU only, no GPU)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+
+from reporter import store
+from reporter.analysis.diff import compare_timing, diff_runs, format_ms, format_ms_range
+from reporter.records import Run
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT / "logs"
+ASSIGNMENT = "flashattn"
+
+
+def _run(version: str, case: str = "benchmark", gpu: str = "h100") -> Run:
+    found = [r for r in store.runs(LOGS, ASSIGNMENT, version) if r.case_name == case and r.device.slug == gpu]
+    if not found:
+        pytest.skip(f"no {gpu} run of {ASSIGNMENT}/{version} on {case} under {LOGS}")
+    return found[-1]
+
+
+def _with_samples(run: Run, samples: list[float]) -> Run:
+    """A copy of a run whose timing holds other samples (summary figures recomputed)."""
+    from statistics import median
+
+    t = run.timing.model_copy(update={"samples_ms": samples, "n": len(samples), "median_ms": median(samples),
+                                      "min_ms": min(samples), "max_ms": max(samples)})
+    return run.model_copy(update={"timing": t})
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+@pytest.mark.parametrize("case", ["benchmark", "test_medium", "test_small"])
+def test_v02_is_a_real_speedup_over_v01(case):
+    v = compare_timing(_run("v01_naive", case).timing, _run("v02_fused_triton", case).timing)
+    assert v.verdict == "faster"
+    assert v.significant and v.ratio < 0.2
+    assert v.test == "Mann–Whitney U" and v.p_value is not None and v.p_value < 0.002
+    assert re.fullmatch(r"\d+\.\d\d× faster \(median [\d.]+ (ms|µs )?→ [\d.]+ (ms|µs); Mann–Whitney U p=\S+\)",
+                        v.sentence), v.sentence
+
+
+def test_the_other_way_round_is_slower():
+    v = compare_timing(_run("v02_fused_triton").timing, _run("v01_naive").timing)
+    assert v.verdict == "slower"
+    assert v.sentence.startswith(f"{v.ratio:.2f}× slower (median 23.14 → 205.5 ms")
+    assert v.change_pct > 700
+
+
+def test_a_run_against_itself_is_the_same():
+    for version in ("v01_naive", "v02_fused_triton"):
+        t = _run(version).timing
+        v = compare_timing(t, t)
+        assert v.verdict == "same" and v.ratio == 1.0
+        assert v.sentence.startswith("same within noise")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_shuffled_or_resampled_copy_is_the_same(seed):
+    run = _run("v02_fused_triton")
+    rng = random.Random(seed)
+    shuffled = list(run.timing.samples_ms)
+    rng.shuffle(shuffled)
+    assert compare_timing(run.timing, _with_samples(run, shuffled).timing).verdict == "same"
+    resampled = [rng.choice(run.timing.samples_ms) for _ in run.timing.samples_ms]
+    v = compare_timing(run.timing, _with_samples(run, resampled).timing)
+    assert v.verdict == "same", v.sentence
+
+
+def test_a_significant_but_tiny_change_is_the_same():
+    """+0.3 % over 1000 quiet samples is real to the rank test, and below the 1 % minimum effect."""
+    rng = random.Random(7)
+    quiet = [23.0 + rng.gauss(0, 0.01) for _ in range(1000)]
+    run = _with_samples(_run("v02_fused_triton"), quiet)
+    shifted = _with_samples(run, [x * 1.003 for x in quiet])
+    v = compare_timing(run.timing, shifted.timing)
+    assert v.significant and v.p_value < 0.002
+    assert v.verdict == "same"
+    assert "minimum effect" in v.reason and "minimum effect" in v.sentence
+    assert compare_timing(run.timing, shifted.timing, min_effect_pct=0.1).verdict == "slower"
+
+
+def test_few_samples_fall_back_to_median_cis():
+    run = _run("v01_naive")  # three samples
+    assert run.timing.n < 6
+    faster = _with_samples(run, [x * 0.9 for x in run.timing.samples_ms])
+    v = compare_timing(run.timing, faster.timing)
+    assert v.p_value is None and v.test.startswith("median CIs")
+    assert v.verdict == "faster" and "apart" in v.sentence
+    assert v.ci_coverage_a == pytest.approx(0.75)
+    overlapping = _with_samples(run, [x * 1.00001 for x in run.timing.samples_ms])
+    v = compare_timing(run.timing, overlapping.timing)
+    assert v.verdict == "same" and "overlap" in v.sentence
+
+
+def _same_code_reruns() -> list[tuple[Run, Run]]:
+    """Every pair of real runs of one version with the same code, case and GPU."""
+    pairs = []
+    for version in sorted(p.name for p in (LOGS / ASSIGNMENT).iterdir() if p.is_dir()):
+        for a, b in combinations(store.runs(LOGS, ASSIGNMENT, version), 2):
+            if (a.ok and b.ok and a.case_name == b.case_name and a.device.slug == b.device.slug
+                    and a.code.digest == b.code.digest):
+                pairs.append((a, b))
+    return pairs
+
+
+def test_real_reruns_are_same_or_flagged_as_not_comparable():
+    """A real second run of one version: judged the same, or — when the two sessions measured
+    differently (ranked mode, another driver) — the diff says so loudly."""
+    pairs = _same_code_reruns()
+    if not pairs:
+        pytest.skip("no same-version rerun committed under logs/ yet")
+    for a, b in pairs:
+        d = diff_runs(a, b)
+        assert any("same code" in r for r in d.remarks)
+        if d.verdict.verdict != "same":
+            assert d.warnings, f"{a.run_id} vs {b.run_id}: {d.verdict.sentence} without a warning"
+
+
+def test_same_code_on_two_gpus_is_the_same_time_but_not_apples_to_apples():
+    a, b = _run("v02_fused_triton", gpu="h100"), _run("v02_fused_triton", gpu="h200")
+    d = diff_runs(a, b)
+    assert d.verdict.verdict == "same"
+    assert any(w.startswith("GPU differs: NVIDIA H100") for w in d.warnings)
+    assert not d.apples_to_apples
+
+
+# --------------------------------------------------------------------------- the whole diff
+
+
+def test_diff_lists_figures_most_moved_first_and_pairs_the_version_files():
+    a, b = _run("v01_naive"), _run("v02_fused_triton")
+    d = diff_runs(a, b)
+    assert d.warnings == []
+    moved = [f.moved for f in d.figures]
+    assert moved == sorted(moved, reverse=True)
+    names = {(f.group, f.name) for f in d.figures}
+    assert {("derived", "tflops"), ("derived", "gbps"), ("peer", "sdpa_cudnn")} <= names
+    tflops = next(f for f in d.figures if f.name == "tflops")
+    assert tflops.rel_change == pytest.approx(a.timing.median_ms / b.timing.median_ms - 1)
+    assert len(d.code) == 1
+    assert d.code[0].path_a.endswith("v01_naive.py") and d.code[0].path_b.endswith("v02_fused_triton.py")
+    assert "+@triton.jit" in d.code[0].unified
+    assert [r.name for r in d.timing_rows][:3] == ["median", "mean", "min"]
+
+
+def test_device_and_case_mismatches_are_warned():
+    a = _run("v02_fused_triton")
+    device = a.device.model_copy(update={"name": "NVIDIA A100-SXM4-80GB", "driver_version": "535.54.03",
+                                         "torch_version": "2.3.0"})
+    b = a.model_copy(update={"device": device, "seed": a.seed + 1, "case_name": "test_small"})
+    warnings = diff_runs(a, b).warnings
+    assert any(w.startswith("GPU differs") for w in warnings)
+    assert any(w.startswith("driver differs: 580") for w in warnings)
+    assert any(w.startswith("torch differs") for w in warnings)
+    assert "case differs: benchmark → test_small" in warnings
+    assert any(w.startswith("seed differs") for w in warnings)
+
+
+def test_profile_metrics_are_compared_per_kernel():
+    from reporter.records import KernelProfile, Metric, Profile
+
+    def profiled(run: Run, dram_pct: float, occupancy: float, name: str) -> Run:
+        k = KernelProfile(index=0, name=name, metrics={
+            "dram_throughput_pct": Metric(value=dram_pct, unit="%"),
+            "achieved_occupancy": Metric(value=occupancy, unit="%"),
+            "limiter": Metric(value="tensor" if dram_pct < 50 else "memory"),
+        })
+        return run.model_copy(update={"profile": Profile(status="ok", tool_version="2025.1", kernels=[k])})
+
+    base = _run("v02_fused_triton")
+    a = profiled(base, 80.0, 40.0, "attention_fwd_kernel")
+    b = profiled(base, 20.0, 41.0, "attention_fwd_kernel_v2")
+    d = diff_runs(a, b)
+    metrics = [f for f in d.figures if f.group.startswith("profile")]
+    assert [f.name for f in metrics] == ["dram_throughput_pct", "achieved_occupancy"]
+    assert metrics[0].group == "profile attention_fwd_kernel → attention_fwd_kernel_v2"
+    assert d.text_changes[0].a == "memory" and d.text_changes[0].b == "tensor"
+
+
+def test_failed_check_leaves_no_verdict():
+    a = _run("v02_fused_triton")
+    broken = a.model_copy(update={"timing": None, "check": a.check.model_copy(update={"passed": False,
+                                                                                       "message": "12 NaN"})})
+    d = diff_runs(a, broken)
+    assert d.verdict is None and "check failed" in d.timing_note
+    assert not d.slower_beyond(0)
+
+
+def test_diff_json_round_trips_with_the_sentence():
+    d = diff_runs(_run("v01_naive"), _run("v02_fused_triton"))
+    data = json.loads(d.model_dump_json())
+    assert data["verdict"]["verdict"] == "faster"
+    assert data["verdict"]["sentence"] == d.verdict.sentence
+    assert data["figures"][0]["rel_change"] is not None
+
+
+def test_formatting_keeps_digits_that_matter():
+    assert format_ms(23.139) == "23.14 ms"
+    assert format_ms(0.12694) == "126.9 µs"
+    assert format_ms(205.4918) == "205.5 ms"
+    assert format_ms(205.4918, 5) == "205.49 ms"
+    assert format_ms_range(205.4707, 205.4919) == "205.47–205.49 ms"
+    assert format_ms_range(0.5, 1.5) == "500.0 µs–1.500 ms"
+
+
+def test_many_kernels_against_one_compare_totals_over_all_kernels():
+    from reporter.records import KernelProfile, Metric, Profile
+
+    def kernel(i: int, name: str, ns: float, dram_bytes: float, pct: float) -> KernelProfile:
+        return KernelProfile(index=i, name=name, metrics={
+            "gpu__time_duration.sum": Metric(value=ns, unit="ns"),
+            "dram__bytes_read.sum": Metric(value=dram_bytes, unit="byte"),
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed": Metric(value=pct, unit="%")})
+
+    base = _run("v02_fused_triton")
+    naive = [kernel(0, "ampere_fp16_gemm", 3e6, 4e9, 80.0), kernel(1, "softmax_warp_forward", 1e6, 8e9, 20.0)]
+    fused = [kernel(0, "attention_fwd_kernel", 1e6, 2e8, 60.0)]
+    a = base.model_copy(update={"profile": Profile(status="ok", kernels=naive)})
+    b = base.model_copy(update={"profile": Profile(status="ok", kernels=fused)})
+    totals = {f.name: f for f in diff_runs(a, b).figures if f.group == "profile, all kernels"}
+    assert (totals["kernels"].a, totals["kernels"].b) == (2, 1)
+    assert (totals["gpu__time_duration.sum"].a, totals["gpu__time_duration.sum"].b) == (4e6, 1e6)
+    assert totals["gpu__time_duration.sum"].label == "Duration"
+    assert totals["dram__bytes_read.sum"].a == 12e9
+    # percentages are weighted by kernel duration: (80·3 + 20·1) / 4
+    assert totals["sm__throughput.avg.pct_of_peak_sustained_elapsed"].a == pytest.approx(65.0)
+
+
+def test_one_or_two_samples_are_no_evidence():
+    run = _run("v01_naive")
+    one = _with_samples(run, [200.0])
+    other = _with_samples(run, [100.0])
+    v = compare_timing(one.timing, other.timing)
+    assert v.verdict == "same" and not v.significant

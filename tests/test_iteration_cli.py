@@ -1,0 +1,419 @@
+"""`report new | list | show | diff | history` through the CLI, on the committed records (CPU only)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from reporter import store
+from reporter.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT / "logs"
+ASSIGNMENT = "flashattn"
+runner = CliRunner()
+
+
+def report(*args: str | Path, root: Path = ROOT):
+    return runner.invoke(app, [*map(str, args), "--root", str(root)])
+
+
+def _run_file(version: str, case: str = "benchmark", gpu: str = "h100") -> Path:
+    files = sorted((LOGS / ASSIGNMENT / version).glob(f"*_{gpu}_{case}.json"))
+    if not files:
+        pytest.skip(f"no {gpu} {case} record of {version}")
+    return files[-1]
+
+
+def _one_line_error(result) -> str:
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert result.stdout == ""
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- list / show / history
+
+
+def test_list_shows_every_version_per_gpu():
+    r = report("list")
+    assert r.exit_code == 0, r.output
+    assert "flashattn · NVIDIA H100 80GB HBM3 · case benchmark" in r.stdout
+    for version in ("v01_naive", "v02_fused_triton", "v03_tuned"):
+        assert version in r.stdout
+    v02 = next(line for line in r.stdout.splitlines() if line.startswith("v02_fused_triton"))
+    assert "23.14 ms" in v02 and "8.88×" in v02  # the speedup over v01 on the same GPU
+    assert "not run" in r.stdout
+
+
+def test_list_one_assignment_on_another_case_and_gpu():
+    r = report("list", ASSIGNMENT, "--case", "test_small", "--gpu", "h100")
+    assert r.exit_code == 0, r.output
+    assert "case test_small" in r.stdout and "126.9 µs" in r.stdout and "H200" not in r.stdout
+
+
+def test_show_prints_the_leaderboard_block_check_and_code_digests():
+    r = report("show", ASSIGNMENT, "v02", "--gpu", "h100")
+    assert r.exit_code == 0, r.output
+    run = store.load(_run_file("v02_fused_triton"))
+    out = r.stdout
+    assert "⏱" in out and "Running on:" in out and "GPU: NVIDIA H100 80GB HBM3" in out
+    assert "check  ✔ passed" in out.replace("check   ", "check  ")
+    assert run.code.files[0].sha256 in out
+    assert f"commit {run.code.git_commit} (clean)" in out
+    assert "sdpa_cudnn" in out and "fraction of ceiling" in out
+    assert "profile: none taken" in out
+
+
+def test_show_a_run_by_id_prefix():
+    path = _run_file("v01_naive", "test_small")
+    others = [p.stem for p in path.parent.glob("*.json") if p != path]
+    prefix = next(path.stem[:n] for n in range(8, len(path.stem))
+                  if not any(o.startswith(path.stem[:n]) for o in others))
+    r = report("show", ASSIGNMENT, "v01_naive", "--run", prefix)
+    assert r.exit_code == 0, r.output
+    assert path.stem in r.stdout
+
+
+def test_history_lists_runs_with_verdicts_and_draws_an_svg(tmp_path):
+    chart = tmp_path / "charts" / "v02.svg"
+    r = report("history", ASSIGNMENT, "v02", "--chart", chart)
+    assert r.exit_code == 0, r.output
+    runs = [x for x in store.runs(LOGS, ASSIGNMENT, "v02_fused_triton") if x.case_name == "benchmark"]
+    for run in runs:
+        assert run.run_id[:19] in r.stdout
+    if len(runs) > 1:
+        assert "same" in r.stdout or "faster" in r.stdout or "slower" in r.stdout
+    text = chart.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text
+
+
+def test_history_refuses_a_chart_that_is_not_svg():
+    assert "SVG" in _one_line_error(report("history", ASSIGNMENT, "v02", "--chart", "x.png"))
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def test_diff_text_shows_verdict_timing_figures_code_and_notes():
+    r = report("diff", ASSIGNMENT, "v01", "v02")
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    assert "× faster (median 205.5 → 23.14 ms; Mann–Whitney U p=" in out
+    assert "median CI" in out and "figures both runs have" in out
+    assert "+@triton.jit" in out  # the code diff
+    if (ROOT / "kernels" / ASSIGNMENT / "worklog.md").is_file():
+        assert "worklog.md § v01_naive" in out
+    assert "not apples to apples" not in out
+
+
+def test_diff_markdown():
+    r = report("diff", ASSIGNMENT, "v01", "v02", "--format", "markdown")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("# flashattn: v01_naive → v02_fused_triton (benchmark)")
+    assert "| median |" in r.stdout and "```diff" in r.stdout and "## Figures, most moved first" in r.stdout
+
+
+def test_diff_json():
+    r = report("diff", ASSIGNMENT, "v01", "v02", "-f", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["verdict"]["verdict"] == "faster" and data["verdict"]["p_value"] < 0.002
+    assert data["a"]["version"] == "v01_naive" and data["b"]["version"] == "v02_fused_triton"
+    assert data["warnings"] == [] and data["code"][0]["lines_added"] > 0
+
+
+def test_diff_html_is_self_contained(tmp_path):
+    out = tmp_path / "diff.html"
+    r = report("diff", ASSIGNMENT, "v01", "v02", "--format", "html", "--output", out)
+    assert r.exit_code == 0, r.output
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "</html>" in html
+    assert '<div class="verdict faster">' in html and "Mann–Whitney U" in html
+    assert "<script" not in html and "<link" not in html and "http" not in html.split("<body>")[0]
+    assert '<span class="add">+@triton.jit</span>' in html
+
+
+def test_diff_text_to_a_file(tmp_path):
+    out = tmp_path / "diff.txt"
+    r = report("diff", ASSIGNMENT, "v01", "v02", "-o", out)
+    assert r.exit_code == 0 and "faster" in out.read_text() and "\x1b[" not in out.read_text()
+
+
+def test_diff_of_two_record_files():
+    a, b = _run_file("v01_naive", "test_medium"), _run_file("v02_fused_triton", "test_medium")
+    r = report("diff", a, b, "-f", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert (data["a"]["run_id"], data["b"]["run_id"]) == (a.stem, b.stem)
+    assert data["verdict"]["verdict"] == "faster"
+
+
+def test_diff_version_at_run_id_prefix_and_same_run_is_same():
+    path = _run_file("v02_fused_triton")
+    r = report("diff", ASSIGNMENT, f"v02@{path.stem[:15]}", f"v02_fused_triton@{path.stem}", "-f", "json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["a"]["run_id"] == data["b"]["run_id"] == path.stem
+    assert data["verdict"]["verdict"] == "same"
+    assert data["code"] == []
+
+
+def test_diff_bare_versions_prefer_a_gpu_both_ran_on():
+    r = report("diff", ASSIGNMENT, "v01", "v02", "-f", "json")
+    data = json.loads(r.stdout)
+    assert data["a"]["gpu"] == data["b"]["gpu"]  # v02 also ran on an H200; v01 only on the H100
+
+
+def test_fail_if_slower_exit_codes():
+    assert report("diff", ASSIGNMENT, "v01", "v02", "--fail-if-slower", "5").exit_code == 0
+    slower = report("diff", ASSIGNMENT, "v02", "v01", "--fail-if-slower", "5", "--no-code")
+    assert slower.exit_code == 1
+    assert "beyond the 5% allowed by --fail-if-slower" in slower.stderr
+    assert report("diff", ASSIGNMENT, "v02", "v01", "--fail-if-slower", "1000").exit_code == 0
+    path = _run_file("v02_fused_triton")
+    same = report("diff", ASSIGNMENT, f"v02@{path.stem}", f"v02@{path.stem}", "--fail-if-slower", "0")
+    assert same.exit_code == 0
+
+
+def test_mismatched_device_is_warned_loudly(tmp_path):
+    src = _run_file("v02_fused_triton")
+    data = json.loads(src.read_text())
+    data["device"].update(name="NVIDIA A100-SXM4-80GB", slug="a100", driver_version="535.54.03", cuda_version="12.2")
+    data["run_id"] = "20990101T000000000Z_a100_benchmark"
+    other = tmp_path / f"{data['run_id']}.json"
+    other.write_text(json.dumps(data))
+    r = report("diff", src, other, "--no-code")
+    assert r.exit_code == 0, r.output
+    assert "not apples to apples" in r.stdout
+    assert "GPU differs: NVIDIA H100 80GB HBM3 → NVIDIA A100-SXM4-80GB" in r.stdout
+    assert "driver differs: 580.159.04 → 535.54.03" in r.stdout and "CUDA differs" in r.stdout
+    md = report("diff", src, other, "-f", "markdown")
+    assert "> **⚠ not apples to apples:** GPU differs" in md.stdout
+    js = json.loads(report("diff", src, other, "-f", "json").stdout)
+    assert len(js["warnings"]) == 3
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["diff", "nosuch", "v01", "v02"], "no assignment 'nosuch'"),
+    (["diff", ASSIGNMENT, "v01", "v99"], "no version 'v99' of flashattn"),
+    (["diff", ASSIGNMENT, "v01@29990101", "v02"], "no run '29990101' of flashattn/v01_naive"),
+    (["diff", ASSIGNMENT, "v01", "v02", "--case", "huge"], "on case 'huge'"),
+    (["diff", ASSIGNMENT, "v01", "v02", "--gpu", "b200"], "on GPU 'b200'"),
+    (["diff", "a.json", "b.json"], "a.json: no such record file"),
+    (["diff", ASSIGNMENT, "v01"], "two arguments must both be record files"),
+    (["show", ASSIGNMENT, "v99"], "no version 'v99'"),
+    (["show", ASSIGNMENT, "v01", "--run", "nope"], "no run 'nope'"),
+    (["history", "nosuch", "v01"], "no assignment 'nosuch'"),
+    (["list", "nosuch"], "no assignment 'nosuch'"),
+])
+def test_bad_names_give_one_line_errors_and_exit_2(args, needle):
+    assert needle in _one_line_error(report(*args))
+
+
+def test_a_record_that_is_not_a_run_is_refused():
+    sweep = next((LOGS / ASSIGNMENT).glob("*/sweeps/*.json"), None)
+    if sweep is None:
+        pytest.skip("no sweep record")
+    assert "a 'sweep' record, not a run" in _one_line_error(report("diff", sweep, _run_file("v01_naive")))
+
+
+def test_diff_and_list_stay_fast_and_import_no_heavy_libraries():
+    """`report diff` answers in well under a second: no scipy, matplotlib or torch is imported."""
+    code = (
+        "import sys, time; t = time.perf_counter()\n"
+        "from typer.testing import CliRunner; from reporter.cli import app\n"
+        f"r = CliRunner().invoke(app, ['diff', 'flashattn', 'v01', 'v02', '--root', {str(ROOT)!r}])\n"
+        f"l = CliRunner().invoke(app, ['list', '--root', {str(ROOT)!r}])\n"
+        "assert r.exit_code == 0 and l.exit_code == 0, r.output + l.output\n"
+        "print(time.perf_counter() - t, *[m for m in ('scipy', 'matplotlib', 'torch') if m in sys.modules])\n"
+    )
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    wall_s = time.perf_counter() - t0
+    assert out[1:] == []
+    assert wall_s < 2.0, f"diff + list took {wall_s:.2f} s"
+
+
+# --------------------------------------------------------------------------- new
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of the project's kernels/ to scaffold into."""
+    shutil.copytree(ROOT / "kernels", tmp_path / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def _module_docstring(path: Path) -> str:
+    return ast.get_docstring(ast.parse(path.read_text())) or ""
+
+
+def test_new_version_copies_the_latest_with_a_placeholder_docstring(project):
+    folder = project / "kernels" / ASSIGNMENT
+    latest = max((p for p in folder.glob("v*.py")), key=lambda p: int(p.stem[1:3]))
+    number = int(latest.stem[1:3]) + 1
+    name = f"v{number:02d}_next_idea"
+    worklog_before = (folder / "worklog.md").read_text() if (folder / "worklog.md").exists() else None
+    r = report("new", ASSIGNMENT, name, root=project)
+    assert r.exit_code == 0, r.output
+    new = folder / f"{name}.py"
+    doc = _module_docstring(new)
+    assert doc.startswith(f"EDIT ME: how {name} is structured") and latest.stem in doc
+    # the code after the docstring is the previous version's, unchanged
+    old_tree, new_tree = ast.parse(latest.read_text()), ast.parse(new.read_text())
+    assert ast.dump(ast.Module(old_tree.body[1:], [])) == ast.dump(ast.Module(new_tree.body[1:], []))
+    worklog = (folder / "worklog.md").read_text()
+    section = worklog[worklog.index(f"## {name}"):]
+    for heading in ("### What we concluded", "### Hypothesis", "### How we came to it", "### What to try next"):
+        assert heading in section
+    if worklog_before is not None:
+        assert worklog.index(f"## {name}") < worklog.index("## Why we stopped")
+        assert worklog_before.replace("\n", "") in worklog.replace(section, "").replace("\n", "") or \
+            len(worklog) > len(worklog_before)
+    assert "{{" not in section  # nothing for the report's binder to trip over
+
+
+def test_new_version_from_a_chosen_one_and_refusing_to_overwrite(project):
+    folder = project / "kernels" / ASSIGNMENT
+    r = report("new", ASSIGNMENT, "v90_from_v02", "--from", "v02", root=project)
+    assert r.exit_code == 0, r.output
+    assert "v02_fused_triton" in _module_docstring(folder / "v90_from_v02.py")
+    text = (folder / "v90_from_v02.py").read_text()
+    again = report("new", ASSIGNMENT, "v90_from_v02", root=project)
+    assert "v90_from_v02.py already exists: refusing to overwrite it" in _one_line_error(again)
+    assert (folder / "v90_from_v02.py").read_text() == text
+    taken = report("new", ASSIGNMENT, "v02_other", root=project)
+    assert "version number v02 is taken" in _one_line_error(taken)
+
+
+def test_new_refuses_a_second_worklog_section(project):
+    folder = project / "kernels" / ASSIGNMENT
+    worklog = folder / "worklog.md"
+    worklog.write_text((worklog.read_text() if worklog.exists() else "") + "\n## v91_planned\n\nplans\n")
+    r = report("new", ASSIGNMENT, "v91_planned", root=project)
+    assert "already has a section for v91" in _one_line_error(r)
+    assert not (folder / "v91_planned.py").exists()
+
+
+@pytest.mark.parametrize("name", ["v7_x", "v07", "v07-dash", "V07_upper", "v07_Upper", "07_x"])
+def test_new_rejects_bad_version_names(project, name):
+    assert "must look like vNN_slug" in _one_line_error(report("new", ASSIGNMENT, name, root=project))
+
+
+def test_new_assignment_scaffolds_a_loadable_folder(project):
+    r = report("new", "my_scan", "v01_baseline", root=project)
+    assert r.exit_code == 0, r.output
+    folder = project / "kernels" / "my_scan"
+    assert sorted(p.name for p in folder.iterdir()) == ["assignment.py", "v01_baseline.py", "worklog.md"]
+    from reporter.assignments import get_assignment
+
+    a = get_assignment(project / "kernels", "my_scan")
+    spec = a.spec
+    for attr in ("TITLE", "CASES", "BENCHMARK_CASE", "generate_input", "ref_kernel", "TOLERANCE", "work_model",
+                 "PEERS", "REFERENCE_RESULTS"):
+        assert hasattr(spec, attr), attr
+    assert spec.BENCHMARK_CASE in spec.CASES
+    assert spec.work_model(**spec.CASES[spec.BENCHMARK_CASE]).bytes > 0
+    assert [v.name for v in a.versions()] == ["v01_baseline"]
+    worklog = (folder / "worklog.md").read_text()
+    assert worklog.startswith("---\ntitle:") and "## v01_baseline" in worklog and "## How LLMs helped" in worklog
+    assert "{{" not in worklog
+    again = report("new", "my_scan", "v01_baseline", root=project)
+    assert "already exists" in _one_line_error(again)
+
+
+def test_new_assignment_runs_on_the_cpu(project):
+    torch = pytest.importorskip("torch")
+    assert report("new", "my_axpy", "v01_baseline", root=project).exit_code == 0
+    from reporter.assignments import get_assignment
+
+    a = get_assignment(project / "kernels", "my_axpy")
+    spec = a.spec
+    case = dict(spec.CASES["test_small"])
+    data = spec.generate_input(**case, device="cpu")
+    sys.modules.pop("assignment", None)
+    try:
+        out = a.version("v01").load().custom_kernel(data)
+        peer = next(iter(spec.PEERS.values())).fn(data)
+    finally:
+        sys.modules.pop("assignment", None)
+    ref = spec.ref_kernel(data)
+    assert torch.allclose(out, ref) and torch.allclose(peer, ref, rtol=spec.TOLERANCE.rtol, atol=spec.TOLERANCE.atol)
+
+
+def test_new_into_a_folder_without_assignment_py_is_refused(project):
+    (project / "kernels" / "stray").mkdir()
+    (project / "kernels" / "stray" / "notes.txt").write_text("x")
+    assert "holds no assignment.py" in _one_line_error(report("new", "stray", "v01_a", root=project))
+
+
+# --------------------------------------------------------------------------- profiles
+
+
+def _profiled_copy(tmp_path: Path, scale: float, name: str) -> Path:
+    """The H100 v02 test_small record with the committed ncu fixture as its profile, every
+    numeric counter scaled by ``scale``."""
+    from reporter.harness.profile import parse_ncu_csv
+    from reporter.records import Metric, Profile
+
+    fixture = ROOT / "tests" / "fixtures" / "ncu" / "ncu_v02_small.csv"
+    if not fixture.is_file():
+        pytest.skip("no ncu fixture")
+    kernels = parse_ncu_csv(fixture.read_text())
+    kernels = [k.model_copy(update={"metrics": {
+        n: Metric(value=m.value * scale, unit=m.unit) if isinstance(m.value, float) and "__time" in n else m
+        for n, m in k.metrics.items()}}) for k in kernels]
+    run = store.load(_run_file("v02_fused_triton", "test_small"))
+    run = run.model_copy(update={"profile": Profile(status="ok", tool_version="2025.3", kernels=kernels),
+                                 "run_id": name})
+    return store.save(run, tmp_path / "logs" / ASSIGNMENT / run.version / f"{name}.json")
+
+
+def test_show_prints_the_profile_block(tmp_path):
+    _profiled_copy(tmp_path, 1.0, "20990101T000000000Z_h100_test_small")
+    r = report("show", ASSIGNMENT, "v02", "--case", "test_small", "--logs", tmp_path / "logs")
+    assert r.exit_code == 0, r.output
+    assert "profile: ncu 2025.3, ok, 1 kernel(s)" in r.stdout and "attention_fwd_kernel" in r.stdout
+    assert "Duration" in r.stdout and "more metrics in the record" in r.stdout
+    full = report("show", ASSIGNMENT, "v02", "--case", "test_small", "--logs", tmp_path / "logs", "--all-metrics")
+    assert "gpu__time_duration.avg" in full.stdout and "more metrics" not in full.stdout
+    listed = report("list", ASSIGNMENT, "--case", "test_small", "--logs", tmp_path / "logs")
+    assert "yes" in next(line for line in listed.stdout.splitlines() if line.startswith("v02"))
+
+
+def test_diff_of_profiled_runs_shows_the_metrics_that_moved(tmp_path):
+    a = _profiled_copy(tmp_path, 1.0, "20990101T000000000Z_h100_test_small")
+    b = _profiled_copy(tmp_path, 0.8, "20990101T000001000Z_h100_test_small")
+    r = report("diff", a, b, "--no-code", "--figures", "2")
+    assert r.exit_code == 0, r.output
+    assert "ncu attention_fwd_kernel" in r.stdout and "gpu__time_duration" in r.stdout and "-20.0%" in r.stdout
+    assert "more profiler metrics moved less" in r.stdout and "are unchanged" in r.stdout
+    data = json.loads(report("diff", a, b, "-f", "json").stdout)
+    moved = [f for f in data["figures"] if f["group"].startswith("profile") and f["rel_change"]]
+    assert moved and all(f["rel_change"] == pytest.approx(-0.2) for f in moved)
+    everything = report("diff", a, b, "--no-code", "--figures", "0")
+    assert "moved less" not in everything.stdout
+
+
+def test_fail_if_slower_fails_when_b_failed_its_check(tmp_path):
+    src = _run_file("v02_fused_triton")
+    data = json.loads(src.read_text())
+    data["timing"] = None
+    data["check"].update(passed=False, message="3 NaN in the output")
+    data["run_id"] = "20990101T000000000Z_h100_benchmark"
+    broken = tmp_path / f"{data['run_id']}.json"
+    broken.write_text(json.dumps(data))
+    r = report("diff", src, broken, "--no-code")
+    assert r.exit_code == 0 and "no timing to compare" in r.stdout and "B failed its check" in r.stdout
+    r = report("diff", src, broken, "--no-code", "--fail-if-slower", "5")
+    assert r.exit_code == 1 and "failed its check" in r.stderr
