@@ -197,6 +197,8 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                         if opts.profile:  # never raises: a missing or failing ncu is recorded in r.profile
                             from .profile import ProfileOptions, profile_into_run
 
+                            _free()  # the profiled child process needs the memory this one cached
+
                             profile_into_run(r, repo_root, a, v, console=console, progress=progress,
                                              options=ProfileOptions(timeout_s=opts.profile_timeout_s))
                     else:
