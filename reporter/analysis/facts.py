@@ -188,6 +188,10 @@ class VersionFacts(TimingFacts):
             raise BindingError(f"{self.short}: metric '{name}' is not in the profile")
         return Number(sum(nums) if name.endswith(".sum") else max(nums))
 
+    def metric_gb(self, name: str, kernel: int | None = None) -> Number:
+        """A byte-count metric in GB (1e9 bytes)."""
+        return Number(float(self.metric(name, kernel)) / 1e9)
+
     @property
     def dram_throughput_pct(self) -> Number:
         return self.metric("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")

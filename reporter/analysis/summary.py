@@ -48,6 +48,11 @@ class VersionSummary:
     def ok(self) -> bool:
         return bool(self.bench and self.bench.ok)
 
+    def ranked(self, case: str) -> Run | None:
+        """The newest --ranked run of this version on a case (fresh input every repetition)."""
+        found = [r for r in self.all_runs if r.case_name == case and r.timing and r.timing.ranked]
+        return max(found, key=lambda r: r.created_utc) if found else None
+
     @property
     def profiled(self) -> bool:
         return any(r.profile is not None and r.profile.status == "ok" for r in self.runs.values())
@@ -76,8 +81,9 @@ class AssignmentSummary:
 
     @property
     def peers(self) -> list[PeerResult]:
-        """Peers from the newest benchmark run that timed them."""
-        runs = [v.bench for v in self.versions if v.bench and v.bench.peers]
+        """Peers from the newest benchmark run (of any version, on this GPU) that timed them:
+        a later run made with --no-peers (say, to profile) does not hide them."""
+        runs = [r for v in self.versions for r in v.all_runs if r.case_name == self.benchmark_case and r.peers]
         if not runs:
             return []
         return max(runs, key=lambda r: r.created_utc).peers

@@ -87,6 +87,8 @@ class VersionView:
     failed: str | None = None
     headline: str = ""
     profile_block: str | None = None
+    ranked: list[str] = field(default_factory=list)
+    profile_note: str = ""
     extra_sections: list[dict[str, str]] = field(default_factory=list)
 
 
@@ -111,6 +113,24 @@ def _row(r: Run) -> CaseRow:
         tflops=fmt_number(d.tflops, 4) if d and r.work.flops else "–", gbps=fmt_number(d.gbps, 4) if d else "–",
         roof=pct(d.fraction_of_ceiling) if d else "–", stop=t.stop_reason if t else "–",
     )
+
+
+def _profile_note(r: Run | None) -> str:
+    if r is None or not r.ok:
+        return ""
+    if r.profile is None:
+        return "Not profiled: this run was made without --profile."
+    if r.profile.status != "ok":
+        return f"Not profiled ({r.profile.status}): {r.profile.reason}"
+    return ""
+
+
+def _ranked_line(r: Run) -> str:
+    t = r.timing
+    ok = sum(c.passed for c in r.ranked_checks)
+    return (f"{r.case_name}: median {ms(t.median_ms)} over {t.n} calls, each on a fresh input "  # type: ignore[union-attr]
+            f"(seed {r.seed} + 13·k), {ok} of {len(r.ranked_checks)} re-checks passed ({r.created_utc:%Y-%m-%d}, "
+            f"run {r.run_id})")
 
 
 def _peer_time(p: PeerResult) -> float | None:
@@ -207,6 +227,7 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
             excerpt_truncated=ex.truncated,
             config=", ".join(f"{k}={val}" for k, val in (snap.config.items() if snap else [])),
             rows=[_row(r) for r in cases],
+            ranked=[_ranked_line(rr) for c in s.assignment.cases() if (rr := v.ranked(c)) is not None],
             comparisons=_comparisons(v, s, hooks.verdict),
             notes_html=markdown_to_html(section.markdown) if section else "",
             notes_missing=section is None, observations=obs, sweep=_sweep_view(v),
@@ -214,13 +235,14 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
             commit=((snap.git_commit or "")[:10] + (" (dirty)" if snap.git_dirty else "")) if snap else "–",
             failed=failed, headline=headline,
             profile_block=hooks.profile_block(bench) if hooks.profile_block and bench else None,
+            profile_note=_profile_note(bench),
         ))
     best = s.best
     dev = s.device
     leaderboard = None
     if best and best.bench and best.bench.timing and dev:
         leaderboard = leaderboard_block(best.bench.timing, title=f"{s.assignment.name} {best.name}",
-                                        case=best.bench.case, device_lines=device_lines(dev))
+                                        case=best.bench.case, device_lines=device_lines(dev), symbols=False)
     stop = _stopping_facts(s)
     extra = []
     for title, fn in hooks.extra_charts:
