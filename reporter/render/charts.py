@@ -7,6 +7,7 @@ the HTML, so the report stays one self-contained file.
 from __future__ import annotations
 
 import io
+import math
 
 import matplotlib
 
@@ -82,9 +83,12 @@ def time_per_version(s: AssignmentSummary) -> str:
         f = best.bench.derived.floor_ms
         ax.axvline(f, color=FLOOR_COLOR, ls=":", lw=1.2)
         lines.append((f, "roofline floor (measured peaks)", FLOOR_COLOR))
-    for x, label, color in lines:
-        ax.text(x, 1.0, " " + label, color=color, fontsize=7, rotation=90, va="top", ha="right",
-                transform=ax.get_xaxis_transform())
+    from matplotlib.lines import Line2D
+
+    if lines:
+        handles = [Line2D([], [], color=c, ls="--" if c == REF_COLOR else ":", lw=1.2) for _, _, c in lines]
+        ax.legend(handles, [f"{label}: {_fmt_ms(x)}" for x, label, _ in lines], loc="lower right", fontsize=7,
+                  frameon=True, framealpha=0.9)
     ax.set_xlabel(f"median time on the benchmark case ({s.gpu.upper()}), lower is better")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_ms(v) if v > 0 else "0"))
     ax.set_xlim(right=max(med + [x for x, _, _ in lines]) * (2.2 if spread > 20 else 1.18))
@@ -114,23 +118,34 @@ def roofline(s: AssignmentSummary) -> str:
         main = work.ceiling == f"matmul_{name}"
         ax.plot(xs, [min(peak, x * bw_tbs) for x in xs], color=ROOF_COLOR if main else "#999",
                 lw=1.6 if main else 0.8, ls="-" if main else "--")
-        ax.text(x_hi, peak, f"{name} matmul {peak:,.0f} TFLOP/s ", ha="right", va="bottom", fontsize=7,
-                color=ROOF_COLOR if main else "#777")
+        near_main = any(abs(peak / p - 1) < 0.15 for n, p in roofs if f"matmul_{n}" == work.ceiling)
+        if main or not near_main:  # roofs within 15 % of the main one would print on top of it
+            ax.text(peak / bw_tbs * 1.15, peak * 1.06, f"{name} matmul {peak:,.0f} TFLOP/s", ha="left",
+                    va="bottom", fontsize=7, color=ROOF_COLOR if main else "#777")
     ridge = roofs[0][1] / bw_tbs
     ax.text(ridge / 8, ridge / 8 * bw_tbs * 1.15, f"copy {c.copy_gbps:,.0f} GB/s", rotation=0, fontsize=7,
             color=ROOF_COLOR, ha="center")
     prev = None
-    for name, r in pts:
+    # labels of points at one intensity stack up: spread them vertically, in order of rate
+    order = sorted(range(len(pts)), key=lambda i: pts[i][1].derived.tflops)
+    label_dy = {i: 0.0 for i in order}
+    last_y = None
+    for i in order:
+        y_log = math.log10(pts[i][1].derived.tflops)
+        if last_y is not None and y_log - last_y < 0.06:
+            label_dy[i] = label_dy[order[order.index(i) - 1]] + 8
+        last_y = y_log
+    for i, (name, r) in enumerate(pts):
         x, yv = r.derived.arithmetic_intensity, r.derived.tflops
         ax.plot([x], [yv], "o", color=VERSION_COLOR, ms=5, zorder=3)
-        ax.annotate(f"{name.split('_')[0]} {yv:,.0f}", (x, yv), textcoords="offset points", xytext=(7, -3),
-                    fontsize=7, color=VERSION_COLOR)
+        ax.annotate(f"{name.split('_')[0]} {yv:,.0f}", (x, yv), textcoords="offset points",
+                    xytext=(7, -3 + label_dy[i]), fontsize=7, color=VERSION_COLOR)
         if prev is not None:
             ax.annotate("", xy=(x, yv), xytext=prev, arrowprops={"arrowstyle": "->", "color": VERSION_COLOR,
                                                                   "lw": 0.9, "shrinkA": 4, "shrinkB": 4})
         prev = (x, yv)
     for p in s.peers:
-        if p.derived:
+        if p.derived and p.derived.tflops > 0:
             ax.plot([p.derived.arithmetic_intensity], [p.derived.tflops], "x", color=PEER_COLOR, ms=6, mew=1.5)
             ax.annotate(p.name, (p.derived.arithmetic_intensity, p.derived.tflops), textcoords="offset points",
                         xytext=(-7, 0), ha="right", va="center", fontsize=7, color=PEER_COLOR)
