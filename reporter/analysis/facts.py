@@ -176,6 +176,22 @@ class VersionFacts(TimingFacts):
             raise BindingError(f"{self.short} has no run on case '{case_name}' (have: {', '.join(self._v.runs)})")
         return TimingFacts(run, f"{self.short}.case('{case_name}')")
 
+    def ranked(self, case_name: str | None = None) -> TimingFacts:
+        """The newest --ranked run (fresh input every repetition) on a case, default the benchmark."""
+        case_name = case_name or self._v.benchmark_case
+        run = self._v.ranked(case_name)
+        if run is None:
+            raise BindingError(f"{self.short} has no --ranked run on case '{case_name}'")
+        return TimingFacts(run, f"{self.short}.ranked('{case_name}')")
+
+    def run(self, run_id: str) -> TimingFacts:
+        """A specific run of this version by id (or a unique prefix), e.g. an earlier session's."""
+        found = [r for r in self._v.all_runs if r.run_id.startswith(run_id)]
+        if len(found) != 1:
+            ids = ", ".join(r.run_id for r in self._v.all_runs[-6:])
+            raise BindingError(f"{self.short}.run('{run_id}') matches {len(found)} runs (recent: {ids})")
+        return TimingFacts(found[0], f"{self.short}.run('{run_id}')")
+
     def metric(self, name: str, kernel: int | None = None) -> Number:
         """A profiler metric of the benchmark run, summed over kernels (or of one kernel)."""
         run = self._v.bench
