@@ -194,8 +194,8 @@ class VersionFacts(TimingFacts):
 
     def metric(self, name: str, kernel: int | None = None) -> Number:
         """A profiler metric of the benchmark run, summed over kernels (or of one kernel)."""
-        run = self._v.bench
-        if run is None or run.profile is None or run.profile.status != "ok":
+        run = self._v.profiled_run()
+        if run is None or run.profile is None:
             raise BindingError(f"{self.short} has no profile on the benchmark case")
         vals = [k.metrics[name].value for k in run.profile.kernels
                 if name in k.metrics and (kernel is None or k.index == kernel)]

@@ -53,6 +53,14 @@ class VersionSummary:
         found = [r for r in self.all_runs if r.case_name == case and r.timing and r.timing.ranked]
         return max(found, key=lambda r: r.created_utc) if found else None
 
+    def profiled_run(self, case: str | None = None) -> Run | None:
+        """The newest run on a case (default the benchmark) with a successful profile: a later
+        re-run without --profile does not lose the metrics."""
+        case = case or self.benchmark_case
+        found = [r for r in self.all_runs if r.case_name == case and r.profile is not None
+                 and r.profile.status == "ok"]
+        return max(found, key=lambda r: r.created_utc) if found else None
+
     @property
     def profiled(self) -> bool:
         return any(r.profile is not None and r.profile.status == "ok" for r in self.runs.values())

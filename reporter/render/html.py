@@ -89,6 +89,7 @@ class VersionView:
     profile_block: str | None = None
     ranked: list[str] = field(default_factory=list)
     profile_note: str = ""
+    profile_from: str = ""
     extra_sections: list[dict[str, str]] = field(default_factory=list)
 
 
@@ -209,7 +210,14 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
         elif not bench.ok:
             failed = bench.error or bench.check.message
         prev = s.previous(v)
-        obs = hooks.observations(bench, prev.bench if prev else None, s.ceilings) if hooks.observations and bench else []
+        prof = v.profiled_run()
+        # observations read the profile: give them the profiled run's metrics with the benchmark timing
+        obs_run = bench.model_copy(update={"profile": prof.profile}) if bench and prof else bench
+        prev_run = None
+        if prev and prev.bench:
+            pp = prev.profiled_run()
+            prev_run = prev.bench.model_copy(update={"profile": pp.profile}) if pp else prev.bench
+        obs = hooks.observations(obs_run, prev_run, s.ceilings) if hooks.observations and obs_run else []
         headline = ""
         if v.median_ms and bench and bench.derived:
             headline = f"{ms(v.median_ms)} median on the benchmark case"
@@ -234,8 +242,11 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
             code_digest=snap.digest if snap else "–",
             commit=((snap.git_commit or "")[:10] + (" (dirty)" if snap.git_dirty else "")) if snap else "–",
             failed=failed, headline=headline,
-            profile_block=hooks.profile_block(bench) if hooks.profile_block and bench else None,
-            profile_note=_profile_note(bench),
+            profile_block=hooks.profile_block(prof) if hooks.profile_block and prof else None,
+            profile_note="" if prof else _profile_note(bench),
+            profile_from=(f"from run {prof.run_id}, an earlier run of the same code" if prof and bench and prof is not bench
+                          and prof.code.digest == bench.code.digest else
+                          f"from run {prof.run_id} (older code {prof.code.digest})" if prof and prof is not bench else ""),
         ))
     best = s.best
     dev = s.device

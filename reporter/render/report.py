@@ -49,7 +49,7 @@ def default_hooks() -> Hooks:
         from .profile_charts import hierarchical_roofline_svg
 
         def hroof(s):
-            runs = [v.bench for v in s.versions if v.bench and v.bench.profile and v.bench.profile.status == "ok"]
+            runs = [r for v in s.versions if (r := v.profiled_run()) is not None]
             return hierarchical_roofline_svg(runs, s.ceilings) if runs and s.ceilings else None
 
         hooks.extra_charts.append(("Hierarchical roofline from Nsight Compute: each version at its measured "
