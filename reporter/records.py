@@ -240,21 +240,26 @@ class PeerResult(Record):
     error: str | None = None
 
 
-class Run(Record):
-    """One version of one assignment, checked and (if correct) timed on one case."""
+class Measurement(Record):
+    """What every measured record (a run, a sweep) says about where and on what it was taken."""
 
     schema_version: int = SCHEMA_VERSION
-    kind: Literal["run"] = "run"
     run_id: str = Field(description="the file's stem: <utc-time>_<gpu>_<case>")
-    session_id: str = Field(description="runs made by one `report run` share it, and their peers")
+    session_id: str = Field(description="records made by one `report run` share it, and their peers")
     assignment: str
     version: str
     case_name: str
     case: dict[str, int | float | str | bool]
     seed: int
     created_utc: datetime
-    command: str = ""
     device: DeviceInfo
+
+
+class Run(Measurement):
+    """One version of one assignment, checked and (if correct) timed on one case."""
+
+    kind: Literal["run"] = "run"
+    command: str = ""
     code: CodeSnapshot
     check: CheckResult
     ranked_checks: list[CheckResult] = Field(default_factory=list)
@@ -282,20 +287,10 @@ class SweepPoint(Record):
     error: str | None = None
 
 
-class Sweep(Record):
+class Sweep(Measurement):
     """A tunable version's configurations timed side by side on one case."""
 
-    schema_version: int = SCHEMA_VERSION
     kind: Literal["sweep"] = "sweep"
-    run_id: str
-    session_id: str
-    assignment: str
-    version: str
-    case_name: str
-    case: dict[str, int | float | str | bool]
-    seed: int
-    created_utc: datetime
-    device: DeviceInfo
     points: list[SweepPoint]
     chosen: dict[str, int | float | str | bool] | None = None
 
