@@ -136,8 +136,12 @@ def _list_table(rows: list[ListRow]) -> Table:
     first = next((r.first_version for r in rows if r.first_version), None)
     device = next((r.run.device.name for r in rows if r.run is not None), None)
     on = f" · {device}" if device else f" · {rows[0].gpu}" if rows[0].gpu else " · no runs yet"
+    earlier = any(r.peers_from_earlier_run for r in rows)
+    narrow = console.width < 100  # 80 columns: peers' names cut, the date without its year
     table = Table(title=f"[bold]{rows[0].assignment}[/bold]{on} · case {rows[0].case}", title_justify="left",
                   box=None, header_style="bold", pad_edge=False, padding=(0, 1),
+                  caption=("* the latest run timed no peers: best peer and vs peer come from the latest run of "
+                           "the same code that did") if earlier else None, caption_justify="left",
                   collapse_padding=console.width < 100)  # one space between columns keeps 80 columns on one line
     table.add_column("version", no_wrap=True)
     table.add_column("check", no_wrap=True)
@@ -145,8 +149,8 @@ def _list_table(rows: list[ListRow]) -> Table:
     table.add_column(f"vs {first.split('_')[0]}" if first else "vs first", justify="right", no_wrap=True)
     table.add_column("best peer", no_wrap=True)
     table.add_column("vs peer", justify="right", no_wrap=True)
-    table.add_column("date (UTC)")
-    table.add_column("prof.")
+    table.add_column("date (UTC)", no_wrap=True)
+    table.add_column("ncu", no_wrap=True)  # profiled
     for row in rows:
         run = row.run
         if run is None:
@@ -156,8 +160,13 @@ def _list_table(rows: list[ListRow]) -> Table:
         median = format_ms(run.timing.median_ms) if run.timing else "—"
         vs_first = f"{row.speedup_vs_first:.2f}×" if row.speedup_vs_first else "—"
         vs_peer = f"{row.speedup_vs_best_peer:.2f}×" if row.speedup_vs_best_peer else "—"
-        table.add_row(row.version, check, median, vs_first, row.best_peer or "—", vs_peer,
-                      run.created_utc.strftime("%Y-%m-%d %H:%M"), "yes" if row.profiled else "")
+        peer = row.best_peer or "—"
+        if narrow and len(peer) > 12:
+            peer = peer[:11] + "…"
+        peer += "*" if row.peers_from_earlier_run else ""
+        table.add_row(row.version, check, median, vs_first, peer, vs_peer,
+                      run.created_utc.strftime("%m-%d %H:%M" if narrow else "%Y-%m-%d %H:%M"),
+                      "yes" if row.profiled else "")
     return table
 
 
@@ -176,23 +185,26 @@ def show_cmd(
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """One run in full: the leaderboard block, the check, derived figures, peers, profile, code."""
-    from .iteration import benchmark_case, check_assignment, find_run, latest_run, resolve_version
+    from .iteration import (benchmark_case, check_assignment, find_run, latest_run, latest_run_with_peers,
+                            resolve_version, runs_of)
 
     _, kernels, logs_dir = _paths(root, logs)
     try:
         check_assignment(kernels, logs_dir, assignment)
         name = resolve_version(kernels, logs_dir, assignment, version)
         if run_id:
-            run = find_run(logs_dir, assignment, name, run_id)
+            run = find_run(logs_dir, assignment, name, run_id, case or benchmark_case(kernels, assignment))
         else:
             run = latest_run(logs_dir, assignment, name, case or benchmark_case(kernels, assignment), gpu)
+        peers_run = None if run.peers else latest_run_with_peers(runs_of(logs_dir, assignment, name), run)
     except _user_errors() as e:
         _fail(str(e))
         return
-    _print_run(run, all_metrics)
+    _print_run(run, all_metrics, peers_run)
 
 
-def _print_run(run: Run, all_metrics: bool = False) -> None:
+def _print_run(run: Run, all_metrics: bool = False, peers_run: Run | None = None) -> None:
+    """``peers_run``: for a run that timed no peers, the latest of the same code that did (named, not shown)."""
     from .harness.device import device_lines
     from .harness.timing import leaderboard_block
 
@@ -209,6 +221,10 @@ def _print_run(run: Run, all_metrics: bool = False) -> None:
         console.print(_derived_table(run))
     if run.peers:
         console.print(_peers_table(run))
+    else:
+        where = (f"; the latest run of this code that did: report show {run.assignment} "
+                 f"{run.version.split('_')[0]} --run {peers_run.run_id}" if peers_run is not None else "")
+        console.print(f"peers: none timed in this run{where}", style="dim", highlight=False)
     _print_profile(run, all_metrics)
     console.print(_code_table(run))
 
@@ -578,7 +594,8 @@ def _history_table(assignment: str, version: str, case: str, found: list[Run]) -
                   title_justify="left", box=None, header_style="bold", pad_edge=False, padding=(0, 1),
                   collapse_padding=console.width < 100,
                   caption=f"vs previous: the diff verdict against the run above on the same GPU (⚠: measured "
-                          f"differently, see report diff); name a run as {version.split('_')[0]}@<run id prefix>",
+                          f"differently, see report diff); runs of different sessions can differ by a few percent "
+                          f"with the card's state alone; name a run as {version.split('_')[0]}@<run id prefix>",
                   caption_justify="left")
     table.add_column("run id", no_wrap=True, overflow="ellipsis")  # a cut id is still a usable prefix
     if len(gpus) > 1:

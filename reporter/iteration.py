@@ -187,7 +187,14 @@ def latest_run(logs: Path, assignment: str, version: str, case: str, gpu: str | 
     return candidate_runs(logs, assignment, version, case, gpu)[-1]
 
 
-def find_run(logs: Path, assignment: str, version: str, run_id: str) -> Run:
+def find_run(logs: Path, assignment: str, version: str, run_id: str, case: str | None = None) -> Run:
+    """A run by id or unique prefix; a prefix that several cases' runs share (a session's time, say)
+    picks the one on ``case`` when that one is unique."""
+    if case is not None:
+        matching = [r for r in runs_of(logs, assignment, version) if r.run_id.startswith(run_id)]
+        on_case = [r for r in matching if r.case_name == case]
+        if len(matching) > 1 and len(on_case) == 1 and not any(r.run_id == run_id for r in matching):
+            return on_case[0]
     try:
         return store.find_run(logs, assignment, version, run_id)
     except store.RecordError as e:
@@ -223,7 +230,8 @@ def resolve_pair(kernels: Path, logs: Path, args: list[str], case: str | None,
     assignment = args[0]
     check_assignment(kernels, logs, assignment)
     specs = [parse_run_spec(args[1]), parse_run_spec(args[2])]
-    named: list[Run | None] = [_named_run(kernels, logs, assignment, s) for s in specs]
+    hint = case or benchmark_case(kernels, assignment)  # what a run-id prefix shared by several cases means
+    named: list[Run | None] = [_named_run(kernels, logs, assignment, s, hint) for s in specs]
     case = case or next((r.case_name for r in named if r is not None), None) or benchmark_case(kernels, assignment)
     if named[0] is not None and named[1] is not None:
         return named[0], named[1]
@@ -238,14 +246,14 @@ def resolve_pair(kernels: Path, logs: Path, args: list[str], case: str | None,
     return (other, known) if named[0] is None else (known, other)
 
 
-def _named_run(kernels: Path, logs: Path, assignment: str, spec: RunSpec) -> Run | None:
+def _named_run(kernels: Path, logs: Path, assignment: str, spec: RunSpec, case: str | None = None) -> Run | None:
     """The run a file or a version@run-id names; None for a bare version."""
     if spec.path is not None:
         return load_run_file(spec.path)
     if spec.run_id is None:
         return None
     version = resolve_version(kernels, logs, assignment, spec.version)  # type: ignore[arg-type]
-    return find_run(logs, assignment, version, spec.run_id)
+    return find_run(logs, assignment, version, spec.run_id, case)
 
 
 def _latest_pair(logs: Path, assignment: str, va: str, vb: str, case: str, gpu: str | None) -> tuple[Run, Run]:
@@ -323,19 +331,17 @@ def worklog_questions(text: str) -> list[str]:
     return found or list(DEFAULT_QUESTIONS)
 
 
+def is_closing_heading(title: str) -> bool:
+    """'Why we stopped' or 'How LLMs helped' (any case, a trailing ':' or '.'), as the report reads them."""
+    return title.lower().rstrip(":. ") in CLOSING_SECTIONS
+
+
 def insert_section(text: str, section: str) -> str:
-    """Put a version section after the last one, else before 'Why we stopped' / 'How LLMs helped',
-    else at the end."""
+    """Put a version section just before the first closing section ('Why we stopped', 'How LLMs
+    helped'), so the closing sections stay last; without one, at the end."""
     lines = text.splitlines()
-    bounds = _section_bounds(text)
-    versions = [(h, end) for h, end in bounds if heading_version(h.title)]
-    closing = [h for h, _ in bounds if h.title.lower().rstrip(":. ") in CLOSING_SECTIONS]
-    if versions:
-        at = versions[-1][1]
-    elif closing:
-        at = closing[0].line
-    else:
-        at = len(lines)
+    closing = [h for h, _ in _section_bounds(text) if is_closing_heading(h.title)]
+    at = closing[0].line if closing else len(lines)
     before = "\n".join(lines[:at]).rstrip("\n")
     after = "\n".join(lines[at:]).strip("\n")
     parts = [p for p in (before, section.strip("\n"), after) if p]
@@ -512,11 +518,32 @@ class ListRow:
     speedup_vs_first: float | None = None  # first version's median / this median, same GPU
     first_version: str | None = None
     best_peer: str | None = None
-    speedup_vs_best_peer: float | None = None  # fastest peer's median / this median, same run
+    speedup_vs_best_peer: float | None = None  # fastest peer's median / the version's median, same run
+    peers_run: Run | None = None  # the run the peer figures come from: ``run``, or an earlier one (see below)
 
     @property
     def profiled(self) -> bool:
         return bool(self.run and self.run.profile is not None and self.run.profile.status == "ok")
+
+    @property
+    def peers_from_earlier_run(self) -> bool:
+        """The latest run timed no peers (--no-peers, say to profile), so they come from an earlier run."""
+        return self.peers_run is not None and self.peers_run is not self.run
+
+
+def timed_peers(run: Run) -> list:
+    """The peers of a run that were timed and (when checked) passed."""
+    return [p for p in run.peers if p.timing is not None and (p.check is None or p.check.passed)]
+
+
+def latest_run_with_peers(runs: list[Run], like: Run) -> Run | None:
+    """The newest timed run with timed peers of the same version, case, GPU and code as ``like``
+    (``like`` itself when it has them): where `list` and `show` find peers when the latest run
+    was made without them. Peers and version are always compared within one run."""
+    same = [r for r in runs if r.ok and timed_peers(r) and r.version == like.version
+            and r.case_name == like.case_name and r.device.slug == like.device.slug
+            and r.code.digest == like.code.digest and r.created_utc <= like.created_utc]
+    return max(same, key=lambda r: r.created_utc) if same else None
 
 
 def list_rows(kernels: Path, logs: Path, assignment: str | None = None, case: str | None = None,
@@ -537,13 +564,14 @@ def list_rows(kernels: Path, logs: Path, assignment: str | None = None, case: st
         gpus: list[str | None] = [gpu] if gpu else list(dict.fromkeys(r.device.slug for r in runs)) or [None]
         versions = known_versions(kernels, logs, name)
         for slug in gpus:
-            latest = {r.version: r for r in runs if r.device.slug == slug}  # oldest first: the newest wins
-            rows += _assignment_rows(name, on_case, slug, versions, latest)
+            on_gpu = [r for r in runs if r.device.slug == slug]
+            latest = {r.version: r for r in on_gpu}  # oldest first: the newest wins
+            rows += _assignment_rows(name, on_case, slug, versions, latest, on_gpu)
     return rows
 
 
 def _assignment_rows(assignment: str, case: str, gpu: str | None, versions: list[str],
-                     latest: dict[str, Run]) -> list[ListRow]:
+                     latest: dict[str, Run], on_gpu: list[Run]) -> list[ListRow]:
     rows = [ListRow(assignment, v, case, gpu, latest.get(v)) for v in versions]
     first = next((r for r in rows if r.run is not None and r.run.ok), None)
     for row in rows:
@@ -554,11 +582,12 @@ def _assignment_rows(assignment: str, case: str, gpu: str | None, versions: list
         if first is not None:
             row.speedup_vs_first = first.run.timing.median_ms / median  # type: ignore[union-attr]
             row.first_version = first.version
-        peers = [p for p in run.peers if p.timing is not None and (p.check is None or p.check.passed)]
-        if peers:
-            best = min(peers, key=lambda p: p.timing.median_ms)  # type: ignore[union-attr]
+        source = latest_run_with_peers(on_gpu, run)
+        if source is not None:
+            best = min(timed_peers(source), key=lambda p: p.timing.median_ms)
             row.best_peer = best.name
-            row.speedup_vs_best_peer = best.timing.median_ms / median  # type: ignore[union-attr]
+            row.speedup_vs_best_peer = best.timing.median_ms / source.timing.median_ms  # type: ignore[union-attr]
+            row.peers_run = source
     return rows
 
 
@@ -679,8 +708,9 @@ def _md_header(d: RunDiff) -> list[str]:
 
 def _md_timing(d: RunDiff) -> list[str]:
     v = d.verdict
+    remarks = [f"- {r}" for r in d.remarks] + ([""] if d.remarks else [])
     if v is None:
-        return [f"*{d.timing_note}*", ""]
+        return [f"*{d.timing_note}*", "", *remarks]
     out = [f"**{v.sentence}**", "", "| timing | A | B | change | ratio B/A |", "| --- | ---: | ---: | ---: | ---: |"]
     for row in d.timing_rows:
         fa, fb = (format_ms(row.a, 5), format_ms(row.b, 5)) if row.unit == "ms" else (f"{row.a:g}", f"{row.b:g}")
@@ -688,7 +718,7 @@ def _md_timing(d: RunDiff) -> list[str]:
         out.append(f"| {row.name} | {fa} | {fb} | {_pct(row.rel_change)} | {ratio} |")
     out += [f"| median CI | {format_ms_range(*v.ci_a)} ({v.ci_coverage_a:.0%}) "
             f"| {format_ms_range(*v.ci_b)} ({v.ci_coverage_b:.0%}) | | |", ""]
-    return out + [f"- {r}" for r in d.remarks] + ([""] if d.remarks else [])
+    return out + remarks
 
 
 def _md_figures(d: RunDiff, profile_limit: int) -> list[str]:

@@ -18,12 +18,44 @@ ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "logs"
 ASSIGNMENT = "flashattn"
 
+# Two real H100 runs of flashattn v02 (the same code) from different `report run` sessions:
+# records are never rewritten, so tests about this particular pair name it by run id.
+V02_FIRST_SESSION = "20261122T014918875Z_h100_benchmark"  # session 20261122T014904935Z, with peers
+V02_LATER_SESSION = "20261122T021313356Z_h100_benchmark"  # session 20261122T021303116Z, --no-peers, profiled
+V01_FIRST_SESSION = "20261122T014917256Z_h100_benchmark"  # v01 in the same session as V02_FIRST_SESSION
+V02_H200 = "20261122T015704100Z_h200_benchmark"  # v02 on an H200, with peers
 
-def _run(version: str, case: str = "benchmark", gpu: str = "h100") -> Run:
-    found = [r for r in store.runs(LOGS, ASSIGNMENT, version) if r.case_name == case and r.device.slug == gpu]
+
+def _run(version: str, case: str = "benchmark", gpu: str = "h100", *, peers: bool = False) -> Run:
+    """The newest timed run that passed its check (with timed peers, when asked)."""
+    found = [r for r in store.runs(LOGS, ASSIGNMENT, version) if r.case_name == case and r.device.slug == gpu
+             and r.ok and (not peers or any(p.timing for p in r.peers))]
     if not found:
         pytest.skip(f"no {gpu} run of {ASSIGNMENT}/{version} on {case} under {LOGS}")
     return found[-1]
+
+
+def _pinned(version: str, run_id: str) -> Run:
+    return store.find_run(LOGS, ASSIGNMENT, version, run_id)
+
+
+def _same_session_pair(version_a: str, version_b: str, case: str = "benchmark", gpu: str = "h100") -> tuple[Run, Run]:
+    """The newest runs of two versions made by one `report run`, both timed with peers."""
+    def timed(version: str) -> dict[str, Run]:
+        return {r.session_id: r for r in store.runs(LOGS, ASSIGNMENT, version)
+                if r.case_name == case and r.device.slug == gpu and r.ok and any(p.timing for p in r.peers)}
+
+    a, b = timed(version_a), timed(version_b)
+    common = [s for s in b if s in a]
+    if not common:
+        pytest.skip(f"no session ran {version_a} and {version_b} with peers on {case}, {gpu}")
+    return a[common[-1]], b[common[-1]]
+
+
+def _median_pair(a_ms: float, b_ms: float) -> str:
+    """'23.14 → 205.5 ms', as a verdict's sentence writes two medians (one unit when they share it)."""
+    a, b = format_ms(a_ms), format_ms(b_ms)
+    return f"{a.split()[0]} → {b}" if a.split()[1] == b.split()[1] else f"{a} → {b}"
 
 
 def _with_samples(run: Run, samples: list[float]) -> Run:
@@ -49,10 +81,20 @@ def test_v02_is_a_real_speedup_over_v01(case):
 
 
 def test_the_other_way_round_is_slower():
-    v = compare_timing(_run("v02_fused_triton").timing, _run("v01_naive").timing)
-    assert v.verdict == "slower"
-    assert v.sentence.startswith(f"{v.ratio:.2f}× slower (median 23.14 → 205.5 ms")
+    a, b = _run("v02_fused_triton"), _run("v01_naive")
+    v = compare_timing(a.timing, b.timing)
+    assert v.verdict == "slower" and v.significant
+    assert v.ratio == pytest.approx(b.timing.median_ms / a.timing.median_ms)
+    medians = _median_pair(a.timing.median_ms, b.timing.median_ms)
+    assert v.sentence.startswith(f"{v.ratio:.2f}× slower (median {medians}; ")
     assert v.change_pct > 700
+
+
+def test_the_sentence_of_a_pinned_pair():
+    """Figures of two particular records, as the sentence must write them."""
+    v = compare_timing(_pinned("v02_fused_triton", V02_FIRST_SESSION).timing,
+                       _pinned("v01_naive", V01_FIRST_SESSION).timing)
+    assert v.sentence.startswith("8.88× slower (median 23.14 → 205.5 ms; Mann–Whitney U p=")
 
 
 def test_a_run_against_itself_is_the_same():
@@ -89,8 +131,10 @@ def test_a_significant_but_tiny_change_is_the_same():
 
 
 def test_few_samples_fall_back_to_median_cis():
-    run = _run("v01_naive")  # three samples
-    assert run.timing.n < 6
+    few = [r for r in store.runs(LOGS, ASSIGNMENT, "v01_naive") if r.ok and 3 <= r.timing.n < 6]
+    if not few:
+        pytest.skip("no run of v01 with 3 to 5 samples")
+    run = few[-1]  # v01 takes ~200 ms a call: the stopping rule ends after three
     faster = _with_samples(run, [x * 0.9 for x in run.timing.samples_ms])
     v = compare_timing(run.timing, faster.timing)
     assert v.p_value is None and v.test.startswith("median CIs")
@@ -102,48 +146,91 @@ def test_few_samples_fall_back_to_median_cis():
 
 
 def _same_code_reruns() -> list[tuple[Run, Run]]:
-    """Every pair of real runs of one version with the same code, case and GPU."""
+    """Every pair of real runs of one version with the same code, case and GPU, in every assignment."""
     pairs = []
-    for version in sorted(p.name for p in (LOGS / ASSIGNMENT).iterdir() if p.is_dir()):
-        for a, b in combinations(store.runs(LOGS, ASSIGNMENT, version), 2):
-            if (a.ok and b.ok and a.case_name == b.case_name and a.device.slug == b.device.slug
-                    and a.code.digest == b.code.digest):
-                pairs.append((a, b))
+    for assignment in sorted(p.name for p in LOGS.iterdir() if p.is_dir() and p.name != "devices"):
+        for version in sorted(p.name for p in (LOGS / assignment).iterdir() if p.is_dir()):
+            for a, b in combinations(store.runs(LOGS, assignment, version), 2):
+                if (a.ok and b.ok and a.case_name == b.case_name and a.device.slug == b.device.slug
+                        and a.code.digest == b.code.digest):
+                    pairs.append((a, b))
     return pairs
 
 
+def _session_remarks(d) -> list[str]:
+    return [r for r in d.remarks if r.startswith("different sessions")]
+
+
 def test_real_reruns_are_same_or_flagged_as_not_comparable():
-    """A real second run of one version: judged the same, or — when the two sessions measured
-    differently (ranked mode, another driver) — the diff says so loudly."""
+    """A real second run of one version: judged the same, or the diff says why it may not be —
+    loudly when the two measured differently (ranked mode, another driver), and with a remark
+    when they come from different sessions (the card's state differs between sessions)."""
     pairs = _same_code_reruns()
     if not pairs:
         pytest.skip("no same-version rerun committed under logs/ yet")
     for a, b in pairs:
         d = diff_runs(a, b)
         assert any("same code" in r for r in d.remarks)
+        across = _session_remarks(d)
+        if a.session_id != b.session_id:
+            assert len(across) == 1 and f"({a.session_id} → {b.session_id})" in across[0], d.remarks
+        else:
+            assert across == [], d.remarks
         if d.verdict.verdict != "same":
-            assert d.warnings, f"{a.run_id} vs {b.run_id}: {d.verdict.sentence} without a warning"
+            assert d.warnings or across, f"{a.run_id} vs {b.run_id}: {d.verdict.sentence} without a warning"
+
+
+def test_a_rerun_in_another_session_keeps_its_verdict_and_says_the_sessions_differ():
+    """v02 twice on the H100 in two sessions: the 3 % is real to the rank test and stays 'faster';
+    it is no hard warning (both measured the same way), but a remark says the sessions differ."""
+    a, b = _pinned("v02_fused_triton", V02_FIRST_SESSION), _pinned("v02_fused_triton", V02_LATER_SESSION)
+    assert a.code.digest == b.code.digest and a.device.name == b.device.name and a.session_id != b.session_id
+    d = diff_runs(a, b)
+    v = d.verdict
+    assert v.verdict == "faster" and v.significant and v.p_value < 1e-6
+    assert v.sentence.startswith("1.03× faster (median 23.14 → 22.36 ms; Mann–Whitney U p=")
+    assert d.warnings == [] and d.apples_to_apples
+    (remark,) = _session_remarks(d)
+    assert remark.startswith(f"different sessions ({a.session_id} → {b.session_id}): the card's state may differ")
+    assert "within-session noise understates between-session spread" in remark
+    # the same two runs within one session carry no such remark
+    same_session = diff_runs(_pinned("v01_naive", V01_FIRST_SESSION), a)
+    assert _session_remarks(same_session) == []
 
 
 def test_same_code_on_two_gpus_is_the_same_time_but_not_apples_to_apples():
-    a, b = _run("v02_fused_triton", gpu="h100"), _run("v02_fused_triton", gpu="h200")
+    a, b = _pinned("v02_fused_triton", V02_FIRST_SESSION), _pinned("v02_fused_triton", V02_H200)
+    assert a.code.digest == b.code.digest
     d = diff_runs(a, b)
-    assert d.verdict.verdict == "same"
+    assert d.verdict.verdict == "same"  # 23.14 vs 23.20 ms
     assert any(w.startswith("GPU differs: NVIDIA H100") for w in d.warnings)
     assert not d.apples_to_apples
+    assert _session_remarks(d)
+    # and every H100 / H200 pair of the same code, whatever its verdict, is flagged
+    for a in store.runs(LOGS, ASSIGNMENT, "v02_fused_triton"):
+        for b in store.runs(LOGS, ASSIGNMENT, "v02_fused_triton"):
+            if (a.device.slug, b.device.slug) == ("h100", "h200") and a.case_name == b.case_name and a.ok and b.ok:
+                d = diff_runs(a, b)
+                assert not d.apples_to_apples and any(w.startswith("GPU differs") for w in d.warnings)
 
 
 # --------------------------------------------------------------------------- the whole diff
 
 
 def test_diff_lists_figures_most_moved_first_and_pairs_the_version_files():
-    a, b = _run("v01_naive"), _run("v02_fused_triton")
+    a, b = _same_session_pair("v01_naive", "v02_fused_triton")
     d = diff_runs(a, b)
-    assert d.warnings == []
+    assert d.warnings == [] and _session_remarks(d) == []
     moved = [f.moved for f in d.figures]
     assert moved == sorted(moved, reverse=True)
     names = {(f.group, f.name) for f in d.figures}
-    assert {("derived", "tflops"), ("derived", "gbps"), ("peer", "sdpa_cudnn")} <= names
+    peers_b = {p.name for p in b.peers if p.timing}
+    peers = {("peer", p.name) for p in a.peers if p.timing and p.name in peers_b}
+    assert peers and {("derived", "tflops"), ("derived", "gbps")} | peers <= names
+    for f in d.figures:
+        if f.group == "peer":  # a peer's median in each run
+            assert (f.a, f.b) == (next(p.timing.median_ms for p in a.peers if p.name == f.name),
+                                  next(p.timing.median_ms for p in b.peers if p.name == f.name))
     tflops = next(f for f in d.figures if f.name == "tflops")
     assert tflops.rel_change == pytest.approx(a.timing.median_ms / b.timing.median_ms - 1)
     assert len(d.code) == 1
@@ -159,7 +246,7 @@ def test_device_and_case_mismatches_are_warned():
     b = a.model_copy(update={"device": device, "seed": a.seed + 1, "case_name": "test_small"})
     warnings = diff_runs(a, b).warnings
     assert any(w.startswith("GPU differs") for w in warnings)
-    assert any(w.startswith("driver differs: 580") for w in warnings)
+    assert f"driver differs: {a.device.driver_version} → 535.54.03" in warnings
     assert any(w.startswith("torch differs") for w in warnings)
     assert "case differs: benchmark → test_small" in warnings
     assert any(w.startswith("seed differs") for w in warnings)

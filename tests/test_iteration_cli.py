@@ -14,12 +14,22 @@ import pytest
 from typer.testing import CliRunner
 
 from reporter import store
+from reporter.analysis.diff import compare_timing, diff_runs, format_ms
 from reporter.cli import app
+from reporter.iteration import PLACEHOLDER
+from reporter.records import Run
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "logs"
 ASSIGNMENT = "flashattn"
 runner = CliRunner()
+
+# Real runs named by id where a test is about those runs (records are never rewritten):
+# flashattn v01 and v02 on the H100 in one session, with peers and no profile, and v02 again
+# in a later session (--no-peers, profiled).
+V01_WITH_PEERS = "20261122T014917256Z_h100_benchmark"
+V02_WITH_PEERS = "20261122T014918875Z_h100_benchmark"
+V02_LATER_SESSION = "20261122T021313356Z_h100_benchmark"
 
 
 def report(*args: str | Path, root: Path = ROOT):
@@ -31,6 +41,37 @@ def _run_file(version: str, case: str = "benchmark", gpu: str = "h100") -> Path:
     if not files:
         pytest.skip(f"no {gpu} {case} record of {version}")
     return files[-1]
+
+
+def _latest(version: str, case: str = "benchmark", gpu: str = "h100") -> Run:
+    """The run `list` and `show` pick: the newest of the version on the case and GPU."""
+    found = store.latest_runs(store.runs(LOGS, ASSIGNMENT, version), gpu=gpu).get((version, case))
+    if found is None:
+        pytest.skip(f"no {gpu} {case} run of {version}")
+    return found
+
+
+def _bare_pair(version_a: str, version_b: str, case: str = "benchmark") -> tuple[Run, Run]:
+    """The runs `report diff ASSIGNMENT A B` compares: each version's newest on the case, on the
+    GPU both ran on whose newest run is the newest."""
+    runs = [r for r in store.runs(LOGS, ASSIGNMENT) if r.case_name == case]
+    runs_a, runs_b = [r for r in runs if r.version == version_a], [r for r in runs if r.version == version_b]
+    common = {r.device.slug for r in runs_a} & {r.device.slug for r in runs_b}
+    slug = max((r for r in runs_a + runs_b if r.device.slug in common), key=lambda r: r.created_utc).device.slug
+    return [r for r in runs_a if r.device.slug == slug][-1], [r for r in runs_b if r.device.slug == slug][-1]
+
+
+def _median_pair(a_ms: float, b_ms: float) -> str:
+    a, b = format_ms(a_ms), format_ms(b_ms)
+    return f"{a.split()[0]} → {b}" if a.split()[1] == b.split()[1] else f"{a} → {b}"
+
+
+def _list_table(stdout: str, title: str) -> list[str]:
+    """The lines of one table of `report list`, from its title to the next title."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    end = next((i for i in range(start + 1, len(lines)) if " · case " in lines[i]), len(lines))
+    return lines[start + 1:end]
 
 
 def _one_line_error(result) -> str:
@@ -47,31 +88,131 @@ def _one_line_error(result) -> str:
 def test_list_shows_every_version_per_gpu():
     r = report("list")
     assert r.exit_code == 0, r.output
-    assert "flashattn · NVIDIA H100 80GB HBM3 · case benchmark" in r.stdout
-    for version in ("v01_naive", "v02_fused_triton", "v03_tuned"):
-        assert version in r.stdout
+    versions = sorted(p.name for p in (LOGS / ASSIGNMENT).iterdir() if p.is_dir())
+    runs = [x for x in store.runs(LOGS, ASSIGNMENT) if x.case_name == "benchmark"]
+    for gpu in dict.fromkeys(x.device.slug for x in runs):
+        latest = store.latest_runs(runs, gpu=gpu)
+        device = next(x.device.name for x in runs if x.device.slug == gpu)
+        table = _list_table(r.stdout, f"flashattn · {device} · case benchmark")
+        first = next(latest[(v, "benchmark")] for v in versions
+                     if (v, "benchmark") in latest and latest[(v, "benchmark")].ok)
+        assert table[0].split()[:3] == ["version", "check", "median"]
+        assert f" vs {first.version.split('_')[0]} " in table[0]  # speedups over the first version that ran
+        for version in versions:
+            line = next(line for line in table if line.split()[0] == version)
+            run = latest.get((version, "benchmark"))
+            if run is None:
+                assert "not run" in line
+            elif run.ok:  # its own median, and the speedup over the first version on the same GPU
+                speedup = first.timing.median_ms / run.timing.median_ms
+                assert format_ms(run.timing.median_ms) in line and f"{speedup:.2f}×" in line, line
+                assert run.created_utc.strftime("%m-%d %H:%M") in line  # the year only from 100 columns
+    assert "v02_fused_triton" in r.stdout and "histogram" in r.stdout
+
+
+def test_list_figures_of_pinned_runs(tmp_path):
+    """Only the pinned session's v01 and v02 under --logs: the figures those two records give."""
+    for version, run_id in (("v01_naive", V01_WITH_PEERS), ("v02_fused_triton", V02_WITH_PEERS)):
+        src = LOGS / ASSIGNMENT / version / f"{run_id}.json"
+        (tmp_path / ASSIGNMENT / version).mkdir(parents=True)
+        shutil.copy(src, tmp_path / ASSIGNMENT / version / src.name)
+    r = report("list", ASSIGNMENT, "--logs", tmp_path)
+    assert r.exit_code == 0, r.output
     v02 = next(line for line in r.stdout.splitlines() if line.startswith("v02_fused_triton"))
-    assert "23.14 ms" in v02 and "8.88×" in v02  # the speedup over v01 on the same GPU
-    assert "not run" in r.stdout
+    assert "23.14 ms" in v02 and "8.88×" in v02 and "sdpa_cudnn" in v02 and "*" not in v02
+    assert "not run" in next(line for line in r.stdout.splitlines() if line.startswith("v03_tuned"))
+
+
+def test_list_takes_peers_from_an_earlier_run_when_the_latest_timed_none(tmp_path):
+    """v02 with peers, then again with --no-peers: the row's peer and ratio come from the
+    earlier run (marked '*'), the median from the latest; a change of code stops that."""
+    folder = tmp_path / ASSIGNMENT / "v02_fused_triton"
+    folder.mkdir(parents=True)
+    with_peers = store.load(LOGS / ASSIGNMENT / "v02_fused_triton" / f"{V02_WITH_PEERS}.json")
+    later = store.load(LOGS / ASSIGNMENT / "v02_fused_triton" / f"{V02_LATER_SESSION}.json")
+    assert with_peers.peers and not later.peers and with_peers.code.digest == later.code.digest
+    store.save(with_peers, folder / f"{with_peers.run_id}.json")
+    store.save(later, folder / f"{later.run_id}.json")
+    best = min((p for p in with_peers.peers if p.timing), key=lambda p: p.timing.median_ms)
+    r = report("list", ASSIGNMENT, "--logs", tmp_path)
+    assert r.exit_code == 0, r.output
+    line = next(line for line in r.stdout.splitlines() if line.startswith("v02_fused_triton"))
+    assert format_ms(later.timing.median_ms) in line and f"{best.name}*" in line
+    assert f"{best.timing.median_ms / with_peers.timing.median_ms:.2f}×" in line
+    assert "* the latest run timed no peers" in r.stdout
+    # other code in the latest run: the earlier run's peers say nothing about it
+    files = [later.code.files[0].model_copy(update={"sha256": "0" * 64}), *later.code.files[1:]]
+    edited = later.code.model_copy(update={"files": files})
+    assert edited.digest != with_peers.code.digest
+    store.save(later.model_copy(update={"code": edited}), folder / f"{later.run_id}.json")
+    line = next(line for line in report("list", ASSIGNMENT, "--logs", tmp_path).stdout.splitlines()
+                if line.startswith("v02_fused_triton"))
+    assert best.name not in line and "*" not in line
 
 
 def test_list_one_assignment_on_another_case_and_gpu():
     r = report("list", ASSIGNMENT, "--case", "test_small", "--gpu", "h100")
     assert r.exit_code == 0, r.output
-    assert "case test_small" in r.stdout and "126.9 µs" in r.stdout and "H200" not in r.stdout
+    v02 = next(line for line in r.stdout.splitlines() if line.startswith("v02_fused_triton"))
+    assert format_ms(_latest("v02_fused_triton", "test_small").timing.median_ms) in v02
+    assert "case test_small" in r.stdout and "H200" not in r.stdout
 
 
 def test_show_prints_the_leaderboard_block_check_and_code_digests():
     r = report("show", ASSIGNMENT, "v02", "--gpu", "h100")
     assert r.exit_code == 0, r.output
-    run = store.load(_run_file("v02_fused_triton"))
+    run = _latest("v02_fused_triton")
     out = r.stdout
+    assert f"run {run.run_id[:25]}" in out  # the rule cuts the rest at 80 columns
     assert "⏱" in out and "Running on:" in out and "GPU: NVIDIA H100 80GB HBM3" in out
-    assert "check  ✔ passed" in out.replace("check   ", "check  ")
+    assert ("check  ✔ passed" in out.replace("check   ", "check  ")) == run.check.passed
     assert run.code.files[0].sha256 in out
-    assert f"commit {run.code.git_commit} (clean)" in out
-    assert "sdpa_cudnn" in out and "fraction of ceiling" in out
-    assert "profile: none taken" in out
+    state = {False: "clean", True: "dirty: uncommitted changes", None: "state unknown"}[run.code.git_dirty]
+    assert f"commit {run.code.git_commit} ({state})" in out
+    if run.derived and run.derived.fraction_of_ceiling is not None:
+        assert "fraction of ceiling" in out
+    if run.peers:
+        assert "peers timed in the same run" in out and all(p.name in out for p in run.peers)
+    else:
+        assert "peers: none timed in this run" in out
+    if run.profile is None:
+        assert "profile: none taken" in out
+    else:
+        head = f"profile: {run.profile.tool} {run.profile.tool_version or ''}".rstrip()
+        assert f"{head}, {run.profile.status}" in out
+
+
+def test_show_a_run_with_peers_and_no_profile():
+    r = report("show", ASSIGNMENT, "v02", "--run", V02_WITH_PEERS)
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    assert "peers timed in the same run" in out and "sdpa_cudnn" in out and "fraction of ceiling" in out
+    assert "profile: none taken" in out and "peers: none" not in out
+
+
+def test_show_of_a_run_without_peers_names_the_latest_that_has_them():
+    r = report("show", ASSIGNMENT, "v02", "--run", V02_LATER_SESSION)
+    assert r.exit_code == 0, r.output
+    assert "peers timed in the same run" not in r.stdout and "sdpa_cudnn" not in r.stdout
+    line = " ".join(r.stdout.split())  # the hint may wrap
+    # the latest run of the same code, case and GPU that timed peers (none is newer than V02_WITH_PEERS)
+    assert f"peers: none timed in this run; the latest run of this code that did: report show flashattn v02 " \
+           f"--run {V02_WITH_PEERS}" in line
+    assert "profile: ncu" in r.stdout
+
+
+def test_show_a_session_prefix_picks_the_run_on_the_case():
+    """A session's runs share a time prefix across cases: --case (default the benchmark) picks one."""
+    prefix = V02_WITH_PEERS[:13]
+    assert len([p for p in (LOGS / ASSIGNMENT / "v02_fused_triton").glob(f"{prefix}*.json")]) > 1
+    r = report("show", ASSIGNMENT, "v02", "--run", prefix)
+    assert r.exit_code == 0, r.output
+    assert f"run {V02_WITH_PEERS[:25]}" in r.stdout
+    small = report("show", ASSIGNMENT, "v02", "--run", prefix, "--case", "test_small")
+    expected = next(p.stem for p in (LOGS / ASSIGNMENT / "v02_fused_triton").glob(f"{prefix}*_test_small.json"))
+    assert small.exit_code == 0 and f"run {expected[:25]}" in small.stdout and "· test_small ·" in small.stdout
+    data = json.loads(report("diff", ASSIGNMENT, f"v02@{prefix}", "v02", "-f", "json").stdout)
+    assert data["a"]["run_id"] == V02_WITH_PEERS
 
 
 def test_show_a_run_by_id_prefix():
@@ -108,12 +249,18 @@ def test_diff_text_shows_verdict_timing_figures_code_and_notes():
     r = report("diff", ASSIGNMENT, "v01", "v02")
     assert r.exit_code == 0, r.output
     out = r.stdout
-    assert "× faster (median 205.5 → 23.14 ms; Mann–Whitney U p=" in out
+    a, b = _bare_pair("v01_naive", "v02_fused_triton")
+    assert a.run_id.split("_")[0] in out and b.run_id.split("_")[0] in out  # ids cut to their time at 80 columns
+    v = compare_timing(a.timing, b.timing)
+    assert v.verdict == "faster"
+    assert f"× faster (median {_median_pair(a.timing.median_ms, b.timing.median_ms)}; {v.test}" in out
+    assert v.sentence in out
     assert "median CI" in out and "figures both runs have" in out
     assert "+@triton.jit" in out  # the code diff
     if (ROOT / "kernels" / ASSIGNMENT / "worklog.md").is_file():
         assert "worklog.md § v01_naive" in out
-    assert "not apples to apples" not in out
+    assert ("not apples to apples" in out) == bool(diff_runs(a, b).warnings)
+    assert ("different sessions" in out) == (a.session_id != b.session_id)
 
 
 def test_diff_markdown():
@@ -121,15 +268,22 @@ def test_diff_markdown():
     assert r.exit_code == 0, r.output
     assert r.stdout.startswith("# flashattn: v01_naive → v02_fused_triton (benchmark)")
     assert "| median |" in r.stdout and "```diff" in r.stdout and "## Figures, most moved first" in r.stdout
+    a, b = _bare_pair("v01_naive", "v02_fused_triton")
+    assert f"**{compare_timing(a.timing, b.timing).sentence}**" in r.stdout
 
 
 def test_diff_json():
     r = report("diff", ASSIGNMENT, "v01", "v02", "-f", "json")
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
-    assert data["verdict"]["verdict"] == "faster" and data["verdict"]["p_value"] < 0.002
+    a, b = _bare_pair("v01_naive", "v02_fused_triton")
+    assert (data["a"]["run_id"], data["b"]["run_id"]) == (a.run_id, b.run_id)
+    v = compare_timing(a.timing, b.timing)
+    assert data["verdict"]["verdict"] == "faster" and data["verdict"]["sentence"] == v.sentence
+    if v.p_value is not None:
+        assert data["verdict"]["p_value"] < 0.002
     assert data["a"]["version"] == "v01_naive" and data["b"]["version"] == "v02_fused_triton"
-    assert data["warnings"] == [] and data["code"][0]["lines_added"] > 0
+    assert data["warnings"] == diff_runs(a, b).warnings and data["code"][0]["lines_added"] > 0
 
 
 def test_diff_html_is_self_contained(tmp_path):
@@ -137,10 +291,37 @@ def test_diff_html_is_self_contained(tmp_path):
     r = report("diff", ASSIGNMENT, "v01", "v02", "--format", "html", "--output", out)
     assert r.exit_code == 0, r.output
     html = out.read_text()
+    a, b = _bare_pair("v01_naive", "v02_fused_triton")
     assert html.startswith("<!DOCTYPE html>") and "</html>" in html
-    assert '<div class="verdict faster">' in html and "Mann–Whitney U" in html
+    assert '<div class="verdict faster">' in html and compare_timing(a.timing, b.timing).test in html
     assert "<script" not in html and "<link" not in html and "http" not in html.split("<body>")[0]
     assert '<span class="add">+@triton.jit</span>' in html
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "html", "json"])
+def test_diff_across_sessions_remarks_on_it_in_every_format(fmt):
+    """v02 twice on the H100, two sessions: no hard warning, the verdict the data gives, and a
+    remark that the sessions differ; v01 and v02 of one session carry no such remark."""
+    a, b = (store.find_run(LOGS, ASSIGNMENT, "v02_fused_triton", x) for x in (V02_WITH_PEERS, V02_LATER_SESSION))
+    r = report("diff", ASSIGNMENT, f"v02@{V02_WITH_PEERS}", f"v02@{V02_LATER_SESSION}", "-f", fmt)
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    remark = f"different sessions ({a.session_id} → {b.session_id}): the card's state may differ"
+    if fmt == "json":
+        data = json.loads(out)
+        assert data["warnings"] == [] and data["verdict"]["verdict"] == "faster"
+        assert sum(x.startswith(remark) for x in data["remarks"]) == 1
+    else:
+        flat = " ".join(out.replace("&#39;", "'").split())  # the text format wraps long remarks
+        assert remark in flat and "within-session noise understates between-session spread" in flat
+        assert "1.03× faster (median 23.14 → 22.36 ms; Mann–Whitney U p=" in flat
+        assert "not apples to apples" not in out.lower()
+        if fmt == "markdown":
+            assert f"- {remark}" in out
+        if fmt == "html":
+            assert f'<p class="remark">• {remark}' in flat
+    same = report("diff", ASSIGNMENT, f"v01@{V01_WITH_PEERS}", f"v02@{V02_WITH_PEERS}", "-f", fmt)
+    assert same.exit_code == 0 and "different sessions" not in same.stdout
 
 
 def test_diff_text_to_a_file(tmp_path):
@@ -196,7 +377,8 @@ def test_mismatched_device_is_warned_loudly(tmp_path):
     assert r.exit_code == 0, r.output
     assert "not apples to apples" in r.stdout
     assert "GPU differs: NVIDIA H100 80GB HBM3 → NVIDIA A100-SXM4-80GB" in r.stdout
-    assert "driver differs: 580.159.04 → 535.54.03" in r.stdout and "CUDA differs" in r.stdout
+    assert f"driver differs: {json.loads(src.read_text())['device']['driver_version']} → 535.54.03" in r.stdout
+    assert "CUDA differs" in r.stdout
     md = report("diff", src, other, "-f", "markdown")
     assert "> **⚠ not apples to apples:** GPU differs" in md.stdout
     js = json.loads(report("diff", src, other, "-f", "json").stdout)
@@ -273,14 +455,71 @@ def test_new_version_copies_the_latest_with_a_placeholder_docstring(project):
     old_tree, new_tree = ast.parse(latest.read_text()), ast.parse(new.read_text())
     assert ast.dump(ast.Module(old_tree.body[1:], [])) == ast.dump(ast.Module(new_tree.body[1:], []))
     worklog = (folder / "worklog.md").read_text()
-    section = worklog[worklog.index(f"## {name}"):]
+    section = _level2_section(worklog, name)
     for heading in ("### What we concluded", "### Hypothesis", "### How we came to it", "### What to try next"):
         assert heading in section
-    if worklog_before is not None:
-        assert worklog.index(f"## {name}") < worklog.index("## Why we stopped")
-        assert worklog_before.replace("\n", "") in worklog.replace(section, "").replace("\n", "") or \
-            len(worklog) > len(worklog_before)
+    assert section.count(PLACEHOLDER) >= 4 and latest.stem.split("_")[0] in section
+    if worklog_before is not None:  # the rest of the file is as it was
+        assert worklog.replace(section, "").split() == worklog_before.split()
     assert "{{" not in section  # nothing for the report's binder to trip over
+
+
+def _level2_section(text: str, version: str) -> str:
+    """From '## <version>' up to the next '## ' heading (or the end)."""
+    start = text.index(f"## {version}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end + 1]
+
+
+def _level2_titles(text: str) -> list[str]:
+    return [line[3:].strip() for line in text.splitlines() if line.startswith("## ")]
+
+
+def test_new_version_section_goes_before_the_closing_sections(project):
+    """The real worklog: the new section follows the last version's and precedes 'Why we stopped'."""
+    folder = project / "kernels" / ASSIGNMENT
+    before = _level2_titles((folder / "worklog.md").read_text())
+    closing = [t for t in before if t.lower() in ("why we stopped", "how llms helped")]
+    if not closing:
+        pytest.skip("the worklog has no closing sections")
+    latest = max((p for p in folder.glob("v*.py")), key=lambda p: int(p.stem[1:3]))
+    name = f"v{int(latest.stem[1:3]) + 1:02d}_next_idea"
+    assert report("new", ASSIGNMENT, name, root=project).exit_code == 0
+    after = _level2_titles((folder / "worklog.md").read_text())
+    at = before.index(closing[0])
+    assert after == before[:at] + [name] + before[at:]
+
+
+_CLOSING = "## Why we stopped\n\nthe roof.\n\n## How LLMs helped\n\nnot much.\n"
+
+
+@pytest.mark.parametrize("body,expected", [
+    # the usual shape: versions, then the closing sections
+    ("## v01_naive\n\nx\n\n## v05_tma\n\ny\n\n" + _CLOSING,
+     ["v01_naive", "v05_tma", "v06_next", "Why we stopped", "How LLMs helped"]),
+    # another section between the versions and the closing ones stays before the new version
+    ("## v05_tma\n\ny\n\n## Appendix: the sweep\n\nz\n\n" + _CLOSING,
+     ["v05_tma", "Appendix: the sweep", "v06_next", "Why we stopped", "How LLMs helped"]),
+    # a version written after the closing sections: the new one still goes before them
+    ("## How LLMs helped:\n\nnot much.\n\n## v05_tma\n\ny\n",
+     ["v06_next", "How LLMs helped:", "v05_tma"]),
+    # only 'How LLMs helped', in another case
+    ("## v05_tma\n\ny\n\n## how LLMs helped\n\nnot much.\n", ["v05_tma", "v06_next", "how LLMs helped"]),
+    # no closing section: at the end
+    ("## v05_tma\n\ny\n\n## Notes\n\nz\n", ["v05_tma", "Notes", "v06_next"]),
+    ("no sections at all\n", ["v06_next"]),
+], ids=["versions-then-closing", "appendix-before-closing", "version-after-closing", "only-llms-any-case",
+        "no-closing", "no-sections"])
+def test_new_version_section_position(project, body, expected):
+    worklog = project / "kernels" / ASSIGNMENT / "worklog.md"
+    front = "---\ntitle: t\n---\n\n"
+    worklog.write_text(front + body)
+    r = report("new", ASSIGNMENT, "v06_next", "--from", "v05", root=project)
+    assert r.exit_code == 0, r.output
+    text = worklog.read_text()
+    assert _level2_titles(text) == expected
+    assert text.startswith(front) and "### Hypothesis" in _level2_section(text, "v06_next")
+    assert text.replace(_level2_section(text, "v06_next"), "").split() == (front + body).split()
 
 
 def test_new_version_from_a_chosen_one_and_refusing_to_overwrite(project):

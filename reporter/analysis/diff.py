@@ -479,11 +479,20 @@ def comparability_warnings(a: Run, b: Run) -> list[str]:
     return out
 
 
+def session_remark(session_a: str, session_b: str) -> str:
+    """Two runs from different `report run` sessions: the machine may not be the same one."""
+    return (f"different sessions ({session_a} → {session_b}): the card's state may differ (clocks, temperature, "
+            "perhaps another physical GPU of the same model); within-session noise understates between-session "
+            "spread, so a change of a few percent may be the machine")
+
+
 def _remarks(a: Run, b: Run, verdict: Verdict | None) -> list[str]:
     """Facts worth knowing that do not spoil the comparison."""
     out = []
     if a.code.digest == b.code.digest:
         out.append(f"same code in both runs (digest {a.code.digest}): any difference is the machine, not the code")
+    if a.session_id != b.session_id:
+        out.append(session_remark(a.session_id, b.session_id))
     dirty = [(side, r) for side, r in (("A", a), ("B", b)) if r.code.git_dirty]
     if dirty:
         who = " and ".join(side for side, _ in dirty)
