@@ -4,7 +4,7 @@ Fixtures in tests/fixtures/ncu/:
 * handwritten_v02_small.csv — written by hand in ncu's exact ``--csv --page raw`` layout
   (prelude lines, quoted header, units row with auto-scaled units, thousands separators,
   an 'n/a' cell, a C++ kernel name with commas); it pins the parser's behaviour;
-* ncu_*.csv — real output from the H100 (ncu 2025.3.1.0), checked when present;
+* ncu_*_h100.csv / ncu_*_h200.csv — real output (ncu 2025.3.1.0) captured on each GPU;
 * failed_app_error.{stdout,stderr}.txt — a real ncu run whose target failed to import;
 * gh100_metrics.txt — ``ncu --query-metrics --chip gh100``.
 """
@@ -198,56 +198,61 @@ def test_real_fixture_parses(path):
             assert m.unit == "" or m.unit[0] not in "KMGT" or m.unit.endswith("hz"), f"{name}: unscaled unit {m.unit}"
 
 
-def _real_kernels(pattern: str):
+def _real_captures(pattern: str) -> list[tuple]:
+    """Every real capture matching the pattern (H100 and H200), parsed."""
     paths = sorted(FIX.glob(pattern))
     if not paths:
         pytest.skip(f"no {pattern} captured yet")
-    text = paths[0].read_text(encoding="utf-8", errors="replace")
-    try:
-        return paths[0], text, parse_ncu_csv(text)
-    except NcuOutputError as e:
-        pytest.skip(f"{paths[0].name} holds no kernel table: {e}")
+    return [(p, p.read_text(encoding="utf-8", errors="replace")) for p in paths]
+
+
+def _each(pattern: str):
+    for path, text in _real_captures(pattern):
+        yield path, text, parse_ncu_csv(text)
 
 
 def test_real_v02_small_is_one_kernel_reading_qkv_once():
     """flashattn v02 on test_small (1, 64, 1024, 128) fp16, one call selected by NVTX: one
     fused kernel whose DRAM reads are Q, K and V once (3 × 16.8 MB) within 10%."""
-    _, _, ks = _real_kernels("ncu_v02_small*.csv")
-    assert len(ks) == 1 and ks[0].name == "attention_fwd_kernel"
-    assert ks[0].grid == "(16, 64, 1)" and ks[0].block == "(128, 1, 1)"
-    qkv_bytes = 3 * 64 * 1024 * 128 * 2
-    assert M.value(ks[0], M.DRAM_READ) == pytest.approx(qkv_bytes, rel=0.10)
-    assert 10_000 < M.value(ks[0], M.DURATION) < 10_000_000  # ns: between 10 µs and 10 ms
-    # DRAM at least the inputs; L2 and L1 see more (K and V re-read per Q block)
-    f = M.figures(ks)
-    assert f.bytes_by_level["L2"] > f.bytes_by_level["DRAM"] and f.bytes_by_level["L1"] > f.bytes_by_level["DRAM"]
+    for path, _, ks in _each("ncu_v02_small*.csv"):
+        assert len(ks) == 1 and ks[0].name == "attention_fwd_kernel", path.name
+        assert ks[0].grid == "(16, 64, 1)" and ks[0].block == "(128, 1, 1)"
+        qkv_bytes = 3 * 64 * 1024 * 128 * 2
+        assert M.value(ks[0], M.DRAM_READ) == pytest.approx(qkv_bytes, rel=0.10), path.name
+        assert 10_000 < M.value(ks[0], M.DURATION) < 10_000_000  # ns: between 10 µs and 10 ms
+        # DRAM at least the inputs; L2 and L1 see more (K and V re-read per Q block)
+        f = M.figures(ks)
+        assert f.bytes_by_level["L2"] > f.bytes_by_level["DRAM"] and f.bytes_by_level["L1"] > f.bytes_by_level["DRAM"]
 
 
 def test_real_v02_small_keeps_only_requested_metrics_and_launch_stats():
-    _, text, ks = _real_kernels("ncu_v02_small*.csv")
-    assert any(n.startswith("device__attribute_") for n in ks[0].metrics)  # ncu adds them unasked
-    p = profile_from_output(0, text, "", requested=M.PROFILE_METRICS)
-    names = set(p.kernels[0].metrics)
-    assert names <= set(M.PROFILE_METRICS) | set(M.LAUNCH_METRICS)
-    assert "launch__registers_per_thread" in names and M.DURATION in names
-    block = M.format_metric_block(p)
-    assert block.startswith("Kernel 0: attention_fwd_kernel\n  Duration            : ")
-    assert block.splitlines()[1].endswith(" us")
-    requested = {m for _, m in M.CS149_BLOCK}
-    if requested <= names:  # a capture with the full metric list: nothing in the block is missing
-        assert "n/a" not in block
+    full_lists = 0
+    for path, text, ks in _each("ncu_v02_small*.csv"):
+        assert any(n.startswith("device__attribute_") for n in ks[0].metrics)  # ncu adds them unasked
+        p = profile_from_output(0, text, "", requested=M.PROFILE_METRICS)
+        names = set(p.kernels[0].metrics)
+        assert names <= set(M.PROFILE_METRICS) | set(M.LAUNCH_METRICS)
+        assert "launch__registers_per_thread" in names and M.DURATION in names
+        block = M.format_metric_block(p)
+        assert block.startswith("Kernel 0: attention_fwd_kernel\n  Duration            : ")
+        assert block.splitlines()[1].endswith(" us")
+        requested = {m for _, m in M.CS149_BLOCK}
+        if requested <= names:  # a capture with the full metric list: nothing in the block is missing
+            assert "n/a" not in block, path.name
+            full_lists += 1
+    assert full_lists >= 1, "no capture made with the harness's full metric list (the H100 one is)"
 
 
 def test_real_matmul_tensor_flops_within_2_percent():
     """fp16 4096³ torch.matmul under ``--metrics "regex:.*tensor.*"``: the tensor counter, times
     TENSOR_FLOPS_PER_OP, must give the 2·4096³ flops the product needs."""
-    _, _, ks = _real_kernels("ncu_matmul*.csv")
-    flops = M.executed_flops(ks).get("tensor")
-    assert flops is not None, "no sm__ops_path_tensor_src_*.sum column in the fixture"
-    expected = 2 * 4096**3
-    assert flops == pytest.approx(expected, rel=0.02), f"tensor flops {flops:.4g} vs {expected:.4g}"
-    # the warp-level instruction count is no substitute: its flops depend on the MMA shape
-    assert M.total(ks, M.TENSOR_INST) not in (None, 0)
+    for path, _, ks in _each("ncu_matmul*.csv"):
+        flops = M.executed_flops(ks).get("tensor")
+        assert flops is not None, f"{path.name}: no sm__ops_path_tensor_src_*.sum column"
+        expected = 2 * 4096**3
+        assert flops == pytest.approx(expected, rel=0.02), f"{path.name}: tensor flops {flops:.4g} vs {expected:.4g}"
+        # the warp-level instruction count is no substitute: its flops depend on the MMA shape
+        assert M.total(ks, M.TENSOR_INST) not in (None, 0)
 
 
 # --------------------------------------------------------------------------- failures
