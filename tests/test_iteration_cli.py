@@ -605,9 +605,7 @@ def _profiled_copy(tmp_path: Path, scale: float, name: str) -> Path:
     from reporter.harness.profile import parse_ncu_csv
     from reporter.records import Metric, Profile
 
-    fixture = ROOT / "tests" / "fixtures" / "ncu" / "ncu_v02_small.csv"
-    if not fixture.is_file():
-        pytest.skip("no ncu fixture")
+    fixture = ROOT / "tests" / "fixtures" / "ncu" / "ncu_v02_small_h100.csv"
     kernels = parse_ncu_csv(fixture.read_text())
     kernels = [k.model_copy(update={"metrics": {
         n: Metric(value=m.value * scale, unit=m.unit) if isinstance(m.value, float) and "__time" in n else m
