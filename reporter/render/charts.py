@@ -23,13 +23,16 @@ REF_COLOR = "#7d3c98"
 ROOF_COLOR = "#333333"
 FLOOR_COLOR = "#2e8b57"
 
-plt.rcParams.update({
+#: The report's chart style; profile_charts builds on it.
+STYLE = {
     "font.size": 8.5, "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False,
     "svg.fonttype": "none", "axes.titlesize": 9.5, "axes.titleweight": "bold", "figure.dpi": 100,
-})
+}
+plt.rcParams.update(STYLE)
 
 
-def _svg(fig) -> str:
+def svg_text(fig) -> str:
+    """The figure as SVG text to inline (no date, so rebuilds are byte-identical); closes it."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
@@ -59,7 +62,7 @@ def time_per_version(s: AssignmentSummary) -> str:
     fig, ax = plt.subplots(figsize=(6.6, 0.34 * len(rows) + 1.3))
     if not rows:
         ax.text(0.5, 0.5, "no timed runs", ha="center", va="center", transform=ax.transAxes)
-        return _svg(fig)
+        return svg_text(fig)
     y = list(range(len(rows)))[::-1]
     med = [r[1] for r in rows]
     lo = [max(r[1] - r[2], 0) for r in rows]
@@ -93,7 +96,7 @@ def time_per_version(s: AssignmentSummary) -> str:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_ms(v) if v > 0 else "0"))
     ax.set_xlim(right=max(med + [x for x, _, _ in lines]) * (2.2 if spread > 20 else 1.18))
     ax.set_title("Time per version")
-    return _svg(fig)
+    return svg_text(fig)
 
 
 def roofline(s: AssignmentSummary) -> str:
@@ -104,7 +107,7 @@ def roofline(s: AssignmentSummary) -> str:
     fig, ax = plt.subplots(figsize=(6.6, 3.9))
     if c is None or not pts:
         ax.text(0.5, 0.5, "no ceilings or no timed runs recorded", ha="center", va="center", transform=ax.transAxes)
-        return _svg(fig)
+        return svg_text(fig)
     work = pts[0][1].work
     bw_tbs = c.copy_gbps / 1e3  # TB/s -> TFLOP/s per (flop/byte)
     if work.flops == 0:
@@ -159,7 +162,7 @@ def roofline(s: AssignmentSummary) -> str:
     ax.set_ylabel("TFLOP/s (work model flops / median time)")
     ax.set_title(f"Roofline on the {s.gpu.upper()}, measured ceilings")
     ax.grid(True, which="major", lw=0.3, color="#ccc")
-    return _svg(fig)
+    return svg_text(fig)
 
 
 def _bandwidth_chart(s: AssignmentSummary) -> str:
@@ -179,7 +182,7 @@ def _bandwidth_chart(s: AssignmentSummary) -> str:
         ax.text(g, yi, f" {g:,.0f}", va="center", fontsize=7.5)
     ax.set_xlabel("achieved bandwidth (work-model bytes / median time), GB/s")
     ax.set_title(f"Bandwidth against the measured copy ceiling ({s.gpu.upper()})")
-    return _svg(fig)
+    return svg_text(fig)
 
 
 def sweep_chart(points: list[tuple[str, float]], title: str) -> str:
@@ -193,4 +196,4 @@ def sweep_chart(points: list[tuple[str, float]], title: str) -> str:
     ax.set_title(title)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.grid(True, axis="y", lw=0.3, color="#ccc")
-    return _svg(fig)
+    return svg_text(fig)

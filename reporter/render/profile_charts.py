@@ -9,7 +9,6 @@ binds each version (the one closest to its own roof). Data: :mod:`reporter.analy
 
 from __future__ import annotations
 
-import io
 import math
 from typing import Any
 
@@ -21,12 +20,11 @@ from matplotlib.lines import Line2D
 
 from ..analysis.hroofline import HierarchicalRoofline, Roof, hierarchical_roofline
 from ..records import DeviceCeilings, Run
+from .charts import STYLE as BASE_STYLE
+from .charts import svg_text
 
-STYLE: Any = {  # matplotlib types rc keys as literals; a plain dict of them is what it takes
-    "font.size": 9, "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False,
-    "svg.fonttype": "none", "axes.titlesize": 9.5, "axes.titleweight": "bold", "figure.dpi": 100,
-    "figure.facecolor": "white", "axes.facecolor": "white", "savefig.facecolor": "white",
-}
+STYLE: Any = {**BASE_STYLE, "font.size": 9,  # matplotlib types rc keys as literals: a plain dict
+                "figure.facecolor": "white", "axes.facecolor": "white", "savefig.facecolor": "white"}
 FIGSIZE_IN = (6.7, 4.5)  # A4 text width, room for the legend
 VERSION_COLORS = ("#1f5aa6", "#c0392b", "#2e8b57", "#7d3c98", "#d35400", "#16a085", "#8e6c3a", "#555555")
 LEVEL_MARKERS = {"DRAM": "o", "L2": "s", "L1": "^"}
@@ -34,20 +32,12 @@ LEVEL_ROOF_STYLE = {"DRAM": ("#333333", "-"), "L2": ("#777777", "--"), "L1": ("#
 COMPUTE_COLOR = "#333333"
 
 
-def _svg(fig) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
-
-
 def _message(text: str) -> str:
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(FIGSIZE_IN[0], 1.2))
         ax.axis("off")
         ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
-        return _svg(fig)
+        return svg_text(fig)
 
 
 def _limits(h: HierarchicalRoofline) -> tuple[float, float, float, float]:
@@ -159,4 +149,4 @@ def hierarchical_roofline_svg(runs: list[Run], ceilings: DeviceCeilings | None) 
         cases = sorted({v.case_name for v in h.versions})
         gpu = runs[0].device.name if runs else ""
         ax.set_title(f"Hierarchical roofline · {', '.join(cases)} · {gpu}")
-        return _svg(fig)
+        return svg_text(fig)
