@@ -129,6 +129,24 @@ class CheckResult(Record):
 # --------------------------------------------------------------------------- timing
 
 
+class GpuStateSamples(Record):
+    """NVML readings taken after each timed call, parallel to ``TimingStats.samples_ms``."""
+
+    sm_clock_mhz: list[float]
+    mem_clock_mhz: list[float]
+    temp_c: list[float]
+    power_w: list[float]
+    clock_event_reasons: list[list[str]] = Field(
+        description="per sample, NVML's active clock event reasons ('sw_power_cap', 'hw_slowdown', ...)")
+
+    def reasons_seen(self) -> dict[str, int]:
+        seen: dict[str, int] = {}
+        for names in self.clock_event_reasons:
+            for n in names:
+                seen[n] = seen.get(n, 0) + 1
+        return seen
+
+
 class TimingStats(Record):
     samples_ms: list[float]
     n: int
@@ -146,6 +164,11 @@ class TimingStats(Record):
     stop_reason: str = Field(description="why repetition stopped: 'stderr', 'budget' or 'max_reps'")
     target_rel_stderr: float
     budget_s: float
+    enqueue_ms: list[float] | None = Field(
+        None, description="per sample, host time from the start event's record to the end event's record "
+                          "(queuing the call); absent in records made before it was kept")
+    gpu_state: GpuStateSamples | None = Field(
+        None, description="per sample, the GPU's clocks, temperature and power read through NVML after the call")
 
     @property
     def rel_stderr(self) -> float:

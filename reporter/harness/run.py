@@ -28,7 +28,8 @@ from ..records import CheckResult, DeviceCeilings, DeviceInfo, PeerResult, Run, 
 from .check import compare, poison_allocator
 from .device import device_info, device_lines, measure_ceilings, require_cuda
 from .nvtx_ranges import ranges
-from .timing import CudaEventTimer, L2Flusher, StoppingRule, benchmark, leaderboard_block
+from .gpu_state import open_sampler
+from .timing import CudaEventTimer, HeldCudaEventTimer, L2Flusher, StoppingRule, benchmark, leaderboard_block
 
 RANK_SEED_STEP = 13
 
@@ -42,12 +43,25 @@ class RunOptions:
     print_blocks: bool = True
     profile: bool = False  # re-run each checked version once under Nsight Compute (see .profile)
     profile_timeout_s: float = 1800.0
+    hold: bool = False  # hold the stream until each timed call is queued (see .hold)
 
 
 def _sync() -> None:
     import torch
 
     torch.cuda.synchronize()
+
+
+def make_timer(hold: bool) -> CudaEventTimer:
+    """Plain event timing, or event timing with the stream held (``--hold``)."""
+    if not hold:
+        return CudaEventTimer()
+    from .hold import available
+
+    ok, why = available()
+    if not ok:
+        raise RuntimeError(f"--hold needs CuPy and a CUDA device to build the hold kernel: {why}")
+    return HeldCudaEventTimer()
 
 
 def _free() -> None:
@@ -89,7 +103,8 @@ def _check_once(fn: Callable[[Any], Any], data: Any, ref: Any, tol: Any, seed: i
 def time_callable(fn: Callable[[Any], Any], data: Any, *, a: Assignment, case: dict, ref: Any,
                   names: tuple[str, ...], opts: RunOptions, flush: L2Flusher, timer: CudaEventTimer,
                   ranked_checks: list[CheckResult] | None = None,
-                  on_sample: Callable[[int, float], None] | None = None) -> TimingStats:
+                  on_sample: Callable[[int, float], None] | None = None,
+                  state: Callable[[], dict[str, float]] | None = None) -> TimingStats:
     spec = a.spec
     state: dict[str, Any] = {"data": data, "ref": ref}
 
@@ -111,7 +126,7 @@ def time_callable(fn: Callable[[Any], Any], data: Any, *, a: Assignment, case: d
 
     with ranges(*names, "timed"):
         return benchmark(lambda rep: fn(state["data"]), timer=timer, rule=opts.rule, flush=flush,
-                         prepare=prepare, after=after, ranked=opts.ranked, on_sample=on_sample)
+                         prepare=prepare, after=after, ranked=opts.ranked, on_sample=on_sample, state=state)
 
 
 class RankedCheckFailed(Exception):
@@ -121,7 +136,8 @@ class RankedCheckFailed(Exception):
 
 
 def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions, flush: L2Flusher,
-                timer: CudaEventTimer, ceilings: DeviceCeilings, progress: Progress) -> list[PeerResult]:
+                timer: CudaEventTimer, ceilings: DeviceCeilings, progress: Progress,
+                state: Callable[[], dict[str, float]] | None = None) -> list[PeerResult]:
     peers = getattr(a.spec, "PEERS", {}) or {}
     out: list[PeerResult] = []
     work = a.spec.work_model(**case)
@@ -135,9 +151,10 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
                 out.append(PeerResult(name=name, description=peer.description, check=check,
                                       error=f"check failed: {check.message}"))
             else:
-                plain = RunOptions(ranked=False, rule=opts.rule)
+                plain = RunOptions(ranked=False, rule=opts.rule, hold=opts.hold)
                 t = time_callable(peer.fn, data, a=a, case=case, ref=ref, names=names, opts=plain, flush=flush,
-                                  timer=timer, on_sample=lambda i, ms: progress.update(task, completed=i + 1))
+                                  timer=timer, on_sample=lambda i, ms: progress.update(task, completed=i + 1),
+                                  state=state)
                 out.append(PeerResult(name=name, description=peer.description, check=check, timing=t,
                                       derived=derive(work, t.median_ms, ceilings)))
         except Exception as e:  # a peer missing on this torch build must not stop the run
@@ -158,7 +175,9 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
     session = store.utc_stamp()
     command = "report " + " ".join(shlex.quote(x) for x in sys.argv[1:])
     flush = L2Flusher(info.l2_bytes)
-    timer = CudaEventTimer()
+    timer = make_timer(opts.hold)
+    sampler = open_sampler()
+    state = sampler.sample if sampler else None
     written: list[Path] = []
     summary: list[Run] = []
     modules = {v.name: v.load() for v in versions}
@@ -173,7 +192,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                 data = a.spec.generate_input(**case)
                 ref = a.spec.ref_kernel(data)
                 _sync()
-            peers = _time_peers(a, case, data, ref, opts, flush, timer, ceilings, progress) if opts.peers else []
+            peers = _time_peers(a, case, data, ref, opts, flush, timer, ceilings, progress, state) if opts.peers else []
             for v in versions:
                 mod = modules[v.name]
                 task = progress.add_task(f"{v.name} · {case_name}", total=opts.rule.max_reps)
@@ -192,7 +211,8 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                     if r.check.passed:
                         r.timing = time_callable(mod.custom_kernel, data, a=a, case=case, ref=ref, names=names,
                                                  opts=opts, flush=flush, timer=timer, ranked_checks=r.ranked_checks,
-                                                 on_sample=lambda i, ms, t=task: progress.update(t, completed=i + 1))
+                                                 on_sample=lambda i, ms, t=task: progress.update(t, completed=i + 1),
+                                                 state=state)
                         r.derived = derive(r.work, r.timing.median_ms, ceilings)
                         if opts.profile:  # never raises: a missing or failing ncu is recorded in r.profile
                             from .profile import ProfileOptions, profile_into_run
@@ -242,7 +262,7 @@ def summary_table(runs: list[Run]) -> Table:
 
 
 def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str, rule: StoppingRule,
-          console: Console | None = None) -> Path:
+          console: Console | None = None, hold: bool = False) -> Path:
     """Time every configuration a tunable version offers (``SWEEP`` list and ``make_kernel(config)``)."""
     console = console or Console()
     require_cuda()
@@ -254,11 +274,12 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
     info = device_info()
     case = a.case(case_name)
     flush = L2Flusher(info.l2_bytes)
-    timer = CudaEventTimer()
+    timer = make_timer(hold)
+    sampler = open_sampler()
     data = a.spec.generate_input(**case)
     ref = a.spec.ref_kernel(data)
     points: list[SweepPoint] = []
-    opts = RunOptions(rule=rule)
+    opts = RunOptions(rule=rule, hold=hold)
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as progress:
         task = progress.add_task(f"sweep {v.name} · {case_name}", total=len(configs))
@@ -270,7 +291,8 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
                 del out
                 if p.check.passed:
                     p.timing = time_callable(fn, data, a=a, case=case, ref=ref, names=(a.name, v.short),
-                                             opts=opts, flush=flush, timer=timer)
+                                             opts=opts, flush=flush, timer=timer,
+                                             state=sampler.sample if sampler else None)
                 else:
                     p.error = p.check.message
             except Exception as e:  # out of resources, compile errors: recorded, sweep goes on

@@ -4,7 +4,9 @@ The loop is the leaderboards' (GPU MODE's ``eval.py``) made stricter:
 
 1. warm-up calls (not timed) so compilation, module load and allocator growth stay out;
 2. per repetition: flush L2 (write a buffer larger than L2), record a start event, call,
-   record an end event;
+   record an end event; optionally with the stream held until the whole call is queued
+   (:class:`HeldCudaEventTimer`, see ``hold.py``), and with the host's queuing time and the
+   GPU's clocks kept per sample;
 3. stop when the standard error of the mean falls under ``target_rel_stderr`` of the mean
    (after ``min_reps``), when ``budget_s`` of wall time is spent, or at ``max_reps``.
 
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..records import TimingStats
+from ..records import GpuStateSamples, TimingStats
 
 
 class Timer(Protocol):
@@ -44,7 +46,12 @@ class HostTimer:
 
 
 class CudaEventTimer:
-    """torch.cuda events around the call; the L2 flush runs before the start event."""
+    """torch.cuda events around the call; the L2 flush runs before the start event.
+
+    ``last_enqueue_ms`` is the host time the last call took to queue (from the start event's
+    record to the end event's): when it exceeds what was queued ahead of the start event, the
+    GPU idled inside the sample, waiting for the host.
+    """
 
     method = "cuda-events"
 
@@ -52,6 +59,7 @@ class CudaEventTimer:
         import torch
 
         self._torch = torch
+        self.last_enqueue_ms = 0.0
 
     def time_call(self, fn: Callable[[], Any], before: Callable[[], Any] | None) -> float:
         torch = self._torch
@@ -59,11 +67,64 @@ class CudaEventTimer:
         end = torch.cuda.Event(enable_timing=True)
         if before is not None:
             before()
+        t0 = time.perf_counter()
         start.record()
         fn()
         end.record()
+        self.last_enqueue_ms = (time.perf_counter() - t0) * 1e3
         end.synchronize()
         return start.elapsed_time(end)
+
+
+class HeldCudaEventTimer(CudaEventTimer):
+    """:class:`CudaEventTimer` with the stream held (``hold.StreamHold``) until the end event is queued.
+
+    The flush, then the hold kernel, then start event, call and end event are queued; the host
+    releases the hold only after the end event is queued, so the GPU never waits for the host
+    inside the window. If a hold times out (the callable waited for the GPU from the host), the
+    timer says so in :attr:`fallback_reason` and times plain from then on; a run that sees the
+    fallback during warm-up records method ``cuda-events``, so records never mix the two.
+    """
+
+    def __init__(self, timeout_s: float | None = None) -> None:
+        super().__init__()
+        from .hold import DEFAULT_TIMEOUT_S, StreamHold
+
+        self.hold = StreamHold(timeout_s or DEFAULT_TIMEOUT_S)
+        self.fallback_reason: str | None = None
+
+    @property
+    def method(self) -> str:  # type: ignore[override]
+        return "cuda-events" if self.fallback_reason else "cuda-events+hold"
+
+    def time_call(self, fn: Callable[[], Any], before: Callable[[], Any] | None) -> float:
+        if self.fallback_reason:
+            return super().time_call(fn, before)
+        torch = self._torch
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        if before is not None:
+            before()
+        self.hold.hold()
+        t0 = time.perf_counter()
+        try:
+            start.record()
+            fn()
+            end.record()
+        finally:
+            self.last_enqueue_ms = (time.perf_counter() - t0) * 1e3
+            self.hold.release()
+        end.synchronize()
+        if self.hold.timed_out:
+            self.hold.reset()
+            self.fallback_reason = ("the stream hold timed out: the call waits for the GPU from the host, "
+                                    "so it is timed with plain events")
+            raise HoldTimedOut(self.fallback_reason)
+        return start.elapsed_time(end)
+
+
+class HoldTimedOut(RuntimeError):
+    """A held sample is void: the call synchronised with the GPU while the stream was held."""
 
 
 class L2Flusher:
@@ -123,7 +184,8 @@ def quantile(sorted_samples: list[float], q: float) -> float:
 
 
 def summarize(samples: list[float], *, method: str, l2_flush: bool, rule: StoppingRule,
-              stop_reason: str, ranked: bool = False) -> TimingStats:
+              stop_reason: str, ranked: bool = False, enqueue_ms: list[float] | None = None,
+              states: list[dict[str, float]] | None = None) -> TimingStats:
     s = sorted(samples)
     n = len(s)
     return TimingStats(
@@ -135,7 +197,18 @@ def summarize(samples: list[float], *, method: str, l2_flush: bool, rule: Stoppi
         quantiles_ms={k: quantile(s, q) for k, q in (("p05", .05), ("p25", .25), ("p75", .75), ("p95", .95))},
         method=method, l2_flush=l2_flush, warmup_reps=rule.warmup_reps, ranked=ranked,
         stop_reason=stop_reason, target_rel_stderr=rule.target_rel_stderr, budget_s=rule.budget_s,
+        enqueue_ms=list(enqueue_ms) if enqueue_ms else None,
+        gpu_state=_state_samples(states) if states else None,
     )
+
+
+def _state_samples(states: list[dict[str, float]]) -> GpuStateSamples:
+    from .gpu_state import reason_names
+
+    return GpuStateSamples(
+        sm_clock_mhz=[s["sm_clock_mhz"] for s in states], mem_clock_mhz=[s["mem_clock_mhz"] for s in states],
+        temp_c=[s["temp_c"] for s in states], power_w=[s["power_w"] for s in states],
+        clock_event_reasons=[reason_names(int(s["reasons"])) for s in states])
 
 
 def benchmark(call: Callable[[int], Any], *, timer: Timer, rule: StoppingRule,
@@ -143,20 +216,37 @@ def benchmark(call: Callable[[int], Any], *, timer: Timer, rule: StoppingRule,
               prepare: Callable[[int], Any] | None = None,
               after: Callable[[int, Any], Any] | None = None,
               ranked: bool = False,
-              on_sample: Callable[[int, float], None] | None = None) -> TimingStats:
+              on_sample: Callable[[int, float], None] | None = None,
+              state: Callable[[], dict[str, float]] | None = None) -> TimingStats:
     """Time ``call(rep)`` repeatedly under the stopping rule.
 
     Untimed around each call: ``prepare(rep)`` (e.g. a fresh seeded input in ranked mode),
     then ``flush()``; after it ``after(rep, result)`` (e.g. re-checking the output, which may
-    raise to abort). Warm-up calls get negative ``rep`` indices.
+    raise to abort) and ``state()`` (e.g. the GPU's clocks, kept per sample). Warm-up calls get
+    negative ``rep`` indices. A timer that gives up its method during warm-up
+    (:class:`HoldTimedOut`) times the rest plain; one that gives it up later voids the run.
     """
+    enqueue: list[float] = []
+    states: list[dict[str, float]] = []
+
     def one(rep: int) -> float:
         if prepare is not None:
             prepare(rep)
         box: list[Any] = []
-        ms = timer.time_call(lambda: box.append(call(rep)), flush)
+        try:
+            ms = timer.time_call(lambda: box.append(call(rep)), flush)
+        except HoldTimedOut:
+            if rep >= 0:
+                raise
+            ms = timer.time_call(lambda: box.append(call(rep)), flush)
         if after is not None:
             after(rep, box[0])
+        if rep >= 0:
+            last = getattr(timer, "last_enqueue_ms", None)
+            if last is not None:
+                enqueue.append(float(last))
+            if state is not None:
+                states.append(state())
         return ms
 
     for i in range(rule.warmup_reps):
@@ -171,7 +261,9 @@ def benchmark(call: Callable[[int], Any], *, timer: Timer, rule: StoppingRule,
         reason = rule.should_stop(samples, time.perf_counter() - t0)
         if reason:
             return summarize(samples, method=timer.method, l2_flush=flush is not None,
-                             rule=rule, stop_reason=reason, ranked=ranked)
+                             rule=rule, stop_reason=reason, ranked=ranked,
+                             enqueue_ms=enqueue if len(enqueue) == len(samples) else None,
+                             states=states if len(states) == len(samples) else None)
 
 
 def leaderboard_block(stats: TimingStats, *, title: str, case: dict, device_lines: list[str],
