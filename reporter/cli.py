@@ -51,6 +51,7 @@ def run_cmd(
     remeasure_ceilings: Annotated[bool, typer.Option(help="measure device ceilings again instead of reusing logs/devices/")] = False,
     profile: Annotated[bool, typer.Option("--profile", help="also profile one call of each checked version under Nsight Compute (ncu); slow")] = False,
     profile_timeout_s: Annotated[float, typer.Option(help="give up on one ncu profile after this many seconds")] = 1800.0,
+    hold: Annotated[bool, typer.Option("--hold", help="hold the stream until each timed call is queued, so host launch time stays out of the samples (method cuda-events+hold)")] = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Check and time versions of an assignment on a CUDA GPU; write records under logs/."""
@@ -70,7 +71,8 @@ def run_cmd(
         written = run(repo, logs_dir, a, versions, cases, RunOptions(ranked=ranked, rule=rule, peers=peers,
                                                                     remeasure_ceilings=remeasure_ceilings,
                                                                     profile=profile,
-                                                                    profile_timeout_s=profile_timeout_s), console)
+                                                                    profile_timeout_s=profile_timeout_s,
+                                                                    hold=hold), console)
     except NoGPU as e:
         _fail(str(e), 3)
     except (AssignmentError, RecordError, ValueError) as e:
@@ -85,6 +87,7 @@ def sweep_cmd(
     case: Annotated[str | None, typer.Option("--case", "-c", help="case to sweep on; default the benchmark case")] = None,
     max_reps: Annotated[int, typer.Option(help="most timed repetitions per configuration")] = 20,
     budget_s: Annotated[float, typer.Option(help="wall-time budget per configuration, seconds")] = 1.5,
+    hold: Annotated[bool, typer.Option("--hold", help="hold the stream until each timed call is queued (see `report run --help`)")] = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Time every configuration of a tunable version; the sweep is recorded and shown in the report."""
@@ -97,7 +100,7 @@ def sweep_cmd(
         a = get_assignment(kernels, assignment)
         v = a.version(version)
         rule = StoppingRule(min_reps=3, max_reps=max_reps, budget_s=budget_s, warmup_reps=1)
-        path = sweep(repo, logs_dir, a, v, case or a.benchmark_case, rule, console)
+        path = sweep(repo, logs_dir, a, v, case or a.benchmark_case, rule, console, hold=hold)
     except NoGPU as e:
         _fail(str(e), 3)
     except (AssignmentError, RecordError, ValueError) as e:
