@@ -106,26 +106,26 @@ def time_callable(fn: Callable[[Any], Any], data: Any, *, a: Assignment, case: d
                   on_sample: Callable[[int, float], None] | None = None,
                   state: Callable[[], dict[str, float]] | None = None) -> TimingStats:
     spec = a.spec
-    state: dict[str, Any] = {"data": data, "ref": ref}
+    current: dict[str, Any] = {"data": data, "ref": ref}
 
     def prepare(rep: int) -> None:
         if opts.ranked and rep >= 0:
             seed = case["seed"] + RANK_SEED_STEP * (rep + 1)
-            state["data"] = spec.generate_input(**{**case, "seed": seed})
-            state["ref"] = spec.ref_kernel(state["data"])
-            state["seed"] = seed
-            poison_allocator(state["ref"])
+            current["data"] = spec.generate_input(**{**case, "seed": seed})
+            current["ref"] = spec.ref_kernel(current["data"])
+            current["seed"] = seed
+            poison_allocator(current["ref"])
 
     def after(rep: int, out: Any) -> None:
         if opts.ranked and rep >= 0:
-            res = compare(out, state["ref"], spec.TOLERANCE, seed=state["seed"])
+            res = compare(out, current["ref"], spec.TOLERANCE, seed=current["seed"])
             if ranked_checks is not None:
                 ranked_checks.append(res)
             if not res.passed:
                 raise RankedCheckFailed(res)
 
     with ranges(*names, "timed"):
-        return benchmark(lambda rep: fn(state["data"]), timer=timer, rule=opts.rule, flush=flush,
+        return benchmark(lambda rep: fn(current["data"]), timer=timer, rule=opts.rule, flush=flush,
                          prepare=prepare, after=after, ranked=opts.ranked, on_sample=on_sample, state=state)
 
 
