@@ -496,30 +496,30 @@ _CLOSING = "## Why we stopped\n\nthe roof.\n\n## How LLMs helped\n\nnot much.\n"
 @pytest.mark.parametrize("body,expected", [
     # the usual shape: versions, then the closing sections
     ("## v01_naive\n\nx\n\n## v05_tma\n\ny\n\n" + _CLOSING,
-     ["v01_naive", "v05_tma", "v06_next", "Why we stopped", "How LLMs helped"]),
+     ["v01_naive", "v05_tma", "v99_next", "Why we stopped", "How LLMs helped"]),
     # another section between the versions and the closing ones stays before the new version
     ("## v05_tma\n\ny\n\n## Appendix: the sweep\n\nz\n\n" + _CLOSING,
-     ["v05_tma", "Appendix: the sweep", "v06_next", "Why we stopped", "How LLMs helped"]),
+     ["v05_tma", "Appendix: the sweep", "v99_next", "Why we stopped", "How LLMs helped"]),
     # a version written after the closing sections: the new one still goes before them
     ("## How LLMs helped:\n\nnot much.\n\n## v05_tma\n\ny\n",
-     ["v06_next", "How LLMs helped:", "v05_tma"]),
+     ["v99_next", "How LLMs helped:", "v05_tma"]),
     # only 'How LLMs helped', in another case
-    ("## v05_tma\n\ny\n\n## how LLMs helped\n\nnot much.\n", ["v05_tma", "v06_next", "how LLMs helped"]),
+    ("## v05_tma\n\ny\n\n## how LLMs helped\n\nnot much.\n", ["v05_tma", "v99_next", "how LLMs helped"]),
     # no closing section: at the end
-    ("## v05_tma\n\ny\n\n## Notes\n\nz\n", ["v05_tma", "Notes", "v06_next"]),
-    ("no sections at all\n", ["v06_next"]),
+    ("## v05_tma\n\ny\n\n## Notes\n\nz\n", ["v05_tma", "Notes", "v99_next"]),
+    ("no sections at all\n", ["v99_next"]),
 ], ids=["versions-then-closing", "appendix-before-closing", "version-after-closing", "only-llms-any-case",
         "no-closing", "no-sections"])
 def test_new_version_section_position(project, body, expected):
     worklog = project / "kernels" / ASSIGNMENT / "worklog.md"
     front = "---\ntitle: t\n---\n\n"
     worklog.write_text(front + body)
-    r = report("new", ASSIGNMENT, "v06_next", "--from", "v05", root=project)
+    r = report("new", ASSIGNMENT, "v99_next", "--from", "v05", root=project)
     assert r.exit_code == 0, r.output
     text = worklog.read_text()
     assert _level2_titles(text) == expected
-    assert text.startswith(front) and "### Hypothesis" in _level2_section(text, "v06_next")
-    assert text.replace(_level2_section(text, "v06_next"), "").split() == (front + body).split()
+    assert text.startswith(front) and "### Hypothesis" in _level2_section(text, "v99_next")
+    assert text.replace(_level2_section(text, "v99_next"), "").split() == (front + body).split()
 
 
 def test_new_version_from_a_chosen_one_and_refusing_to_overwrite(project):

@@ -8,6 +8,8 @@ renderer turns into "file:line: ..." and a failed build.
 
 from __future__ import annotations
 
+import statistics
+
 import math
 from typing import Any
 
@@ -100,6 +102,54 @@ class TimingFacts(_Facts):
     def n(self) -> int:
         return self._t().n
 
+    @property
+    def p05_ms(self) -> Number:
+        return Number(self._t().quantiles_ms["p05"])
+
+    @property
+    def p95_ms(self) -> Number:
+        return Number(self._t().quantiles_ms["p95"])
+
+    @property
+    def method(self) -> str:
+        """How the samples were taken: 'cuda-events' or 'cuda-events+hold'."""
+        return self._t().method
+
+    @property
+    def enqueue_ms(self) -> Number:
+        """Median host time to queue one call (start event to end event), where it was kept."""
+        q = self._t().enqueue_ms
+        if not q:
+            raise BindingError(f"{self._what} kept no host queuing times (recorded before they were)")
+        return Number(statistics.median(q))
+
+    def _state(self):
+        g = self._t().gpu_state
+        if g is None:
+            raise BindingError(f"{self._what} has no NVML readings (pynvml absent, or recorded before they were)")
+        return g
+
+    @property
+    def sm_clock_min_mhz(self) -> Number:
+        return Number(min(self._state().sm_clock_mhz))
+
+    @property
+    def sm_clock_max_mhz(self) -> Number:
+        return Number(max(self._state().sm_clock_mhz))
+
+    @property
+    def mem_clock_min_mhz(self) -> Number:
+        return Number(min(self._state().mem_clock_mhz))
+
+    @property
+    def mem_clock_max_mhz(self) -> Number:
+        return Number(max(self._state().mem_clock_mhz))
+
+    @property
+    def clock_event_samples(self) -> int:
+        """Samples during which NVML reported any clock event reason other than idle."""
+        return sum(1 for r in self._state().clock_event_reasons if any(x != "gpu_idle" for x in r))
+
     def _derived(self):
         if self._run is None or self._run.derived is None:
             raise BindingError(f"{self._what} has no derived figures")
@@ -176,13 +226,33 @@ class VersionFacts(TimingFacts):
             raise BindingError(f"{self.short} has no run on case '{case_name}' (have: {', '.join(self._v.runs)})")
         return TimingFacts(run, f"{self.short}.case('{case_name}')")
 
-    def ranked(self, case_name: str | None = None) -> TimingFacts:
-        """The newest --ranked run (fresh input every repetition) on a case, default the benchmark."""
+    def ranked(self, case_name: str | None = None, held: bool | None = None) -> TimingFacts:
+        """The newest --ranked run (fresh input every repetition) on a case, default the benchmark;
+        ``held=True``/``False`` picks the newest one timed with/without ``--hold``."""
         case_name = case_name or self._v.benchmark_case
-        run = self._v.ranked(case_name)
-        if run is None:
-            raise BindingError(f"{self.short} has no --ranked run on case '{case_name}'")
-        return TimingFacts(run, f"{self.short}.ranked('{case_name}')")
+        runs = [r for r in self._v.all_runs if r.case_name == case_name and r.timing and r.timing.ranked
+                and (held is None or r.timing.method.endswith("+hold") == held)]
+        if not runs:
+            kind = "" if held is None else (" held" if held else " plain")
+            raise BindingError(f"{self.short} has no{kind} --ranked run on case '{case_name}'")
+        return TimingFacts(max(runs, key=lambda r: r.created_utc), f"{self.short}.ranked('{case_name}')")
+
+    def held(self, case_name: str | None = None) -> TimingFacts:
+        """The newest run timed with ``--hold`` (not ranked) on a case, default the benchmark."""
+        return self._by_method(case_name, True)
+
+    def plain(self, case_name: str | None = None) -> TimingFacts:
+        """The newest run timed with plain events (not ranked) on a case, default the benchmark."""
+        return self._by_method(case_name, False)
+
+    def _by_method(self, case_name: str | None, held: bool) -> TimingFacts:
+        case_name = case_name or self._v.benchmark_case
+        runs = [r for r in self._v.all_runs if r.case_name == case_name and r.timing and not r.timing.ranked
+                and r.timing.method.endswith("+hold") == held]
+        label = f"{self.short}.{'held' if held else 'plain'}('{case_name}')"
+        if not runs:
+            raise BindingError(f"{label}: no such run")
+        return TimingFacts(max(runs, key=lambda r: r.created_utc), label)
 
     def run(self, run_id: str) -> TimingFacts:
         """A specific run of this version by id (or a unique prefix), e.g. an earlier session's."""
