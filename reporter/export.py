@@ -1,0 +1,635 @@
+"""`report export`: one version of an assignment as a single, self-contained ``submission.py``.
+
+The course harnesses (Stanford CS149's and the GPU MODE leaderboards' ``eval.py``, which
+CS149's is modelled on) import one file, ``submission.py``, and call ``custom_kernel(data)``
+on what the task's ``generate_input`` returned. The harness machine has torch, triton and
+cupy, but not this repository: a version that imports an earlier one (``import v04_exp2``)
+or compiles the ``.cu`` beside it through :mod:`reporter.cuda` cannot be handed in as it
+stands. The export carries all of it in one file:
+
+* every local module the version imports, transitively (earlier versions, helpers in the
+  assignment's folder), and the version itself;
+* the CUDA sources those modules load: the ``.cu``/``.cuh``/``.h`` sharing a module's stem,
+  a file in the folder named by a string constant in a module, and the local
+  ``#include "..."`` of both;
+* the modules of this package they import: only :mod:`reporter.cuda`, which imports no other
+  module of the package; importing any other ``reporter`` module stops the export with an
+  error naming the file;
+* a header docstring: assignment, version, ``CONFIG``, commit and whether the embedded files
+  differ from it, each file's sha256 (of its text, as `report run` records it, so the two can
+  be compared), what the harness must have installed, the newest benchmark median per GPU
+  read from the records, and the commands that measured and re-measure it.
+
+How the embedded code runs. Each source is stored verbatim as a string. Importing the
+submission writes them into a private temporary folder (``tempfile.mkdtemp``, removed at
+exit), laid out as in the repository (``v05_tma.py``, ``v04_exp2.py``, ``reporter/cuda.py``),
+and imports them from there by file, in dependency order, each registered in ``sys.modules``
+under its own name. Real files rather than ``exec`` of strings, because three things need
+them: Triton's ``@jit`` reads a kernel's source back through ``inspect``; a version finds its
+CUDA source as ``Path(__file__).with_suffix(".cu")`` and NVRTC resolves ``#include`` from
+that folder; and tracebacks show the lines. A folder per process rather than a cache shared
+between processes: nothing to trust, lock or clean up across processes or users, for the
+price of writing a few small files at import. A module name the process already had (a
+harness's own ``reporter``, say) is given back after the import, so the submission never
+replaces anything its host uses; names the process did not have stay registered, so an
+import inside a function still resolves.
+
+The file is a function of the sources, the records and the git state, except for its
+``Exported:`` line: exporting again onto a file that differs only there leaves it untouched.
+
+Nothing in this module knows any particular assignment.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+from . import store
+from .analysis.diff import format_ms
+from .assignments import Assignment, Version, git_state
+from .iteration import spec_literal
+from .records import Run
+
+PACKAGE = __name__.partition(".")[0]  # 'reporter'
+PACKAGE_DIR = Path(__file__).resolve().parent
+EMBEDDABLE_PACKAGE_MODULES = frozenset({f"{PACKAGE}.cuda"})  # standalone by design: no other reporter imports
+CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp")
+EXPORTED_PREFIX = "Exported:"
+
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+
+class ExportError(Exception):
+    """A version that cannot be exported, or an output that would be overwritten; names the file."""
+
+
+class ExportFormat(StrEnum):
+    """What the file is for. CS149's harness is modelled on GPU MODE's ``eval.py``: both import
+    ``submission.py`` and call ``custom_kernel(data)``, so both names produce the same file."""
+
+    cs149 = "cs149"
+    gpumode = "gpumode"
+
+    @property
+    def harness(self) -> str:
+        return {"cs149": "CS149", "gpumode": "GPU MODE"}[self.value]
+
+
+@dataclass(frozen=True)
+class EmbeddedFile:
+    rel: str  # where it goes in the submission's folder: 'v04_exp2.py', 'reporter/cuda.py'
+    origin: str  # where it came from, for the header: relative to the project root when inside it
+    text: str
+    module: str | None = None  # the name it is imported under; None for a CUDA source
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()  # as Version.snapshot: records compare
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The newest benchmark run of the version on one GPU, as the header states it."""
+
+    run: Run
+    same_code: bool  # every source the run recorded has, today, the sha256 it had then
+
+
+@dataclass(frozen=True)
+class Export:
+    assignment: Assignment
+    version: Version
+    files: list[EmbeddedFile]  # the version first, then its CUDA sources, siblings, package modules
+    modules: list[tuple[str, str]]  # (name, rel) in import order, the version last
+    requires: list[str]
+    measured: list[Measured]
+    text: str
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    path: Path
+    status: Literal["written", "overwritten", "unchanged"]
+    export: Export
+
+
+# --------------------------------------------------------------------------- collecting the sources
+
+
+def _parse(path: Path, text: str) -> ast.Module:
+    try:
+        return ast.parse(text, filename=str(path))
+    except SyntaxError as e:
+        raise ExportError(f"{path}:{e.lineno}: syntax error: {e.msg}") from e
+
+
+def _imports(tree: ast.Module) -> list[tuple[str, list[str]]]:
+    """(module, names) per absolute import anywhere in the file; ``import a.b`` gives ('a.b', [])."""
+    out: list[tuple[str, list[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend((a.name, []) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.module, [a.name for a in node.names]))
+    return out
+
+
+def _local_imports(tree: ast.Module, folder: Path) -> list[str]:
+    """Modules of the assignment's folder a file imports (the rule of ``Version.sibling_imports``)."""
+    names = [m for m, _ in _imports(tree)]
+    return [n for n in dict.fromkeys(names) if (folder / f"{n}.py").is_file()]
+
+
+def _package_imports(tree: ast.Module, path: Path) -> list[str]:
+    """The modules of this package a file imports: ``from reporter.cuda import x``,
+    ``import reporter.cuda``, ``from reporter import cuda`` all give 'reporter.cuda'."""
+    out: list[str] = []
+    for module, names in _imports(tree):
+        if module == PACKAGE and names:
+            out.extend(f"{PACKAGE}.{n}" for n in names)
+        elif module == PACKAGE or module.startswith(PACKAGE + "."):
+            out.append(module)
+    for node in ast.walk(tree):  # relative imports, in a module of this package
+        if isinstance(node, ast.ImportFrom) and node.level > 0 and _inside(path, PACKAGE_DIR):
+            if node.module:
+                out.append(f"{PACKAGE}.{node.module}")
+            else:
+                out.extend(f"{PACKAGE}.{a.name}" for a in node.names)
+    return list(dict.fromkeys(out))
+
+
+def _cuda_sources(path: Path, tree: ast.Module) -> list[Path]:
+    """CUDA sources a module loads: same stem, or named by a string constant, in its folder."""
+    found = [q for ext in CUDA_SUFFIXES if (q := path.with_suffix(ext)).is_file()]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(CUDA_SUFFIXES) \
+                and "\n" not in node.value and len(node.value) < 256:
+            q = path.parent / node.value
+            if q.is_file() and _inside(q, path.parent):
+                found.append(q)
+    return list(dict.fromkeys(q.resolve() for q in found))
+
+
+def _includes(path: Path, base: Path) -> list[Path]:
+    """The local headers a CUDA source includes, transitively; one outside ``base`` is refused
+    (the submission's folder holds only ``base``'s files, so NVRTC would not find it)."""
+    out: list[Path] = []
+    todo = [path]
+    while todo:
+        cur = todo.pop()
+        for inc in _INCLUDE_RE.findall(cur.read_text(encoding="utf-8")):
+            q = (cur.parent / inc).resolve()
+            if not q.is_file():
+                continue  # a system or NVRTC header
+            if not _inside(q, base):
+                raise ExportError(f"{cur}: #include \"{inc}\" is outside {base}, so the export cannot place it "
+                                  "beside the source; move the header into the assignment's folder")
+            if q not in out and q != path:
+                out.append(q)
+                todo.append(q)
+    return out
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _origin(path: Path, repo: Path) -> str:
+    try:
+        return path.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _defines(tree: ast.Module, name: str, folder: Path, seen: set[Path]) -> bool:
+    """Whether a module binds ``name`` at its top level (a def, an assignment, an import, also
+    inside a top-level if/try), following ``from sibling import *``."""
+    def walk(body: list[ast.stmt]) -> bool:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+                return True
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                return True
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name \
+                    and node.value is not None:
+                return True
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for a in node.names:
+                    if (a.asname or a.name.partition(".")[0]) == name:
+                        return True
+                    if a.name == "*" and isinstance(node, ast.ImportFrom) and node.module:
+                        p = folder / f"{node.module}.py"
+                        if p.is_file() and p not in seen:
+                            seen.add(p)
+                            if _defines(_parse(p, p.read_text(encoding="utf-8")), name, folder, seen):
+                                return True
+            if isinstance(node, ast.If) and (walk(node.body) or walk(node.orelse)):
+                return True
+            if isinstance(node, ast.Try) and (walk(node.body) or walk(node.orelse) or walk(node.finalbody)
+                                              or any(walk(h.body) for h in node.handlers)):
+                return True
+            if isinstance(node, ast.With) and walk(node.body):
+                return True
+        return False
+
+    return walk(tree.body)
+
+
+def collect(repo: Path, version: Version) -> tuple[list[EmbeddedFile], list[tuple[str, str]], list[str]]:
+    """The files to embed (the version first), the modules in import order (the version last),
+    and the third-party packages the embedded code imports."""
+    folder = version.assignment_dir
+    texts: dict[str, tuple[Path, str, ast.Module]] = {}  # module name -> (path, text, tree)
+    order: list[str] = []
+    visiting: list[str] = []
+
+    def visit(name: str, path: Path) -> None:
+        if name in order:
+            return
+        if name in visiting:
+            cycle = " -> ".join([*visiting[visiting.index(name):], name])
+            raise ExportError(f"{path}: import cycle between the assignment's modules: {cycle}")
+        visiting.append(name)
+        text = path.read_text(encoding="utf-8")
+        tree = _parse(path, text)
+        texts[name] = (path, text, tree)
+        for dep in _local_imports(tree, folder):
+            if dep != name:
+                visit(dep, folder / f"{dep}.py")
+        visiting.pop()
+        order.append(name)
+
+    visit(version.name, version.path)
+    _, _, version_tree = texts[version.name]
+    if not _defines(version_tree, "custom_kernel", folder, set()):
+        raise ExportError(f"{version.path}: defines no custom_kernel(data), the function the harness calls")
+
+    # this package's modules the local modules import, and what those import in turn
+    package_modules: list[str] = []
+    todo = [(m, texts[m][0], texts[m][2]) for m in order]
+    while todo:
+        _, path, tree = todo.pop(0)
+        for mod in _package_imports(tree, path):
+            if mod not in EMBEDDABLE_PACKAGE_MODULES:
+                can = ", ".join(sorted(EMBEDDABLE_PACKAGE_MODULES))
+                raise ExportError(f"{path}: imports {mod}, which a submission cannot carry (it needs the rest of "
+                                  f"the {PACKAGE} package); an exported version may import only {can}")
+            if mod in package_modules:
+                continue
+            p = PACKAGE_DIR.joinpath(*mod.split(".")[1:]).with_suffix(".py")
+            text = p.read_text(encoding="utf-8")
+            tree = _parse(p, text)
+            texts[mod] = (p, text, tree)
+            package_modules.insert(0, mod)  # imported by what came before: load it first
+            todo.append((mod, p, tree))
+
+    files: list[EmbeddedFile] = []
+    for name in [version.name, *reversed(order[:-1]), *package_modules]:
+        path, text, tree = texts[name]
+        in_package = name.startswith(PACKAGE + ".")
+        base = PACKAGE_DIR.parent if in_package else folder
+        files.append(EmbeddedFile(rel=_origin(path, base), origin=_origin(path, repo), text=text, module=name))
+        for cu in _cuda_sources(path, tree):
+            for q in (cu, *_includes(cu, base)):
+                if all(f.rel != _origin(q, base) for f in files):
+                    files.append(EmbeddedFile(rel=_origin(q, base), origin=_origin(q, repo),
+                                              text=q.read_text(encoding="utf-8")))
+
+    packages = sorted({".".join(m.split(".")[:i]) for m in package_modules for i in range(1, m.count(".") + 1)})
+    modules = [(p, p.replace(".", "/") + "/__init__.py") for p in packages]
+    modules += [(m, next(f.rel for f in files if f.module == m)) for m in package_modules]
+    modules += [(m, next(f.rel for f in files if f.module == m)) for m in order]
+
+    local = set(order) | {PACKAGE, "__future__"}
+    third_party = {mod.partition(".")[0] for _, _, tree in texts.values() for mod, _ in _imports(tree)}
+    requires = sorted(m for m in third_party if m not in local and m not in sys.stdlib_module_names)
+    return files, modules, requires
+
+
+# --------------------------------------------------------------------------- the header's facts
+
+
+def config_text(version: Version) -> str | None:
+    """``CONFIG`` as ``k=v, ...``, read from the source (no import: no GPU libraries needed).
+    Followed into a sibling for ``from sibling import CONFIG``, ``CONFIG = sibling.CONFIG`` and
+    ``CONFIG = dict(sibling.CONFIG)``; the expression's text when it is not a literal."""
+    seen: set[Path] = set()
+    path = version.path
+    while path not in seen:
+        seen.add(path)
+        text = path.read_text(encoding="utf-8")
+        tree = _parse(path, text)
+        value: ast.expr | None = None
+        source_module: str | None = None
+        aliases: dict[str, str] = {}  # name in this module -> sibling module
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                aliases.update({a.asname or a.name: a.name for a in node.names})
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if node.value is not None and any(isinstance(t, ast.Name) and t.id == "CONFIG" for t in targets):
+                    value, source_module = node.value, None
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                    and any(a.name == "CONFIG" and a.asname in (None, "CONFIG") for a in node.names):
+                value, source_module = None, node.module
+        inner = value.args[0] if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+            and value.func.id == "dict" and len(value.args) == 1 and not value.keywords else value
+        if isinstance(inner, ast.Attribute) and inner.attr == "CONFIG" and isinstance(inner.value, ast.Name) \
+                and inner.value.id in aliases:
+            value, source_module = None, aliases[inner.value.id]
+        if value is not None:
+            return _format_config(value, text)
+        if source_module and (version.assignment_dir / f"{source_module}.py").is_file():
+            path = version.assignment_dir / f"{source_module}.py"
+            continue
+        return None
+    return None
+
+
+def _format_config(value: ast.expr, text: str) -> str:
+    items: dict | None = None
+    try:
+        literal = ast.literal_eval(value)
+        items = literal if isinstance(literal, dict) else None
+    except (ValueError, TypeError, SyntaxError):
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict" \
+                and not value.args and all(k.arg for k in value.keywords):
+            try:
+                items = {k.arg: ast.literal_eval(k.value) for k in value.keywords}
+            except (ValueError, TypeError, SyntaxError):
+                items = None
+    if items is not None and all(isinstance(k, str) for k in items):
+        return ", ".join(f"{k}={v!r}" for k, v in items.items()) or "(empty)"
+    segment = ast.get_source_segment(text, value) or "?"
+    return " ".join(segment.split())
+
+
+def source_state(repo: Path, files: list[EmbeddedFile]) -> str:
+    """'<commit>; the embedded files are as committed' or which of them differ from it."""
+    commit, dirty = git_state(repo)
+    where = f"commit {commit}" if commit else "commit unknown"
+    paths = [f.origin for f in files if not Path(f.origin).is_absolute()]
+    if not os.environ.get("REPORT_GIT_COMMIT") and commit:
+        try:
+            res = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", *paths], cwd=repo,
+                                 capture_output=True, text=True, timeout=10, check=False)
+        except (OSError, subprocess.SubprocessError):
+            res = None
+        if res is not None and res.returncode == 0:
+            changed = [f"{line[3:]} ({'untracked' if line[:2] == '??' else 'modified'})"
+                       for line in res.stdout.splitlines() if len(line) > 3]
+            if not changed:
+                return f"{where}; the embedded files are as committed"
+            return f"{where}; differing from it: {', '.join(changed)}"
+    if dirty is None:
+        return f"{where}; whether the files differ from it is unknown"
+    return f"{where}; " + ("uncommitted changes under kernels/ or reporter/" if dirty else "no uncommitted changes")
+
+
+def measurements(repo: Path, logs: Path, assignment: Assignment, version: Version,
+                 benchmark_case: str) -> list[Measured]:
+    """Per GPU, the newest timed benchmark run of the version, preferring one whose recorded
+    sources still match the files on disk; newest GPU first."""
+    shas: dict[str, str | None] = {}
+
+    def current(rel: str) -> str | None:
+        if rel not in shas:
+            p = repo / rel
+            shas[rel] = hashlib.sha256(p.read_text(encoding="utf-8").encode()).hexdigest() if p.is_file() else None
+        return shas[rel]
+
+    runs = [r for r in store.runs(logs, assignment.name, version.name) if r.case_name == benchmark_case and r.ok]
+    by_gpu: dict[str, list[Run]] = {}
+    for r in runs:
+        by_gpu.setdefault(r.device.slug, []).append(r)
+    out = []
+    for gpu_runs in by_gpu.values():
+        same = [r for r in gpu_runs if all(current(f.path) == f.sha256 for f in r.code.files)]
+        chosen = max(same or gpu_runs, key=lambda r: r.created_utc)
+        out.append(Measured(chosen, bool(same)))
+    return sorted(out, key=lambda m: m.run.created_utc, reverse=True)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _case_text(case: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in case.items())
+
+
+def _measured_lines(m: Measured, assignment: str, version: Version) -> list[str]:
+    r = m.run
+    t = r.timing
+    assert t is not None
+    stale = "" if m.same_code else " -- NOT the code embedded here: the sources changed since this run"
+    command = r.command or f"report run {assignment} -v {version.short} -c {r.case_name}"
+    return [
+        (f"  {r.device.name}: median {format_ms(t.median_ms, 5)} (n={t.n}, standard error "
+         f"{format_ms(t.stderr_ms, 3)}, {t.method}{', ranked' if t.ranked else ''}), "
+         f"case {r.case_name} ({_case_text(r.case)})"),
+        f"    run {r.run_id}, {r.created_utc.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC, code {r.code.digest}{stale}",
+        f"    measured with `{command}`",
+    ]
+
+
+def _docstring(text: str) -> str:
+    return '"""' + text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"') + '"""'
+
+
+def _literal(text: str) -> str:
+    """The text as a Python expression, as readable as possible: a raw triple-quoted string
+    starting on the next line, or ``repr`` when the text cannot be one."""
+    for quote in ("'''", '"""'):
+        literal = f"r{quote}\n{text}{quote}"
+        if quote in text:
+            continue
+        try:
+            if ast.literal_eval(literal) == "\n" + text:
+                return literal + "[1:]"
+        except (SyntaxError, ValueError):
+            continue
+    return repr(text)
+
+
+_LOADER = '''
+
+def _import_embedded():
+    """Write the sources above to a private temporary folder and import them from there, in
+    order, each under its own name; give back any module name the process already had."""
+    folder = Path(tempfile.mkdtemp(prefix={prefix!r}))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    for rel, text in _FILES.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    before = {{name: sys.modules.get(name) for name, _ in _MODULES}}
+    module = None
+    try:
+        for name, rel in _MODULES:
+            path = folder / rel
+            search = [str(path.parent)] if path.name == "__init__.py" else None
+            spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=search)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            parent, _, child = name.rpartition(".")
+            if parent:
+                setattr(sys.modules[parent], child, module)
+            spec.loader.exec_module(module)
+    except BaseException:
+        for name, previous in before.items():
+            if previous is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = previous
+        raise
+    for name, previous in before.items():
+        if previous is not None:
+            sys.modules[name] = previous
+    return module
+
+
+_version = _import_embedded()
+_custom_kernel = _version.custom_kernel
+
+
+def custom_kernel(data):
+    """{version}'s custom_kernel(data), under the name the harness calls."""
+    return _custom_kernel(data)
+'''
+
+
+def render(repo: Path, logs: Path, assignment: Assignment, version: Version, now: datetime | None = None) -> Export:
+    files, modules, requires = collect(repo, version)
+    benchmark_case = str(spec_literal(assignment.path, "BENCHMARK_CASE", "benchmark"))
+    title = str(spec_literal(assignment.path, "TITLE", assignment.name))
+    measured = measurements(repo, logs, assignment, version, benchmark_case)
+    summary = (version.docstring().split("\n\n")[0].replace("\n", " ").strip() or "(no docstring)")
+    config = config_text(version)
+    stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    width = max(len(f.origin) for f in files)
+    siblings = [name for name, _ in modules if name != version.name and not name.startswith(PACKAGE)]
+
+    head = [
+        f"{assignment.name} {version.name}: custom_kernel(data) for the CS149 / GPU MODE harnesses.",
+        "",
+        "Exported by `report export` from a GPU work-log project. The harness imports this file as",
+        "`submission` and calls custom_kernel(data) on what the task's generate_input returned.",
+        "",
+        f"Assignment:  {assignment.name}: {title}",
+        f"Version:     {version.name}: {summary}",
+        f"CONFIG:      {config if config is not None else f'none defined in {version.path.name}'}",
+        f"Source:      {source_state(repo, files)}",
+        f"{EXPORTED_PREFIX:<13}{stamp}",
+        f"Needs:       {', '.join(requires) or 'nothing beyond Python'}; nothing from the project's repository",
+        "",
+        "Embedded files (sha256 of each file's text, as `report run` records it):",
+        *(f"  {f.origin:<{width}}  {f.sha256}" for f in files),
+        "",
+    ]
+    if measured:
+        head.append(f"Measured (per GPU, the newest timed '{benchmark_case}' run under logs/ of the code embedded "
+                    "here, else the newest):")
+        for m in measured:
+            head.extend(_measured_lines(m, assignment.name, version))
+    else:
+        head.append(f"Measured: no timed '{benchmark_case}' run under logs/{assignment.name}/{version.name}/ yet.")
+    head += [
+        f"Re-measure:  report run {assignment.name} -v {version.short} -c {benchmark_case}",
+        "",
+        "How it runs: the files above are stored verbatim below. Importing this file writes them to",
+        "a private temporary folder (removed at exit) and imports them from there under their own",
+        f"names ({', '.join(name for name, _ in modules if name != PACKAGE)}), so they behave "
+        "as in the repository" + (f" (e.g. `import {siblings[0]}` finds the embedded one)." if siblings else "."),
+        "",
+    ]
+    parts = [
+        _docstring("\n".join(head)),
+        "",
+        "import atexit",
+        "import importlib.util",
+        "import shutil",
+        "import sys",
+        "import tempfile",
+        "from pathlib import Path",
+        "",
+        "_FILES = {}",
+    ]
+    for f in files:
+        parts += ["", f"# {f.origin}", f"_FILES[{f.rel!r}] = {_literal(f.text)}"]
+    for name, rel in modules:
+        if rel not in {f.rel for f in files}:  # a package's __init__: a stand-in
+            stand_in = '"""' + f"A stand-in for the {name} package: only its modules embedded here." + '"""\n'
+            parts += ["", f"# {rel}: a stand-in holding only the modules above",
+                      f"_FILES[{rel!r}] = {_literal(stand_in)}"]
+    parts += ["", "# (name, file) in import order: a module's imports come before it; the version comes last",
+              "_MODULES = (", *(f"    ({name!r}, {rel!r})," for name, rel in modules), ")", ""]
+    text = "\n".join(parts) + _LOADER.format(prefix=f"submission_{assignment.name}_{version.name}_",
+                                            version=version.name)
+    try:
+        compile(text, "submission.py", "exec")
+    except SyntaxError as e:  # a bug here, not in the user's files
+        raise ExportError(f"the generated submission does not compile (line {e.lineno}: {e.msg})") from e
+    return Export(assignment, version, files, modules, requires, measured, text)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def default_path(repo: Path, assignment: Assignment, version: Version) -> Path:
+    return repo / "exports" / assignment.name / version.name / "submission.py"
+
+
+def _without_stamp(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.startswith(EXPORTED_PREFIX)]
+
+
+def write(export: Export, path: Path, force: bool = False) -> ExportResult:
+    """Write atomically to ``path``, or to ``path/submission.py`` when ``path`` does not end in
+    ``.py`` (a folder). An existing file that differs only in its ``Exported:`` line is left as
+    it is; one that differs otherwise is replaced only with ``force``."""
+    if path.suffix != ".py" or path.is_dir():
+        path = path / "submission.py"
+    status: Literal["written", "overwritten", "unchanged"] = "written"
+    if path.exists():
+        try:
+            old = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            old = None
+            if not force:
+                raise ExportError(f"{path} exists and cannot be read as text ({e}); pass --force to replace it") from e
+        if old is not None and _without_stamp(old) == _without_stamp(export.text):
+            return ExportResult(path, "unchanged", export)
+        if not force:
+            new_lines, old_lines = _without_stamp(export.text), _without_stamp(old or "")
+            first = next((i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=False)) if a != b),
+                         min(len(old_lines), len(new_lines)))
+            shown = old_lines[first].strip()[:60] if first < len(old_lines) else "(end of file)"
+            raise ExportError(f"{path} exists and differs from this export (first at line {first + 1}: {shown!r}); "
+                              "pass --force to replace it")
+        status = "overwritten"
+    try:
+        store.write_atomic(path, export.text)
+    except OSError as e:
+        raise ExportError(f"{path}: cannot write: {e.strerror or e}") from e
+    return ExportResult(path, status, export)
+
+
+def export(repo: Path, logs: Path, assignment: Assignment, version: Version, out: Path | None = None,
+           force: bool = False, now: datetime | None = None) -> ExportResult:
+    """Render ``version`` as one submission file and write it (default under ``exports/``)."""
+    rendered = render(repo, logs, assignment, version, now)
+    return write(rendered, out or default_path(repo, assignment, version), force)
