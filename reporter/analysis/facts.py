@@ -200,6 +200,19 @@ class VersionFacts(TimingFacts):
         self._v = v
         self._s = summary
 
+    def at(self, run_id: str) -> VersionFacts:
+        """This version with one of its earlier benchmark runs (by id or unique prefix) in place of
+        the newest, for prose written about that run: ``{% set v05p = v05.at('20261122T0219') %}``.
+        Other versions and peers named in ``speedup_over`` stay at their newest runs."""
+        found = [r for r in self._v.all_runs if r.run_id.startswith(run_id)]
+        if len(found) != 1:
+            ids = ", ".join(r.run_id for r in self._v.all_runs[-6:])
+            raise BindingError(f"{self.short}.at('{run_id}') matches {len(found)} runs (recent: {ids})")
+        pinned = VersionFacts(self._v, self._s)
+        pinned._run = found[0]
+        pinned._what = f"{self.short}.at('{run_id}')"
+        return pinned
+
     @property
     def name(self) -> str:
         return self._v.name

@@ -93,6 +93,10 @@ class HeldCudaEventTimer(CudaEventTimer):
         self.hold = StreamHold(timeout_s or DEFAULT_TIMEOUT_S)
         self.fallback_reason: str | None = None
 
+    def begin(self) -> None:
+        """A new callable: try the hold again (an earlier one's fallback was about that one)."""
+        self.fallback_reason = None
+
     @property
     def method(self) -> str:  # type: ignore[override]
         return "cuda-events" if self.fallback_reason else "cuda-events+hold"
@@ -228,6 +232,9 @@ def benchmark(call: Callable[[int], Any], *, timer: Timer, rule: StoppingRule,
     """
     enqueue: list[float] = []
     states: list[dict[str, float]] = []
+    begin = getattr(timer, "begin", None)
+    if begin is not None:  # e.g. a held timer forgets a fallback that an earlier callable caused
+        begin()
 
     def one(rep: int) -> float:
         if prepare is not None:
