@@ -123,6 +123,23 @@ class TimingFacts(_Facts):
             raise BindingError(f"{self._what} kept no host queuing times (recorded before they were)")
         return Number(statistics.median(q))
 
+    @property
+    def enqueue_corr(self) -> Number:
+        """Pearson correlation of the samples with the host's queuing times: near 1 when the GPU
+        waited for the host inside the timed window."""
+        t = self._t()
+        if not t.enqueue_ms or len(t.enqueue_ms) < 3:
+            raise BindingError(f"{self._what} kept no host queuing times")
+        return Number(statistics.correlation(t.samples_ms, t.enqueue_ms), 3)
+
+    @property
+    def minus_enqueue_ms(self) -> Number:
+        """Median of (sample − host queuing time): what is left of a sample once the host's part is taken out."""
+        t = self._t()
+        if not t.enqueue_ms:
+            raise BindingError(f"{self._what} kept no host queuing times")
+        return Number(statistics.median(a - b for a, b in zip(t.samples_ms, t.enqueue_ms)))
+
     def _state(self):
         g = self._t().gpu_state
         if g is None:

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -90,6 +92,7 @@ class VersionView:
     ranked: list[str] = field(default_factory=list)
     profile_note: str = ""
     profile_from: str = ""
+    timing_note: str = ""
     extra_sections: list[dict[str, str]] = field(default_factory=list)
 
 
@@ -129,9 +132,39 @@ def _profile_note(r: Run | None) -> str:
 def _ranked_line(r: Run) -> str:
     t = r.timing
     ok = sum(c.passed for c in r.ranked_checks)
-    return (f"{r.case_name}: median {ms(t.median_ms)} over {t.n} calls, each on a fresh input "  # type: ignore[union-attr]
+    held = " with --hold" if t.method.endswith("+hold") else ""  # type: ignore[union-attr]
+    return (f"{r.case_name}: median {ms(t.median_ms)} over {t.n} calls{held}, each on a fresh input "  # type: ignore[union-attr]
             f"(seed {r.seed} + 13·k), {ok} of {len(r.ranked_checks)} re-checks passed ({r.created_utc:%Y-%m-%d}, "
             f"run {r.run_id})")
+
+
+METHOD_WORDS = {
+    "cuda-events": "plain CUDA events around the Python call (the leaderboards' method: host launch time counts "
+                   "whenever it outlasts the work queued before the call)",
+    "cuda-events+hold": "CUDA events with the stream held until the whole call was queued (--hold: the GPU time "
+                        "of the call, host launch time left out)",
+}
+
+
+def _timing_note(r: Run | None) -> str:
+    """Which run the benchmark figures come from, how it was timed, and the GPU's state meanwhile."""
+    if r is None or r.timing is None:
+        return ""
+    t = r.timing
+    parts = [f"Benchmark figures from run {r.run_id} ({r.created_utc:%Y-%m-%d}), timed with "
+             f"{METHOD_WORDS.get(t.method, t.method)}"]
+    if t.enqueue_ms:
+        parts.append(f"the host took a median {ms(statistics.median(t.enqueue_ms))} to queue each call")
+    g = t.gpu_state
+    if g is not None:
+        state = (f"NVML: SM clock {min(g.sm_clock_mhz):.0f}–{max(g.sm_clock_mhz):.0f} MHz, memory clock "
+                 f"{min(g.mem_clock_mhz):.0f}–{max(g.mem_clock_mhz):.0f} MHz, up to {max(g.power_w):.0f} W, "
+                 f"{min(g.temp_c):.0f}–{max(g.temp_c):.0f} °C")
+        seen = {k: n for k, n in g.reasons_seen().items() if k != "gpu_idle"}
+        state += ("; clock events " + ", ".join(f"{k.replace('_', ' ')} in {n} of {t.n} samples" for k, n in seen.items())
+                  if seen else "; no clock events")
+        parts.append(state)
+    return "; ".join(parts) + "."
 
 
 def _peer_time(p: PeerResult) -> float | None:
@@ -244,6 +277,7 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
             failed=failed, headline=headline,
             profile_block=hooks.profile_block(prof) if hooks.profile_block and prof else None,
             profile_note="" if prof else _profile_note(bench),
+            timing_note=_timing_note(bench),
             profile_from=(f"from run {prof.run_id}, an earlier run of the same code" if prof and bench and prof is not bench
                           and prof.code.digest == bench.code.digest else
                           f"from run {prof.run_id} (older code {prof.code.digest})" if prof and prof is not bench else ""),
