@@ -265,3 +265,32 @@ def test_real_capture_on_the_h100_record(ceilings):
 def test_observation_is_plain_data():
     o = Observation("A sentence 1.", {"x": 1.0}, "r")
     assert copy.deepcopy(o) == o
+
+
+# ------------------------------------------------------------------ rules on the timing samples (real records)
+
+
+def _record(assignment: str, version: str, run_id: str) -> Run:
+    return store.load(LOGS / assignment / version / f"{run_id}.json")
+
+
+def test_plain_samples_that_follow_the_host_are_called_host_bound():
+    plain = _record("histogram", "v05_persistent", "20261122T030107434Z_h100_benchmark")
+    held = _record("histogram", "v05_persistent", "20261122T030114346Z_h100_benchmark")
+    texts = [o.text for o in observe(plain, None, None) if o.rule == "host"]
+    assert len(texts) == 1 and "--hold" in texts[0] and "correlation" in texts[0]
+    assert not [o for o in observe(held, None, None) if o.rule == "host"]  # held samples exclude the host
+    # the same samples with the queuing times shuffled out of step are not host-bound
+    shuffled = plain.model_copy(deep=True)
+    q = shuffled.timing.enqueue_ms
+    shuffled.timing.enqueue_ms = q[len(q) // 2:] + q[:len(q) // 2]
+    assert not [o for o in observe(shuffled, None, None) if o.rule == "host"]
+
+
+def test_power_capped_runs_are_flagged_and_steady_ones_are_not():
+    capped = _record("flashattn", "v05_tma", "20261122T030745178Z_h100_benchmark")
+    steady = _record("histogram", "v07_lean_launch", "20261122T030640483Z_h100_benchmark")
+    obs = [o for o in observe(capped, None, None) if o.rule == "clocks"]
+    assert len(obs) == 1 and "sw power cap" in obs[0].text
+    assert obs[0].metrics["sm_clock_min_mhz"] < obs[0].metrics["sm_clock_max_mhz"]
+    assert not [o for o in observe(steady, None, None) if o.rule == "clocks"]

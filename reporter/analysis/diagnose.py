@@ -20,6 +20,7 @@ and leaves the conclusion to the person.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 
 from ..records import DeviceCeilings, Run, derive
@@ -149,6 +150,49 @@ def _speedup(run: Run, previous: Run | None) -> Observation | None:
     word = f"Runs {ratio:.2f}× faster" if ratio >= 1 else f"Runs {1 / ratio:.2f}× slower"
     return Observation(f"{word} than {previous.version} ({_ms(old)} → {_ms(new)}).", {**cited, "speedup": ratio},
                        "change")
+
+
+# --------------------------------------------------------------------------- rules on the timing samples
+
+HOST_CORRELATION = 0.8    # samples this correlated with the host's queuing time are host-bound
+CLOCK_EVENT_SHARE = 0.5   # clock events in this share of samples make the timing state-dependent
+
+
+def _host_bound(run: Run) -> Observation | None:
+    """Plain event samples that rise and fall with the host's queuing time measure the host."""
+    t = run.timing
+    if t is None or not t.enqueue_ms or len(t.enqueue_ms) != len(t.samples_ms) or t.method.endswith("+hold"):
+        return None
+    if len(t.samples_ms) < 8 or len(set(t.enqueue_ms)) < 2 or len(set(t.samples_ms)) < 2:
+        return None
+    r = statistics.correlation(t.samples_ms, t.enqueue_ms)
+    if r < HOST_CORRELATION:
+        return None
+    queue = statistics.median(t.enqueue_ms)
+    return Observation(
+        f"The samples track the host: their correlation with the time the host took to queue each call is "
+        f"{r:.2f} (median queuing time {_ms(queue)}, median sample {_ms(t.median_ms)}). The GPU waited for the "
+        "Python launch inside the timed window; `report run --hold` times the call's GPU work alone.",
+        {"enqueue_correlation": r, "enqueue_median_ms": queue}, "host")
+
+
+def _clock_events(run: Run) -> Observation | None:
+    """NVML saw the card limit its clocks (power cap, thermal) during many samples."""
+    t = run.timing
+    g = t.gpu_state if t else None
+    if t is None or g is None or not g.sm_clock_mhz:
+        return None
+    limited = [i for i, names in enumerate(g.clock_event_reasons) if any(n != "gpu_idle" for n in names)]
+    if len(limited) < CLOCK_EVENT_SHARE * len(g.clock_event_reasons):
+        return None
+    seen = {k: n for k, n in g.reasons_seen().items() if k != "gpu_idle"}
+    lo, hi = min(g.sm_clock_mhz), max(g.sm_clock_mhz)
+    return Observation(
+        f"The card limited its clocks during {len(limited)} of {len(g.clock_event_reasons)} samples "
+        f"({', '.join(k.replace('_', ' ') for k in seen)}): SM clock {lo:.0f}–{hi:.0f} MHz, up to "
+        f"{max(g.power_w):.0f} W. The median depends on how hard and how long the GPU was driven before "
+        "each call; compare such runs only with runs made the same way.",
+        {"limited_samples": float(len(limited)), "sm_clock_min_mhz": lo, "sm_clock_max_mhz": hi}, "clocks")
 
 
 # --------------------------------------------------------------------------- rules on the profile
@@ -365,7 +409,8 @@ def observe(run: Run, previous: Run | None, ceilings: DeviceCeilings | None) -> 
     work-model rules apply; without a passing check there is nothing to observe."""
     if not run.ok:
         return []
-    out: list[Observation | None] = [_roof(run, ceilings), _speedup(run, previous)]
+    out: list[Observation | None] = [_roof(run, ceilings), _speedup(run, previous), _host_bound(run),
+                                     _clock_events(run)]
     fig = M.profile_figures(run.profile, run.work)
     if fig is not None and run.profile is not None:
         kernels = run.profile.kernels
