@@ -565,7 +565,7 @@ def list_rows(kernels: Path, logs: Path, assignment: str | None = None, case: st
         versions = known_versions(kernels, logs, name)
         for slug in gpus:
             on_gpu = [r for r in runs if r.device.slug == slug]
-            latest = {r.version: r for r in on_gpu}  # oldest first: the newest wins
+            latest = {ver: r for (ver, _), r in store.latest_runs(on_gpu).items()}  # the report's choice
             rows += _assignment_rows(name, on_case, slug, versions, latest, on_gpu)
     return rows
 

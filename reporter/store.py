@@ -138,12 +138,20 @@ def sweeps(logs: Path, assignment: str, version: str | None = None) -> list[Swee
 
 
 def latest_runs(runs_: Iterable[Run], *, gpu: str | None = None) -> dict[tuple[str, str], Run]:
-    """The newest run per (version, case), optionally of one GPU slug."""
+    """The newest run per (version, case), optionally of one GPU slug. A --ranked run stands
+    for its (version, case) only when there is no plain one: ranked samples include a fresh
+    input before every call, so they answer a different question (and the report lists the
+    ranked runs on their own line)."""
     out: dict[tuple[str, str], Run] = {}
     for r in sorted(runs_, key=lambda r: r.created_utc):
         if gpu and r.device.slug != gpu:
             continue
-        out[(r.version, r.case_name)] = r
+        key = (r.version, r.case_name)
+        ranked = r.timing is not None and r.timing.ranked
+        held = out.get(key)
+        if ranked and held is not None and not (held.timing is not None and held.timing.ranked):
+            continue
+        out[key] = r
     return out
 
 

@@ -93,10 +93,18 @@ def test_newer_schema_is_refused(tmp_path):
 def test_latest_run_per_version_and_case():
     runs = store.runs(LOGS, "flashattn")
     latest = store.latest_runs(runs, gpu="h100")
+    def is_ranked(x):
+        return x.timing is not None and x.timing.ranked
+
+    saw_ranked_passed_over = False
     for (version, case), r in latest.items():
         same = [x for x in runs if x.version == version and x.case_name == case and x.device.slug == "h100"]
-        assert r.created_utc == max(x.created_utc for x in same)
+        plain = [x for x in same if not is_ranked(x)]
+        # the newest plain run; a ranked one only where there is no plain run
+        assert r.created_utc == max(x.created_utc for x in (plain or same))
+        saw_ranked_passed_over |= any(is_ranked(x) and x.created_utc > r.created_utc for x in same)
     assert all(r.device.slug == "h100" for r in latest.values())
+    assert saw_ranked_passed_over  # the committed logs have a ranked run newer than the plain one (v05)
 
 
 def test_derived_figures_follow_from_work_and_time():
