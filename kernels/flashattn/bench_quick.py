@@ -28,7 +28,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-VERSIONS = ["v03_tuned", "v04_exp2", "v05_tma"]  # attic/v06, v07 hung on the H100 (see attic/README.md)
+VERSIONS = ["v03_tuned", "v04_exp2", "v05_tma", "v06_wgmma"]  # attic/ holds the Triton warp-specialised attempts that hung
 SEED = 1118
 CHECK_SHAPE = (1, 64, 1024, 128)
 BENCH_SHAPE = (4, 64, 8192, 128)
