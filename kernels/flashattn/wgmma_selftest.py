@@ -22,7 +22,13 @@ a summary table at the end and writes ``$OUT/wgmma_selftest.json`` when ``$OUT``
            for v06, torch SDPA (cuDNN, FlashAttention-2) timed the same way, then the
            EXTRA_CONFIGS; v06's output is compared with cuDNN's
 
+  v07      v07_pingpong: compile every SWEEP config (NVRTC attributes + nvcc ptxas report), then
+           v07 as configured on (1, 2, 256, 128), test_small, test_medium and the other SWEEP
+           configs on (1, 2, 256, 128) and test_small (NaN-poisoned, assignment tolerance);
+           the bench stage then also times every v07 SWEEP config. Skipped in fake mode.
+
     python3 kernels/flashattn/wgmma_selftest.py                   # all stages, under 4 minutes
+    python3 kernels/flashattn/wgmma_selftest.py --only compile,v07,bench   # skip v06's debug modes
     python3 kernels/flashattn/wgmma_selftest.py --only mode1,mode2
     python3 kernels/flashattn/wgmma_selftest.py --stage mode1 --payload '{"candidates": [{}]}'  # in-process
 """
@@ -53,8 +59,8 @@ SEED = 1118
 DEBUG_SHAPE = (1, 2, 256, 128)
 BENCH_SHAPE = (4, 64, 8192, 128)
 TOTAL_BUDGET_S = 225.0  # the whole self-test stays under 4 minutes
-STAGE_TIMEOUT_S = {"compile": 90, "mode1": 60, "mode2": 60, "mode0": 90, "bench": 90}
-STAGES_ALL = ["compile", "mode1", "mode2", "mode0", "bench"]
+STAGE_TIMEOUT_S = {"compile": 90, "mode1": 60, "mode2": 60, "mode0": 90, "v07": 120, "bench": 120}
+STAGES_ALL = ["compile", "mode1", "mode2", "mode0", "v07", "bench"]
 CHUNK_TOL = 0.1  # matching recovered operand chunks: least squares through a square random matrix loses digits
 # WGMMA_SELFTEST_FAKE=1 runs every stage on the CPU against an emulation of the kernel (torch
 # math), to test this script without a GPU; WGMMA_FAKE_TRUTH='{"V_LBO": 1024, "V_SBO": 16384}'
@@ -518,6 +524,82 @@ def child_mode0(payload: dict[str, Any]) -> None:
             torch.cuda.empty_cache()
 
 
+def _v07() -> Any:
+    import v07_pingpong
+
+    return v07_pingpong
+
+
+def _tag(cfg: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in cfg.items())
+
+
+def child_v07(payload: dict[str, Any]) -> None:
+    """v07_pingpong: compile each SWEEP config, then mode-0 correctness (CONFIG first)."""
+    if FAKE:
+        print("[v07] skipped in fake mode (no emulation of v07)", flush=True)
+        emit({"stage": "v07", "case": "skipped (fake mode)", "ok": True, "skipped": True})
+        return
+    import torch
+
+    import assignment
+    from reporter.cuda import load_module, ptxas_report
+    from reporter.harness.check import compare
+
+    v07 = _v07()
+    nvcc = shutil.which("nvcc")
+    for cfg in v07.SWEEP:
+        rec: dict[str, Any] = {"stage": "v07", "case": f"compile [{_tag(cfg)}]", "defines": cfg}
+        try:
+            t0 = time.perf_counter()
+            kern = load_module(v07.SOURCE, defines=cfg).kernel(v07.KERNEL_NAME)
+            a = kern.attributes
+            rec.update(ok=True, compile_s=round(time.perf_counter() - t0, 2), attributes=a)
+            print(f"[v07] compile {_tag(cfg)}: {a['num_regs']} regs/thread, local {a['local_size_bytes']} B",
+                  flush=True)
+            if nvcc:
+                rows = ptxas_report(v07.SOURCE, arch="sm_90a", defines=cfg)
+                rec["ptxas"] = [r.__dict__ for r in rows]
+                for r in rows:
+                    print(f"[v07] ptxas {_tag(cfg)}: {r.registers} regs, spills {r.spill_stores}/{r.spill_loads} B, "
+                          f"stack {r.stack_bytes} B", flush=True)
+        except Exception as e:  # noqa: BLE001
+            rec.update(ok=False, error=f"{type(e).__name__}: {e}"[-3000:])
+            print(f"[v07] compile {_tag(cfg)} FAILED: {rec['error']}", flush=True)
+        emit(rec)
+    debug = dict(b=1, h=2, s=256, d=128, seed=SEED)
+    cases: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+        ("debug_1x2x256", debug, dict(v07.CONFIG)),
+        ("test_small", dict(assignment.CASES["test_small"]), dict(v07.CONFIG)),
+        ("test_medium", dict(assignment.CASES["test_medium"]), dict(v07.CONFIG))]
+    for cfg in v07.SWEEP:
+        if cfg != v07.CONFIG:  # other configs last: a trap in one loses nothing about CONFIG
+            cases += [("debug_1x2x256", debug, cfg), ("test_small", dict(assignment.CASES["test_small"]), cfg)]
+    for name, params, cfg in cases:
+        label = f"{name} [{_tag(cfg)}]"
+        rec = {"stage": "v07", "case": label, "defines": cfg, "is_config": cfg == v07.CONFIG}
+        try:
+            data = assignment.generate_input(**params, device="cuda")
+            ref = assignment.ref_kernel(data)
+            q, k, v = data
+            out = torch.full_like(q, float("nan"))
+            v07.launch(q, k, v, config=cfg, out=out)
+            torch.cuda.synchronize()
+            res = compare(out, ref, assignment.TOLERANCE, seed=params["seed"])
+            rec.update(ok=res.passed, max_abs_err=res.max_abs_error, mismatches=res.mismatches,
+                       nan_count=res.nan_count, message=res.message)
+            print(f"[v07] {label}: {'PASS' if res.passed else 'FAIL'} max abs err {res.max_abs_error} "
+                  f"mismatches {res.mismatches} NaN {res.nan_count}", flush=True)
+            del data, ref, out
+            torch.cuda.empty_cache()
+        except Exception as e:  # noqa: BLE001
+            rec.update(ok=False, error=f"{type(e).__name__}: {e}"[-3000:])
+            print(f"[v07] {label}: ERROR {rec['error']}", flush=True)
+            emit(rec)
+            raise  # the context may be dead
+        emit(rec)
+
+
 def _time_ms(fn: Any, data: Any, reps: int = 20, warmup: int = 3) -> tuple[float, float, list[float]]:
     """Median and min of `reps` CUDA-event timings, each after an L2 flush (a write of 2x L2)."""
     import torch
@@ -580,6 +662,17 @@ def child_bench(payload: dict[str, Any]) -> None:
         print(f"[bench] cuDNN SDPA unavailable: {e}", flush=True)
     # v06 as configured and the peers first; other configurations last (a trap ends the process)
     entries = [("v06", v06_fn({})), ("sdpa_cudnn", sdpa("CUDNN_ATTENTION")), ("sdpa_flash", sdpa("FLASH_ATTENTION"))]
+    if not FAKE:  # v07's configs right after the peers (same data, flush and reps)
+        v07 = _v07()
+
+        def v07_fn(cfg: dict[str, Any]) -> Any:
+            def run(d: Any) -> Any:
+                out = torch.empty_like(d[0])
+                v07.launch(d[0], d[1], d[2], config=cfg, out=out)
+                return out
+            return run
+        entries += [(f"v07 {_tag(cfg)}" + (" (CONFIG)" if cfg == v07.CONFIG else ""), v07_fn(cfg))
+                    for cfg in v07.SWEEP]
     entries += [("v06 " + ",".join(f"{k}={v}" for k, v in extra.items()), v06_fn(extra)) for extra in EXTRA_CONFIGS]
     print(f"[bench] device {'cpu (fake)' if FAKE else torch.cuda.get_device_name()} shape {shape}", flush=True)
     for name, fn in entries:
@@ -588,7 +681,7 @@ def child_bench(payload: dict[str, Any]) -> None:
             med, best, samples = _time_ms(fn, data, reps=3 if FAKE else 20)
             rec.update(ok=True, median_ms=med, min_ms=best, tflops=tflops(shape, med),
                        samples_ms=[round(x, 4) for x in samples])
-            if name.startswith("v06") and cudnn_out is not None:
+            if name.startswith(("v06", "v07")) and cudnn_out is not None:
                 out = fn(data)
                 _sync()
                 diff = (out.float() - cudnn_out.float()).abs()
@@ -601,8 +694,8 @@ def child_bench(payload: dict[str, Any]) -> None:
             rec["error"] = f"{type(e).__name__}: {e}"[-2000:]
             print(f"[bench] {name}: ERROR {rec['error']}", flush=True)
             emit(rec)
-            if name.startswith("v06"):
-                raise
+            if name.startswith(("v06", "v07")):
+                raise  # a trap kills the context: nothing after it could run
             continue
         emit(rec)
 
@@ -622,6 +715,8 @@ def run_child_stage(stage: str, payload: dict[str, Any]) -> int:
         child_debug(2, payload)
     elif stage == "mode0":
         child_mode0(payload)
+    elif stage == "v07":
+        child_v07(payload)
     elif stage == "bench":
         child_bench(payload)
     else:
@@ -728,6 +823,16 @@ def summarize(log: list[dict[str, Any]], chosen: dict[str, Any]) -> list[str]:
                 det = (f"max err {r.get('max_abs_err')} mismatches {r.get('mismatches')} NaN {r.get('nan_count')}"
                        if "error" not in r else r["error"][:100])
                 rows.append((stage, r.get("case", ""), "PASS" if r.get("ok") else "FAIL", det))
+            elif stage == "v07":
+                if "max_abs_err" in r:
+                    det = f"max err {r.get('max_abs_err')} mismatches {r.get('mismatches')} NaN {r.get('nan_count')}"
+                elif "ptxas" in r or "attributes" in r:
+                    a = r.get("attributes", {})
+                    det = f"regs {a.get('num_regs')} local {a.get('local_size_bytes')} B " + " ".join(
+                        f"ptxas spills {p.get('spill_stores')}/{p.get('spill_loads')} B" for p in r.get("ptxas", []))
+                else:
+                    det = r.get("error", "")[:100]
+                rows.append((stage, r.get("case", ""), "PASS" if r.get("ok") else "FAIL", det))
             elif stage == "bench":
                 if r.get("ok"):
                     det = f"{r['median_ms']:.3f} ms  {r['tflops']:.1f} TFLOP/s"
@@ -757,6 +862,12 @@ def headline(log: list[dict[str, Any]]) -> dict[str, Any]:
         if name in bench:
             out[f"{name}_median_ms"] = round(bench[name]["median_ms"], 3)
             out[f"{name}_tflops"] = round(bench[name]["tflops"], 1)
+    v07_checks = {r["case"]: bool(r.get("ok")) for r in recs if r.get("stage") == "v07" and "max_abs_err" in r}
+    if v07_checks:
+        out["v07_correct_on"] = v07_checks
+    for name, r in bench.items():
+        if name.startswith("v07"):
+            out[f"{name}_median_ms"] = round(r["median_ms"], 3)
     if "v06" in bench and "sdpa_cudnn" in bench:
         out["v06_over_cudnn_time_ratio"] = round(bench["v06"]["median_ms"] / bench["sdpa_cudnn"]["median_ms"], 3)
     return out
@@ -793,6 +904,8 @@ def parent(only: list[str], budget_s: float) -> int:
 
     if "mode0" in only:
         runner.child("mode0", {"defines": chosen})
+    if "v07" in only:
+        runner.child("v07", {})
     if "bench" in only:
         runner.child("bench", {"defines": chosen})
 
