@@ -146,6 +146,14 @@ class GpuStateSamples(Record):
                 seen[n] = seen.get(n, 0) + 1
         return seen
 
+    def limiting_reasons(self) -> dict[str, int]:
+        """:meth:`reasons_seen` without 'gpu_idle', the one reason that does not slow a running kernel."""
+        return {k: n for k, n in self.reasons_seen().items() if k != "gpu_idle"}
+
+    def limited_samples(self) -> int:
+        """Samples during which any limiting reason was active."""
+        return sum(1 for names in self.clock_event_reasons if any(n != "gpu_idle" for n in names))
+
 
 class TimingStats(Record):
     samples_ms: list[float]

@@ -157,14 +157,15 @@ def make_kernel(config: Mapping[str, Any]) -> Callable[[Sequence[torch.Tensor]],
     cfg = dict(config)
 
     def run(data: Sequence[torch.Tensor]) -> torch.Tensor:
-        check_inputs(data)
+        check_inputs(data)  # once per call: a clear error before anything is unpacked or allocated
         q, k, v = data
-        return attention(q, k, v, cfg)
+        import torch
+
+        out = torch.empty_like(q)
+        launch(q, k, v, config=cfg, out=out)
+        return out
 
     return run
 
 
-def custom_kernel(data: Sequence[torch.Tensor]) -> torch.Tensor:
-    check_inputs(data)
-    q, k, v = data
-    return attention(q, k, v, CONFIG)
+custom_kernel = make_kernel(CONFIG)

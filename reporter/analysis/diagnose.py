@@ -182,17 +182,17 @@ def _clock_events(run: Run) -> Observation | None:
     g = t.gpu_state if t else None
     if t is None or g is None or not g.sm_clock_mhz:
         return None
-    limited = [i for i, names in enumerate(g.clock_event_reasons) if any(n != "gpu_idle" for n in names)]
-    if len(limited) < CLOCK_EVENT_SHARE * len(g.clock_event_reasons):
+    limited = g.limited_samples()
+    if limited < CLOCK_EVENT_SHARE * len(g.clock_event_reasons):
         return None
-    seen = {k: n for k, n in g.reasons_seen().items() if k != "gpu_idle"}
+    seen = g.limiting_reasons()
     lo, hi = min(g.sm_clock_mhz), max(g.sm_clock_mhz)
     return Observation(
-        f"The card limited its clocks during {len(limited)} of {len(g.clock_event_reasons)} samples "
+        f"The card limited its clocks during {limited} of {len(g.clock_event_reasons)} samples "
         f"({', '.join(k.replace('_', ' ') for k in seen)}): SM clock {lo:.0f}–{hi:.0f} MHz, up to "
         f"{max(g.power_w):.0f} W. The median depends on how hard and how long the GPU was driven before "
         "each call; compare such runs only with runs made the same way.",
-        {"limited_samples": float(len(limited)), "sm_clock_min_mhz": lo, "sm_clock_max_mhz": hi}, "clocks")
+        {"limited_samples": float(limited), "sm_clock_min_mhz": lo, "sm_clock_max_mhz": hi}, "clocks")
 
 
 # --------------------------------------------------------------------------- rules on the profile

@@ -175,7 +175,7 @@ class TimingFacts(_Facts):
     @property
     def clock_event_samples(self) -> int:
         """Samples during which NVML reported any clock event reason other than idle."""
-        return sum(1 for r in self._state().clock_event_reasons if any(x != "gpu_idle" for x in r))
+        return self._state().limited_samples()
 
     def _derived(self):
         if self._run is None or self._run.derived is None:
@@ -231,14 +231,18 @@ class VersionFacts(TimingFacts):
         """This version with one of its earlier benchmark runs (by id or unique prefix) in place of
         the newest, for prose written about that run: ``{% set v05p = v05.at('20261122T0219') %}``.
         Other versions and peers named in ``speedup_over`` stay at their newest runs."""
+        label = f"{self.short}.at('{run_id}')"
+        pinned = VersionFacts(self._v, self._s)
+        pinned._run = self._find(run_id, label)
+        pinned._what = label
+        return pinned
+
+    def _find(self, run_id: str, label: str) -> Run:
         found = [r for r in self._v.all_runs if r.run_id.startswith(run_id)]
         if len(found) != 1:
             ids = ", ".join(r.run_id for r in self._v.all_runs[-6:])
-            raise BindingError(f"{self.short}.at('{run_id}') matches {len(found)} runs (recent: {ids})")
-        pinned = VersionFacts(self._v, self._s)
-        pinned._run = found[0]
-        pinned._what = f"{self.short}.at('{run_id}')"
-        return pinned
+            raise BindingError(f"{label} matches {len(found)} runs (recent: {ids})")
+        return found[0]
 
     @property
     def name(self) -> str:
@@ -296,11 +300,8 @@ class VersionFacts(TimingFacts):
 
     def run(self, run_id: str) -> TimingFacts:
         """A specific run of this version by id (or a unique prefix), e.g. an earlier session's."""
-        found = [r for r in self._v.all_runs if r.run_id.startswith(run_id)]
-        if len(found) != 1:
-            ids = ", ".join(r.run_id for r in self._v.all_runs[-6:])
-            raise BindingError(f"{self.short}.run('{run_id}') matches {len(found)} runs (recent: {ids})")
-        return TimingFacts(found[0], f"{self.short}.run('{run_id}')")
+        label = f"{self.short}.run('{run_id}')"
+        return TimingFacts(self._find(run_id, label), label)
 
     def metric(self, name: str, kernel: int | None = None) -> Number:
         """A profiler metric of the benchmark run, summed over kernels (or of one kernel)."""

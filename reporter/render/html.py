@@ -160,7 +160,7 @@ def _timing_note(r: Run | None) -> str:
         state = (f"NVML: SM clock {min(g.sm_clock_mhz):.0f}–{max(g.sm_clock_mhz):.0f} MHz, memory clock "
                  f"{min(g.mem_clock_mhz):.0f}–{max(g.mem_clock_mhz):.0f} MHz, up to {max(g.power_w):.0f} W, "
                  f"{min(g.temp_c):.0f}–{max(g.temp_c):.0f} °C")
-        seen = {k: n for k, n in g.reasons_seen().items() if k != "gpu_idle"}
+        seen = g.limiting_reasons()
         state += ("; clock events " + ", ".join(f"{k.replace('_', ' ')} in {n} of {t.n} samples" for k, n in seen.items())
                   if seen else "; no clock events")
         parts.append(state)
