@@ -50,7 +50,7 @@ SOURCE = Path(__file__).with_suffix(".cu")
 KERNEL_NAME = "attn_fwd_overlap"
 DESCRIPTOR_DEFAULTS: dict[str, int] = {"K_LBO": 16, "K_SBO": 1024, "V_LBO": 16384, "V_SBO": 1024}
 
-CONFIG: dict[str, int] = {"STAGES": 2, "PINGPONG": 1}
+CONFIG: dict[str, int] = {"STAGES": 3, "PINGPONG": 1}  # the recorded sweep of 2026-11-22 (04:00 UTC) chose 3 stages
 # ring depth, and the ablation of v07's turns (PINGPONG 0: the warpgroups no longer take turns)
 SWEEP: list[dict[str, int]] = [{"STAGES": st, "PINGPONG": pp} for pp in (1, 0) for st in (2, 3)]
 THREADS = 384
