@@ -140,3 +140,80 @@ def test_hold_takes_a_host_delay_out_of_the_sample_and_never_deadlocks():
     sync_timer = HeldCudaEventTimer(timeout_s=0.2)
     t = benchmark(lambda rep: syncs(), timer=sync_timer, rule=RULE)
     assert t.method == "cuda-events" and sync_timer.fallback_reason
+
+
+# --------------------------------------------------------------------------- peers are timed like the versions
+
+
+class _Spec:
+    TOLERANCE = None
+
+    def __init__(self, peers):
+        self.PEERS = peers
+
+    @staticmethod
+    def work_model(**case):
+        from reporter.records import WorkModel
+
+        return WorkModel(flops=1.0, bytes=1.0, ceiling="copy")
+
+
+class _Peer:
+    description = "fake peer"
+
+    @staticmethod
+    def fn(data):
+        return data
+
+
+class _Progress:
+    def add_task(self, *a, **k):
+        return 0
+
+    def update(self, *a, **k):
+        pass
+
+
+@pytest.mark.parametrize("ranked,hold", [(True, False), (False, False), (True, True)])
+def test_peers_are_timed_the_way_the_versions_are(monkeypatch, ranked, hold):
+    from types import SimpleNamespace
+
+    from reporter.harness import run as run_mod
+    from reporter.records import CheckResult
+
+    seen = []
+    ok = CheckResult(passed=True, exact=False, n_elements=1, mismatches=0)
+    monkeypatch.setattr(run_mod, "_check_once", lambda *a, **k: (ok, None))
+    monkeypatch.setattr(run_mod, "_free", lambda: None)
+
+    def fake_time(fn, data, *, opts, **kw):
+        seen.append(opts)
+        return benchmark(lambda rep: rep, timer=EnqueueTimer(), rule=RULE, ranked=opts.ranked)
+
+    monkeypatch.setattr(run_mod, "time_callable", fake_time)
+    a = SimpleNamespace(name="fake", spec=_Spec({"p": _Peer()}))
+    opts = run_mod.RunOptions(ranked=ranked, rule=RULE, hold=hold)
+    (peer,) = run_mod._time_peers(a, {"seed": 1}, None, None, opts, None, None, None, _Progress(), None)
+    assert [(o.ranked, o.hold) for o in seen] == [(ranked, hold)]
+    assert peer.timing is not None and peer.timing.ranked is ranked and peer.error is None
+
+
+def test_a_peer_failing_a_ranked_recheck_is_recorded_not_raised(monkeypatch):
+    from types import SimpleNamespace
+
+    from reporter.harness import run as run_mod
+    from reporter.records import CheckResult
+
+    ok = CheckResult(passed=True, exact=False, n_elements=1, mismatches=0)
+    bad = CheckResult(passed=False, exact=False, n_elements=1, mismatches=1, seed=14, message="1 mismatch")
+    monkeypatch.setattr(run_mod, "_check_once", lambda *a, **k: (ok, None))
+    monkeypatch.setattr(run_mod, "_free", lambda: None)
+
+    def failing(*a, **k):
+        raise run_mod.RankedCheckFailed(bad)
+
+    monkeypatch.setattr(run_mod, "time_callable", failing)
+    a = SimpleNamespace(name="fake", spec=_Spec({"p": _Peer()}))
+    opts = run_mod.RunOptions(ranked=True, rule=RULE)
+    (peer,) = run_mod._time_peers(a, {"seed": 1}, None, None, opts, None, None, None, _Progress(), None)
+    assert peer.timing is None and peer.check == bad and "seed 14" in peer.error

@@ -151,12 +151,18 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
                 out.append(PeerResult(name=name, description=peer.description, check=check,
                                       error=f"check failed: {check.message}"))
             else:
-                plain = RunOptions(ranked=False, rule=opts.rule, hold=opts.hold)
-                t = time_callable(peer.fn, data, a=a, case=case, ref=ref, names=names, opts=plain, flush=flush,
+                # a peer is timed the way the versions are (ranked or not, held or not): a ranked
+                # version's fresh inputs and re-checks leave the card idle between calls, so it
+                # runs cooler than back-to-back calls would, and only a peer timed the same way
+                # is a fair comparison
+                same = RunOptions(ranked=opts.ranked, rule=opts.rule, hold=opts.hold)
+                t = time_callable(peer.fn, data, a=a, case=case, ref=ref, names=names, opts=same, flush=flush,
                                   timer=timer, on_sample=lambda i, ms: progress.update(task, completed=i + 1),
                                   state=state)
                 out.append(PeerResult(name=name, description=peer.description, check=check, timing=t,
                                       derived=derive(work, t.median_ms, ceilings)))
+        except RankedCheckFailed as e:
+            out.append(PeerResult(name=name, description=peer.description, check=e.result, error=str(e)))
         except Exception as e:  # a peer missing on this torch build must not stop the run
             out.append(PeerResult(name=name, description=peer.description,
                                   error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
