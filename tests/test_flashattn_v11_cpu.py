@@ -1,0 +1,99 @@
+"""flashattn v11_q_in_registers without a GPU: with Q's 32 extra registers per consumer thread
+the overlapped schedule still builds for sm_90a without spills or wgmma serialisation, Q no
+longer goes through shared memory, the wrapper validates like v06-v10, the source's defaults
+match the Python side.
+The kernel itself is checked on the H100 by tests/test_gpu_versions.py."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from reporter import cuda  # noqa: E402
+from reporter.assignments import get_assignment  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "kernels" / "flashattn" / "v11_q_in_registers.cu"
+ASSIGNMENT = get_assignment(ROOT / "kernels", "flashattn")
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+
+@pytest.fixture(scope="module")
+def v11():
+    return ASSIGNMENT.version("v11").load()
+
+
+def test_version_is_listed_and_describes_itself(v11):
+    v = ASSIGNMENT.version("v11")
+    assert v.name == "v11_q_in_registers"
+    assert SOURCE in v.sources
+    assert "Hypothesis" in v.docstring()
+    assert v11.CONFIG in v11.SWEEP
+    for cfg in v11.SWEEP:
+        assert v11.smem_bytes(cfg["STAGES"]) <= v11.MAX_DYNAMIC_SMEM
+
+
+def test_wrapper_refuses_cpu_tensors_and_bad_shapes(v11):
+    good = tuple(torch.zeros(1, 2, 256, 128, dtype=torch.float16) for _ in range(3))
+    with pytest.raises(ValueError, match="CUDA"):
+        v11.custom_kernel(good)
+    bad = tuple(torch.zeros(1, 2, 200, 128, dtype=torch.float16) for _ in range(3))
+    with pytest.raises(ValueError, match="multiple of 128"):
+        v11.custom_kernel(bad)
+
+
+def test_descriptor_defaults_match_the_source(v11):
+    text = SOURCE.read_text()
+    for name, value in v11.DESCRIPTOR_DEFAULTS.items():
+        assert f"#define {name} {value}" in text
+
+
+def test_the_hang_check_does_not_trap():
+    code = re.sub(r"//[^\n]*", "", SOURCE.read_text())  # comments may name it
+    assert "trap" not in code
+    assert "hang_fault()" in code
+
+
+def _ptxas_text(path: Path, defines: dict[str, int]) -> str:
+    cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v",
+           *cuda.define_options(defines), "-o", "/dev/null", str(path)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return res.stdout + res.stderr
+
+
+@needs_nvcc
+@pytest.mark.parametrize("stages", [2, 3])
+def test_the_overlapped_schedule_builds_clean(v11, stages):
+    cfg = {**v11.CONFIG, "STAGES": stages}
+    (r,) = cuda.ptxas_report(SOURCE, arch="sm_90a", defines=cfg)
+    assert r.name == "attn_fwd_qreg" and r.registers == 168  # the entry budget: 384 threads, 1 CTA/SM
+    assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0
+    assert "C7512" not in _ptxas_text(SOURCE, cfg)  # wgmma not serialised
+
+
+def test_smem_bytes_matches_the_source(v11):
+    text = SOURCE.read_text()
+    assert "#define SMEM_BYTES (1024 + 2 * STAGES * TILE_BYTES + 8 * NUM_BARRIERS)" in text
+    assert "#define NUM_BARRIERS (4 * STAGES)" in text
+    assert v11.smem_bytes(3) == 1024 + 6 * 32768 + 8 * 12
+
+
+def test_q_is_never_copied_to_shared_memory():
+    code = re.sub(r"//[^\n]*", "", SOURCE.read_text())
+    assert "sQ" not in code and "bar_q" not in code and "wgmma_m64n128k16_ss" not in code.split("extern")[1]
+    assert "load_q_frags(qf" in code
+
+
+@needs_nvcc
+def test_impossible_settings_do_not_compile():
+    with pytest.raises(cuda.CudaCompileError, match="227 KB"):
+        cuda.ptxas_report(SOURCE, arch="sm_90a", defines={"STAGES": 4})
+    with pytest.raises(cuda.CudaCompileError, match="setmaxnreg"):
+        cuda.ptxas_report(SOURCE, arch="sm_90a", defines={"CONSUMER_REGS": 244})
