@@ -15,7 +15,11 @@ Why not ``cupy.RawModule(code=...)``: it appends its own ``-arch=sm_XX`` and NVR
 second architecture option, so an ``sm_90a`` build cannot be asked for through it. This
 module drives CuPy's NVRTC binding itself and loads the result with CuPy's ``Module``, so CuPy
 stays the only dependency. NVRTC optimises device code by default (there is no ``-O3``);
-``-lineinfo`` is on so Nsight Compute can map SASS back to source lines.
+``-lineinfo`` is on so Nsight Compute can map SASS back to source lines, and
+``--ptxas-options=-v`` so the program log carries ptxas's report: :func:`parse_ptxas_log` turns
+it into each kernel's registers, stack, spills and performance advisories
+(:attr:`CudaModule.resources`). Inside :func:`track_launches` every kernel launched is collected,
+so a caller (the harness) can record what the compiler said about the kernels a call ran.
 
 CuPy and torch are imported inside the functions that need them: importing a version module
 on a machine without a GPU (to read its docstring, or in CPU tests) never fails here.
@@ -35,12 +39,14 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-DEFAULT_OPTIONS: tuple[str, ...] = ("-std=c++17", "-lineinfo")
+# --ptxas-options=-v only adds ptxas's resource report to the program log; the code is unchanged
+DEFAULT_OPTIONS: tuple[str, ...] = ("-std=c++17", "-lineinfo", "--ptxas-options=-v")
 ARCH_ENV = "REPORTER_CUDA_ARCH"  # e.g. 'sm_90' to build without the arch-specific features
 
 # CUfunction_attribute values of the CUDA driver API (stable across releases)
@@ -168,6 +174,12 @@ class CudaKernel:
     module: CudaModule
     function: Any = field(repr=False)
     _max_dynamic_smem: int = field(default=_STATIC_SMEM_LIMIT, repr=False)
+    tracked: bool = True  # False for a harness's own kernels, which track_launches() must not collect
+
+    @property
+    def resources(self) -> KernelResources | None:
+        """What ptxas reported for this kernel when its module was compiled (None: nothing parsed)."""
+        return self.module.resources.get(self.name)
 
     def attribute(self, key: str) -> int:
         from cupy.cuda import driver
@@ -196,6 +208,8 @@ class CudaKernel:
         block_t = (int(block),) if isinstance(block, int) else tuple(int(b) for b in block)
         if shared_mem > self._max_dynamic_smem:
             self.set_max_dynamic_shared_memory(shared_mem)
+        if _TRACKING is not None and self.tracked:
+            _note_launch(self)
         if stream is None:
             stream = _torch_stream_ref(self.module.device_index)
         elif not hasattr(stream, "ptr"):
@@ -206,7 +220,7 @@ class CudaKernel:
 
 @dataclass(eq=False)
 class CudaModule:
-    """A compiled and loaded source file on one device."""
+    """A compiled and loaded source file on one device, with what ptxas said about it."""
 
     path: Path
     arch: str
@@ -214,8 +228,20 @@ class CudaModule:
     device_index: int
     binary: bytes = field(repr=False)
     log: str = field(default="", repr=False)
+    compiler: str | None = None  # e.g. 'nvrtc 13.0'
+    resources: dict[str, KernelResources] = field(default_factory=dict, repr=False)  # by function name
+    advisories: list[str] = field(default_factory=list)  # ptxas advisories that name no function of the module
     _module: Any = field(default=None, repr=False)
     _kernels: dict[str, CudaKernel] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.log and not self.resources:
+            try:  # the report is information: a log this parser does not understand never stops a load
+                report = parse_ptxas_log(self.log)
+            except Exception:
+                return
+            self.resources = {k.name: k for k in report.kernels}
+            self.advisories = report.advisories
 
     def kernel(self, name: str, *, max_dynamic_shared_memory: int | None = None) -> CudaKernel:
         k = self._kernels.get(name)
@@ -242,6 +268,39 @@ _LOCK = threading.Lock()
 def loaded_kernels() -> list[CudaKernel]:
     """Every kernel fetched so far in this process (e.g. to print their resource usage)."""
     return list(_REGISTRY)
+
+
+_TRACKING: list[CudaKernel] | None = None  # the kernels launched inside the active track_launches()
+_TRACK_LOCK = threading.Lock()
+
+
+def _note_launch(kernel: CudaKernel) -> None:
+    with _TRACK_LOCK:
+        if _TRACKING is not None and not any(k is kernel for k in _TRACKING):
+            _TRACKING.append(kernel)
+
+
+@contextmanager
+def track_launches() -> Iterator[list[CudaKernel]]:
+    """Collect every :class:`CudaKernel` launched inside the block, from any thread, once each, in
+    the order of their first launch; the list it yields fills as launches happen and stays valid
+    after the block. Kernels marked ``tracked = False`` (a harness's own) are left out.
+
+    One tracking at a time per process: a nested ``track_launches()`` raises ``RuntimeError``
+    rather than splitting the launches between two lists.
+    """
+    global _TRACKING
+    launched: list[CudaKernel] = []
+    with _TRACK_LOCK:
+        if _TRACKING is not None:
+            raise RuntimeError("track_launches() is already active in this process; nested tracking is not "
+                               "supported (the outer block already collects every launch)")
+        _TRACKING = launched
+    try:
+        yield launched
+    finally:
+        with _TRACK_LOCK:
+            _TRACKING = None
 
 
 def _current_device_index() -> int:
@@ -280,7 +339,7 @@ def load_module(path: str | Path, *, defines: Mapping[str, Any] | None = None,
         if mod is None:
             binary, log = _nvrtc_compile(resolved, opts)
             mod = CudaModule(path=resolved, arch=arch, options=opts, device_index=device_index, binary=binary,
-                             log=log)
+                             log=log, compiler=nvrtc_version())
             with cupy.cuda.Device(device_index):
                 m = cupy.cuda.function.Module()
                 m.load(binary)
@@ -288,6 +347,17 @@ def load_module(path: str | Path, *, defines: Mapping[str, Any] | None = None,
             _CACHE[key] = mod
         _FAST[fast_key] = (st.st_mtime_ns, st.st_size, mod)
     return mod
+
+
+def nvrtc_version() -> str | None:
+    """'nvrtc 13.0', from CuPy's NVRTC binding; None where it cannot say."""
+    try:
+        from cupy.cuda import nvrtc
+
+        major, minor = nvrtc.getVersion()
+        return f"nvrtc {major}.{minor}"
+    except Exception:
+        return None
 
 
 def _nvrtc_compile(path: Path, options: tuple[str, ...]) -> tuple[bytes, str]:
@@ -313,7 +383,7 @@ def _nvrtc_compile(path: Path, options: tuple[str, ...]) -> tuple[bytes, str]:
 
 @dataclass
 class KernelResources:
-    """What ``ptxas -v`` says about one kernel."""
+    """What ``ptxas -v`` says about one kernel (or device function), whether through nvcc or NVRTC."""
 
     name: str
     arch: str = ""
@@ -323,6 +393,16 @@ class KernelResources:
     spill_stores: int = 0
     spill_loads: int = 0
     barriers: int = 0
+    advisories: list[str] = field(default_factory=list)  # ptxas warnings and (C75xx) advisories naming it
+    entry: bool = False  # a kernel ('Compiling entry function'), not a device function with its own frame
+
+
+@dataclass
+class PtxasReport:
+    """A whole ``ptxas -v`` report: each function's resources, and the advisories naming no kernel."""
+
+    kernels: list[KernelResources]
+    advisories: list[str] = field(default_factory=list)
 
 
 def ptxas_report(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str, Any] | None = None,
@@ -344,21 +424,51 @@ def ptxas_report(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str
     return parse_ptxas(text)
 
 
-def parse_ptxas(text: str) -> list[KernelResources]:
+_FUNCTION_RE = re.compile(r"(?:Compiling entry function|Function properties for) '?([A-Za-z_][\w$]*)'?"
+                          r"(?: for '(sm_\w+)')?")
+# 'ptxas info    : (C7512) Potential Performance Loss: ...', 'ptxas warning : ...'
+_ADVISORY_RE = re.compile(r"^\s*ptxas\s+(info|warning|error)\s*:\s*(.*\S)\s*$")
+_QUOTED_RE = re.compile(r"'([A-Za-z_][\w$]*)'")
+_NAMED_FUNCTION_RE = re.compile(r"\b(?:function|entry)\s+'?([A-Za-z_][\w$]*)'?")
+
+
+def _advisory(line: str) -> str | None:
+    """The text of a ptxas warning or performance advisory line, None for an ordinary report line."""
+    m = _ADVISORY_RE.match(line)
+    if m is None:
+        return None
+    level, text = m.groups()
+    if level == "info" and not re.match(r"\(C\d{4}\)", text) and "Performance Loss" not in text:
+        return None
+    return text if level == "info" else f"{level}: {text}"
+
+
+def parse_ptxas_log(text: str) -> PtxasReport:
+    """Parse a ``ptxas -v`` report as nvcc prints it or as NVRTC's program log holds it
+    (``--ptxas-options=-v``). An advisory goes to the kernel it names (quoted, or after
+    'function'/'entry'), wherever in the log that kernel's own lines are; one that names no
+    kernel of the report (nothing, or only a device function) goes to :attr:`PtxasReport.advisories`."""
     out: list[KernelResources] = []
+    advisories: list[str] = []
     cur: KernelResources | None = None
     for line in text.splitlines():
-        m = re.search(r"(?:Compiling entry function|Function properties for) '?([A-Za-z_][\w$]*)'?"
-                      r"(?: for '(sm_\w+)')?", line)
+        if (adv := _advisory(line)) is not None:
+            advisories.append(adv)
+            continue
+        m = _FUNCTION_RE.search(line)
         if m:
             name = m.group(1)
             cur = next((k for k in out if k.name == name), None)
             if cur is None:
                 cur = KernelResources(name=name, arch=m.group(2) or "")
                 out.append(cur)
+            elif m.group(2) and not cur.arch:
+                cur.arch = m.group(2)
+            cur.entry = cur.entry or "Compiling entry function" in line
             continue
         if cur is None:
             continue
+        # nvcc: 'ptxas info    : Used 40 registers, ...'; NVRTC adds 'ptxas         .     152 bytes stack frame, ...'
         if m := re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line):
             cur.stack_bytes, cur.spill_stores, cur.spill_loads = (int(g) for g in m.groups())
         if m := re.search(r"Used (\d+) registers", line):
@@ -367,7 +477,21 @@ def parse_ptxas(text: str) -> list[KernelResources]:
             cur.barriers = int(m.group(1))
         if m := re.search(r"(\d+) bytes smem", line):
             cur.shared_bytes = int(m.group(1))
-    return out
+    by_name = {k.name: k for k in out if k.entry}
+    unnamed: list[str] = []
+    for adv in advisories:
+        names = _QUOTED_RE.findall(adv) + _NAMED_FUNCTION_RE.findall(adv)
+        owner = next((by_name[n] for n in names if n in by_name), None)
+        if owner is None:
+            unnamed.append(adv)
+        elif adv not in owner.advisories:
+            owner.advisories.append(adv)
+    return PtxasReport(kernels=out, advisories=unnamed)
+
+
+def parse_ptxas(text: str) -> list[KernelResources]:
+    """Each function's resources from a ``ptxas -v`` report (see :func:`parse_ptxas_log`)."""
+    return parse_ptxas_log(text).kernels
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -391,6 +515,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in rows:
             print(f"{f.name:<28} {r.name:<34} {r.arch:<8} regs {r.registers!s:>3}  smem {r.shared_bytes:>6} B  "
                   f"stack {r.stack_bytes} B  spills {r.spill_stores}/{r.spill_loads} B  barriers {r.barriers}")
+            for adv in r.advisories:
+                print(f"{'':<28} {adv}")
     return status
 
 

@@ -259,6 +259,39 @@ class Profile(Record):
     kernels: list[KernelProfile] = Field(default_factory=list)
 
 
+# --------------------------------------------------------------------------- builds
+
+
+class KernelBuild(Record):
+    """What the CUDA compiler (ptxas, through NVRTC's ``--ptxas-options=-v``) reported for one
+    kernel that a version launched: the resources it gave the kernel and its advisories."""
+
+    kernel: str
+    source: str = Field(description="file name of the compiled source, e.g. 'v08_overlap.cu'")
+    compiler: str | None = Field(None, description="e.g. 'nvrtc 13.0'")
+    arch: str = Field(description="the target, e.g. 'sm_90a'")
+    options: str = Field("", description="the compile options and defines, space-separated, without include paths")
+    registers: int | None = Field(None, description="registers per thread")
+    spill_stores: int = Field(0, description="bytes per thread stored to local memory by register spills")
+    spill_loads: int = Field(0, description="bytes per thread loaded back from local memory after spills")
+    stack_bytes: int = Field(0, description="stack frame per thread, bytes")
+    shared_bytes: int = Field(0, description="static shared memory per block, bytes")
+    barriers: int = 0
+    advisories: list[str] = Field(default_factory=list, description="ptxas warnings and (C75xx) advisories naming "
+                                                                    "this kernel, as ptxas wrote them")
+    module_advisories: list[str] = Field(default_factory=list, description="advisories for the kernel's module that "
+                                                                           "name no function")
+
+    @property
+    def spills(self) -> bool:
+        return self.spill_stores > 0 or self.spill_loads > 0
+
+    def performance_advisories(self) -> list[str]:
+        """The advisories (this kernel's, then its module's) that warn of lost performance ('(C75xx) ...')."""
+        return [a for a in self.advisories + self.module_advisories
+                if "Performance Loss" in a or re.search(r"\(C75\d\d\)", a)]
+
+
 # --------------------------------------------------------------------------- runs
 
 
@@ -300,6 +333,10 @@ class Run(Measurement):
     ceilings_ref: str | None = Field(None, description="path of the ceilings record the derived figures used")
     peers: list[PeerResult] = Field(default_factory=list)
     profile: Profile | None = None
+    builds: list[KernelBuild] = Field(
+        default_factory=list, description="the compiler's report on each CUDA-source kernel the version launched "
+                                          "during its check and timing; empty for Triton/torch code and in records "
+                                          "made before it was kept")
     error: str | None = None
 
     @property

@@ -294,3 +294,44 @@ def test_power_capped_runs_are_flagged_and_steady_ones_are_not():
     assert len(obs) == 1 and "sw power cap" in obs[0].text
     assert obs[0].metrics["sm_clock_min_mhz"] < obs[0].metrics["sm_clock_max_mhz"]
     assert not [o for o in observe(steady, None, None) if o.rule == "clocks"]
+
+
+# ------------------------------------------------------------------ rules on the compiler's report
+
+
+def _with_builds(run: Run, *builds) -> Run:
+    return run.model_copy(deep=True, update={"builds": list(builds)})
+
+
+def _build(name: str, spills: int, advisories: list[str]):
+    from reporter.records import KernelBuild
+
+    return KernelBuild(kernel=name, source="k.cu", compiler="nvrtc 13.0", arch="sm_90a", registers=168,
+                       spill_stores=spills, spill_loads=spills, stack_bytes=152 if spills else 0,
+                       advisories=advisories)
+
+
+C7512 = ("(C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to insufficient "
+         "register resources for the function 'attn_fwd_pingpong'")
+
+
+def test_serialised_spilling_kernel_is_observed(v01, ceilings):
+    obs = observe(_with_builds(v01, _build("attn_fwd_pingpong", 232, [C7512])), None, ceilings)
+    o = _by_rule(obs, "build")
+    assert "attn_fwd_pingpong" in o.text and "168 registers" in o.text
+    assert "232 bytes of spill stores" in o.text and "232 bytes of spill loads" in o.text
+    assert C7512 in o.text  # quoted as ptxas wrote it
+    assert o.metrics == {"registers": 168.0, "spill_stores": 232.0, "spill_loads": 232.0, "stack_bytes": 152.0}
+
+
+def test_advisory_without_spills_and_spills_without_advisory(v01, ceilings):
+    only_advice = _by_rule(observe(_with_builds(v01, _build("a", 0, [C7512])), None, ceilings), "build")
+    assert "no spills" in only_advice.text and "C7512" in only_advice.text
+    only_spills = _by_rule(observe(_with_builds(v01, _build("b", 8, [])), None, ceilings), "build")
+    assert "8 bytes of spill stores" in only_spills.text and "advised" not in only_spills.text
+
+
+def test_clean_build_gives_no_observation(v01, ceilings):
+    clean = _build("attn_fwd_overlap", 0, ["warning: some harmless remark"])  # not a performance advisory
+    assert "build" not in _rules(observe(_with_builds(v01, clean), None, ceilings))
+    assert "build" not in _rules(observe(v01, None, ceilings))  # records without builds

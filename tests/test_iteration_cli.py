@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reporter import store
+from reporter import iteration, store
 from reporter.analysis.diff import compare_timing, diff_runs, format_ms
 from reporter.cli import app
 from reporter.iteration import PLACEHOLDER
@@ -654,3 +654,28 @@ def test_fail_if_slower_fails_when_b_failed_its_check(tmp_path):
     assert r.exit_code == 0 and "no timing to compare" in r.stdout and "B failed its check" in r.stdout
     r = report("diff", src, broken, "--no-code", "--fail-if-slower", "5")
     assert r.exit_code == 1 and "failed its check" in r.stderr
+
+
+def test_list_never_sets_a_ranked_version_against_plain_peers(tmp_path):
+    """v11's ranked run of 04:20 timed its peers back to back (the harness before peers followed
+    --ranked): a plain latest run must not borrow them, and a ranked one finds none to compare;
+    the ranked run of 04:10, whose peers were ranked too, compares within itself."""
+    v11 = LOGS / ASSIGNMENT / "v11_q_in_registers"
+    ranked_plain_peers = store.load(v11 / "20261122T042048359Z_h100_benchmark.json")
+    assert ranked_plain_peers.timing.ranked and ranked_plain_peers.peers
+    assert all(not p.timing.ranked for p in ranked_plain_peers.peers if p.timing)
+    assert iteration.timed_peers(ranked_plain_peers) == []
+    profiled = store.load(v11 / "20261122T042057879Z_h100_benchmark.json")  # plain, no peers, newer
+    folder = tmp_path / ASSIGNMENT / "v11_q_in_registers"
+    folder.mkdir(parents=True)
+    for run in (ranked_plain_peers, profiled):
+        store.save(run, folder / f"{run.run_id}.json")
+    line = next(line for line in report("list", ASSIGNMENT, "--logs", tmp_path).stdout.splitlines()
+                if line.startswith("v11_q_in_registers"))
+    assert format_ms(profiled.timing.median_ms) in line and "sdpa_cudnn" not in line and "—" in line
+
+    v08_ranked = store.load(LOGS / ASSIGNMENT / "v08_overlap" / "20261122T041024683Z_h100_benchmark.json")
+    peers = iteration.timed_peers(v08_ranked)
+    assert peers and all(p.timing.ranked for p in peers)
+    assert iteration.latest_run_with_peers([v08_ranked], v08_ranked) is v08_ranked
+    assert iteration.latest_run_with_peers([v08_ranked], profiled.model_copy(update={"version": "v08_overlap"})) is None

@@ -120,3 +120,33 @@ def test_derived_figures_follow_from_work_and_time():
                                        ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA GeForce RTX 4090", "rtx-4090")])
 def test_gpu_slug(name, slug):
     assert gpu_slug(name) == slug
+
+
+def _pingpong_build():
+    from reporter.records import KernelBuild
+
+    return KernelBuild(kernel="attn_fwd_pingpong", source="v08_overlap.cu", compiler="nvrtc 13.0", arch="sm_90a",
+                       options="--gpu-architecture=sm_90a -std=c++17 -lineinfo --ptxas-options=-v -DSTAGES=2",
+                       registers=168, spill_stores=232, spill_loads=232, stack_bytes=152, barriers=16,
+                       advisories=["(C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized "
+                                   "due to insufficient register resources for the function 'attn_fwd_pingpong'"])
+
+
+def test_run_with_builds_round_trips(tmp_path):
+    run = store.load(committed_runs()[0]).model_copy(update={"builds": [_pingpong_build()]})
+    again = store.load(store.save(run, tmp_path / "r.json"))
+    assert again == run
+    (b,) = again.builds
+    assert (b.registers, b.spill_stores, b.spill_loads, b.stack_bytes) == (168, 232, 232, 152)
+    assert b.performance_advisories() == b.advisories and b.spills
+
+
+def test_record_without_builds_still_loads(tmp_path):
+    src = committed_runs()[0]
+    data = json.loads(src.read_text())
+    data.pop("builds", None)  # as every record written before builds were kept
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps(data))
+    old = store.load(p)
+    assert old.builds == []
+    assert old.schema_version == data["schema_version"]

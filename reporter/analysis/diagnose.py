@@ -11,7 +11,9 @@ those numbers (``metrics``) so the report can link or bind them. The rules:
 * L2→L1 traffic against the work model's bytes (how often data is re-fetched);
 * notable cache hit rates; shared-memory bank conflicts; uncoalesced global accesses;
 * the tensor cores' share of the executed flops;
-* the harness-vs-ncu timing cross-check, when the two disagree by more than 5%.
+* the harness-vs-ncu timing cross-check, when the two disagree by more than 5%;
+* what the compiler reported for the CUDA kernels the run launched: register spills and
+  ptxas's "Potential Performance Loss" (C75xx) advisories (the run's ``builds``; no profile needed).
 
 Thresholds are rules of thumb, named below, not laws; a sentence says what was measured
 and leaves the conclusion to the person.
@@ -193,6 +195,32 @@ def _clock_events(run: Run) -> Observation | None:
         f"{max(g.power_w):.0f} W. The median depends on how hard and how long the GPU was driven before "
         "each call; compare such runs only with runs made the same way.",
         {"limited_samples": float(limited), "sm_clock_min_mhz": lo, "sm_clock_max_mhz": hi}, "clocks")
+
+
+# --------------------------------------------------------------------------- rules on the compiler's report
+
+
+def _builds(run: Run) -> list[Observation]:
+    """A kernel that spills registers, or that ptxas warned would lose performance, quoted as ptxas said it."""
+    out: list[Observation] = []
+    for b in run.builds:
+        advisories = b.performance_advisories()
+        if not b.spills and not advisories:
+            continue
+        regs = f"{b.registers} registers per thread" if b.registers is not None else "an unreported register count"
+        head = f"ptxas ({b.compiler or 'compiler'}, {b.arch}) gave kernel {b.kernel} {regs}"
+        if b.spills:
+            head += (f" and it spills: {b.spill_stores} bytes of spill stores and {b.spill_loads} bytes of spill "
+                     f"loads per thread ({b.stack_bytes} bytes stack frame)")
+        else:
+            head += ", with no spills"
+        said = "".join(f" It advised: “{a}”." for a in advisories)
+        cited = {"spill_stores": float(b.spill_stores), "spill_loads": float(b.spill_loads),
+                 "stack_bytes": float(b.stack_bytes)}
+        if b.registers is not None:
+            cited["registers"] = float(b.registers)
+        out.append(Observation(f"{head}.{said}", cited, "build"))
+    return out
 
 
 # --------------------------------------------------------------------------- rules on the profile
@@ -405,12 +433,12 @@ def _crosscheck(run: Run) -> Observation | None:
 
 
 def observe(run: Run, previous: Run | None, ceilings: DeviceCeilings | None) -> list[Observation]:
-    """Observations for one run, most general first. Without a profile only the timing and
-    work-model rules apply; without a passing check there is nothing to observe."""
+    """Observations for one run, most general first. Without a profile only the timing,
+    work-model and compiler-report rules apply; without a passing check there is nothing to observe."""
     if not run.ok:
         return []
     out: list[Observation | None] = [_roof(run, ceilings), _speedup(run, previous), _host_bound(run),
-                                     _clock_events(run)]
+                                     _clock_events(run), *_builds(run)]
     fig = M.profile_figures(run.profile, run.work)
     if fig is not None and run.profile is not None:
         kernels = run.profile.kernels

@@ -90,11 +90,14 @@ class AssignmentSummary:
     @property
     def peers(self) -> list[PeerResult]:
         """Peers from the newest benchmark run (of any version, on this GPU) that timed them:
-        a later run made with --no-peers (say, to profile) does not hide them."""
+        a later run made with --no-peers (say, to profile) does not hide them. Runs timed back to
+        back come first, as the report's own figures do; ranked runs' peers stand in only when
+        no plain run timed any."""
         runs = [r for v in self.versions for r in v.all_runs if r.case_name == self.benchmark_case and r.peers]
+        plain = [r for r in runs if r.timing is not None and not r.timing.ranked]
         if not runs:
             return []
-        return max(runs, key=lambda r: r.created_utc).peers
+        return max(plain or runs, key=lambda r: r.created_utc).peers
 
     def peer(self, name: str) -> PeerResult | None:
         return next((p for p in self.peers if p.name == name), None)

@@ -39,6 +39,7 @@ class StreamHold:
         self.timeout_flag = torch.zeros(1, dtype=torch.int32, device="cuda")
         self.timeout_ns = int(timeout_s * 1e9)
         self.kernel = load_module(SOURCE).kernel("hold_stream")
+        self.kernel.tracked = False  # the harness's kernel, not the timed version's: no build to record
 
     def hold(self) -> None:
         """Queue the spinning kernel on the current stream; call :meth:`release` after the timed work."""

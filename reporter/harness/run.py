@@ -12,7 +12,7 @@ import gc
 import shlex
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +24,9 @@ from rich.table import Table
 
 from .. import store
 from ..assignments import Assignment, Version
-from ..records import CheckResult, DeviceCeilings, DeviceInfo, PeerResult, Run, Sweep, SweepPoint, TimingStats, derive
+from ..cuda import CudaKernel, track_launches
+from ..records import (CheckResult, DeviceCeilings, DeviceInfo, KernelBuild, PeerResult, Run, Sweep, SweepPoint,
+                       TimingStats, derive)
 from .check import compare, poison_allocator
 from .device import device_info, device_lines, measure_ceilings, require_cuda
 from .nvtx_ranges import ranges
@@ -129,6 +131,30 @@ def time_callable(fn: Callable[[Any], Any], data: Any, *, a: Assignment, case: d
                          prepare=prepare, after=after, ranked=opts.ranked, on_sample=on_sample, state=state)
 
 
+def kernel_builds(kernels: Iterable[CudaKernel]) -> list[KernelBuild]:
+    """What the compiler reported for each launched kernel, for the run record.
+
+    Never raises: a kernel whose module's log gave nothing parsed (or anything else going wrong
+    here) is left out, because a missing build report must not cost the run its record.
+    """
+    out: list[KernelBuild] = []
+    for k in kernels:
+        try:
+            res = k.resources
+            if res is None:
+                continue
+            mod = k.module
+            out.append(KernelBuild(
+                kernel=k.name, source=Path(mod.path).name, compiler=mod.compiler, arch=res.arch or mod.arch,
+                options=" ".join(o for o in mod.options if not o.startswith("-I")),
+                registers=res.registers, spill_stores=res.spill_stores, spill_loads=res.spill_loads,
+                stack_bytes=res.stack_bytes, shared_bytes=res.shared_bytes, barriers=res.barriers,
+                advisories=list(res.advisories), module_advisories=list(mod.advisories)))
+        except Exception:
+            continue
+    return out
+
+
 class RankedCheckFailed(Exception):
     def __init__(self, result: CheckResult) -> None:
         super().__init__(f"ranked re-check failed at seed {result.seed}: {result.message}")
@@ -211,15 +237,19 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                         check=CheckResult(passed=False, exact=a.spec.TOLERANCE.exact, n_elements=0, mismatches=0,
                                           message="not run"),
                         work=a.spec.work_model(**case), ceilings_ref=ceilings_ref, peers=peers)
+                launched: list[CudaKernel] = []
                 try:
-                    r.check, out = _check_once(mod.custom_kernel, data, ref, a.spec.TOLERANCE, seed, names)
-                    del out
+                    with track_launches() as launched:  # the CUDA kernels this version runs, for r.builds
+                        r.check, out = _check_once(mod.custom_kernel, data, ref, a.spec.TOLERANCE, seed, names)
+                        del out
+                        if r.check.passed:
+                            r.timing = time_callable(mod.custom_kernel, data, a=a, case=case, ref=ref, names=names,
+                                                     opts=opts, flush=flush, timer=timer,
+                                                     ranked_checks=r.ranked_checks,
+                                                     on_sample=lambda i, ms, t=task: progress.update(t, completed=i + 1),
+                                                     state=state)
                     if r.check.passed:
-                        r.timing = time_callable(mod.custom_kernel, data, a=a, case=case, ref=ref, names=names,
-                                                 opts=opts, flush=flush, timer=timer, ranked_checks=r.ranked_checks,
-                                                 on_sample=lambda i, ms, t=task: progress.update(t, completed=i + 1),
-                                                 state=state)
-                        r.derived = derive(r.work, r.timing.median_ms, ceilings)
+                        r.derived = derive(r.work, r.timing.median_ms, ceilings)  # type: ignore[union-attr]
                         if opts.profile:  # never raises: a missing or failing ncu is recorded in r.profile
                             from .profile import ProfileOptions, profile_into_run
 
@@ -235,6 +265,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                 except Exception as e:
                     r.error = f"{type(e).__name__}: {e}"
                     console.print(f"[red]{v.name} on {case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
+                r.builds = kernel_builds(launched)
                 progress.update(task, completed=opts.rule.max_reps, visible=False)
                 path = store.save(r, store.run_path(logs, r))
                 written.append(path)

@@ -93,6 +93,7 @@ class VersionView:
     profile_note: str = ""
     profile_from: str = ""
     timing_note: str = ""
+    build_lines: list[str] = field(default_factory=list)
     extra_sections: list[dict[str, str]] = field(default_factory=list)
 
 
@@ -165,6 +166,22 @@ def _timing_note(r: Run | None) -> str:
                   if seen else "; no clock events")
         parts.append(state)
     return "; ".join(parts) + "."
+
+
+def _build_lines(r: Run | None) -> list[str]:
+    """One line per CUDA kernel the run launched: what the compiler gave it and what ptxas warned."""
+    if r is None:
+        return []
+    out = []
+    for b in r.builds:
+        regs = f"{b.registers} registers/thread" if b.registers is not None else "registers not reported"
+        spills = (f"spills {b.spill_stores} B stored / {b.spill_loads} B loaded per thread, {b.stack_bytes} B stack"
+                  if b.spills else "no spills")
+        line = f"Build of {b.kernel} ({b.compiler or 'compiler unknown'}, {b.arch}): {regs}, {spills}"
+        advisories = b.advisories + b.module_advisories
+        line += ("; ptxas: " + "; ".join(advisories)) if advisories else "; no ptxas advisories"
+        out.append(line + ".")
+    return out
 
 
 def _peer_time(p: PeerResult) -> float | None:
@@ -278,6 +295,7 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
             profile_block=hooks.profile_block(prof) if hooks.profile_block and prof else None,
             profile_note="" if prof else _profile_note(bench),
             timing_note=_timing_note(bench),
+            build_lines=_build_lines(bench),
             profile_from=(f"from run {prof.run_id}, an earlier run of the same code" if prof and bench and prof is not bench
                           and prof.code.digest == bench.code.digest else
                           f"from run {prof.run_id} (older code {prof.code.digest})" if prof and prof is not bench else ""),
