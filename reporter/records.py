@@ -281,10 +281,21 @@ class KernelBuild(Record):
                                                                     "this kernel, as ptxas wrote them")
     module_advisories: list[str] = Field(default_factory=list, description="advisories for the kernel's module that "
                                                                            "name no function")
+    reported_by: Literal["ptxas", "driver"] = Field(
+        "ptxas", description="'ptxas': its -v report in NVRTC's log (spills and advisories known); 'driver': the "
+                             "loaded function's attributes, when the log held no report (NVRTC sometimes returns an "
+                             "empty one): registers and local memory only, no advisories")
+    local_bytes: int | None = Field(None, description="local memory per thread as the driver reports it (spill "
+                                                      "slots plus stack frame); set when reported_by is 'driver'")
 
     @property
     def spills(self) -> bool:
         return self.spill_stores > 0 or self.spill_loads > 0
+
+    @property
+    def uses_local_memory(self) -> bool:
+        """Spills, or (from the driver's attributes, which cannot tell them apart) local memory at all."""
+        return self.spills or bool(self.local_bytes)
 
     def performance_advisories(self) -> list[str]:
         """The advisories (this kernel's, then its module's) that warn of lost performance ('(C75xx) ...')."""

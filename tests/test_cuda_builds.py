@@ -199,7 +199,7 @@ def test_kernel_builds_for_the_record():
     clean = _kernel(_module(CLEAN_LOG, "v09.cu"), "attn_fwd_overlap", [])
     unparsed = _kernel(_module("", "v10.cu"), "attn_fwd_lazy", [])
     builds = kernel_builds([pingpong, clean, unparsed])
-    assert [b.kernel for b in builds] == ["attn_fwd_pingpong", "attn_fwd_overlap"]  # nothing parsed: no build
+    assert [b.kernel for b in builds] == ["attn_fwd_pingpong", "attn_fwd_overlap"]  # no log, no driver here: no build
     b = builds[0]
     assert (b.source, b.compiler, b.arch, b.registers) == ("v08.cu", "nvrtc 13.0", "sm_90a", 168)
     assert (b.spill_stores, b.spill_loads, b.stack_bytes, b.barriers) == (232, 232, 152, 16)
@@ -224,8 +224,8 @@ def test_kernel_builds_never_raises():
 
 @pytest.mark.gpu
 def test_a_run_on_the_gpu_records_what_ptxas_said(tmp_path):
-    """NVRTC accepts --ptxas-options=-v on the device's toolkit, and `report run` keeps the report:
-    v08's kernel builds clean (no spills, no advisories) at the 168 registers of its entry."""
+    """NVRTC accepts --ptxas-options=-v on the device's toolkit, and `report run` keeps a build
+    report: v08's kernel builds clean (no local memory, no advisories) at the 168 registers of its entry."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
@@ -242,5 +242,18 @@ def test_a_run_on_the_gpu_records_what_ptxas_said(tmp_path):
     assert run.ok
     (b,) = run.builds
     assert b.kernel == "attn_fwd_overlap" and b.arch == "sm_90a" and b.compiler.startswith("nvrtc")
-    assert b.registers == 168 and not b.spills and b.performance_advisories() == []
+    assert b.registers == 168 and not b.uses_local_memory and b.performance_advisories() == []
     assert "-DSTAGES=3" in b.options
+    assert b.reported_by in ("ptxas", "driver")  # NVRTC's log is empty in some processes (see kernel_builds)
+
+
+def test_an_empty_log_falls_back_to_the_drivers_attributes(monkeypatch):
+    """NVRTC sometimes returns an empty log (seen on the H100 inside `report run`): the record then
+    says what the driver knows, and says where it came from."""
+    attrs = {"num_regs": 168, "local_size_bytes": 152, "shared_size_bytes": 0}
+    monkeypatch.setattr(CudaKernel, "attributes", property(lambda self: attrs))
+    (b,) = kernel_builds([_kernel(_module("", "v07.cu"), "attn_fwd_pingpong", [])])
+    assert (b.reported_by, b.registers, b.local_bytes, b.advisories) == ("driver", 168, 152, [])
+    assert b.uses_local_memory and not b.spills and b.compiler == "nvrtc 13.0"
+    (parsed,) = kernel_builds([_kernel(_module(CLEAN_LOG, "v09.cu"), "attn_fwd_overlap", [])])
+    assert parsed.reported_by == "ptxas" and parsed.local_bytes is None  # the log wins when it has the report

@@ -335,3 +335,16 @@ def test_clean_build_gives_no_observation(v01, ceilings):
     clean = _build("attn_fwd_overlap", 0, ["warning: some harmless remark"])  # not a performance advisory
     assert "build" not in _rules(observe(_with_builds(v01, clean), None, ceilings))
     assert "build" not in _rules(observe(v01, None, ceilings))  # records without builds
+
+
+def test_a_build_known_only_from_the_driver_is_observed_only_with_local_memory(v01, ceilings):
+    from reporter.records import KernelBuild
+
+    def driver(local: int) -> KernelBuild:
+        return KernelBuild(kernel="attn_fwd_pingpong", source="k.cu", compiler="nvrtc 13.0", arch="sm_90a",
+                           registers=168, reported_by="driver", local_bytes=local)
+
+    o = _by_rule(observe(_with_builds(v01, driver(152)), None, ceilings), "build")
+    assert "152 bytes of local memory" in o.text and "cannot say which" in o.text
+    assert o.metrics == {"registers": 168.0, "local_bytes": 152.0}
+    assert not [x for x in observe(_with_builds(v01, driver(0)), None, ceilings) if x.rule == "build"]

@@ -205,9 +205,17 @@ def _builds(run: Run) -> list[Observation]:
     out: list[Observation] = []
     for b in run.builds:
         advisories = b.performance_advisories()
+        regs = f"{b.registers} registers per thread" if b.registers is not None else "an unreported register count"
+        if b.reported_by == "driver":
+            if b.local_bytes:
+                out.append(Observation(
+                    f"The driver reports that kernel {b.kernel} ({b.compiler or 'compiler'}, {b.arch}) has {regs} and "
+                    f"{b.local_bytes} bytes of local memory per thread: register spills or a stack frame (ptxas's own "
+                    f"report was not in the compile log, so it cannot say which).",
+                    {"registers": float(b.registers or 0), "local_bytes": float(b.local_bytes)}, "build"))
+            continue
         if not b.spills and not advisories:
             continue
-        regs = f"{b.registers} registers per thread" if b.registers is not None else "an unreported register count"
         head = f"ptxas ({b.compiler or 'compiler'}, {b.arch}) gave kernel {b.kernel} {regs}"
         if b.spills:
             head += (f" and it spills: {b.spill_stores} bytes of spill stores and {b.spill_loads} bytes of spill "

@@ -134,22 +134,29 @@ def time_callable(fn: Callable[[Any], Any], data: Any, *, a: Assignment, case: d
 def kernel_builds(kernels: Iterable[CudaKernel]) -> list[KernelBuild]:
     """What the compiler reported for each launched kernel, for the run record.
 
-    Never raises: a kernel whose module's log gave nothing parsed (or anything else going wrong
-    here) is left out, because a missing build report must not cost the run its record.
+    From ptxas's report in NVRTC's log when there is one; otherwise (NVRTC returned an empty log)
+    from the loaded function's driver attributes: registers and local memory, no advisories, and
+    ``reported_by='driver'`` says so. Never raises: a kernel that gives neither is left out, because
+    a missing build report must not cost the run its record.
     """
     out: list[KernelBuild] = []
     for k in kernels:
         try:
-            res = k.resources
-            if res is None:
-                continue
             mod = k.module
-            out.append(KernelBuild(
-                kernel=k.name, source=Path(mod.path).name, compiler=mod.compiler, arch=res.arch or mod.arch,
-                options=" ".join(o for o in mod.options if not o.startswith("-I")),
-                registers=res.registers, spill_stores=res.spill_stores, spill_loads=res.spill_loads,
-                stack_bytes=res.stack_bytes, shared_bytes=res.shared_bytes, barriers=res.barriers,
-                advisories=list(res.advisories), module_advisories=list(mod.advisories)))
+            common = dict(kernel=k.name, source=Path(mod.path).name, compiler=mod.compiler,
+                          options=" ".join(o for o in mod.options if not o.startswith("-I")),
+                          module_advisories=list(mod.advisories))
+            res = k.resources
+            if res is not None:
+                out.append(KernelBuild(
+                    **common, arch=res.arch or mod.arch, registers=res.registers, spill_stores=res.spill_stores,
+                    spill_loads=res.spill_loads, stack_bytes=res.stack_bytes, shared_bytes=res.shared_bytes,
+                    barriers=res.barriers, advisories=list(res.advisories)))
+            else:
+                attrs = k.attributes
+                out.append(KernelBuild(**common, arch=mod.arch, registers=attrs["num_regs"],
+                                       shared_bytes=attrs["shared_size_bytes"], reported_by="driver",
+                                       local_bytes=attrs["local_size_bytes"]))
         except Exception:
             continue
     return out

@@ -175,6 +175,11 @@ def _build_lines(r: Run | None) -> list[str]:
     out = []
     for b in r.builds:
         regs = f"{b.registers} registers/thread" if b.registers is not None else "registers not reported"
+        if b.reported_by == "driver":
+            out.append(f"Build of {b.kernel} ({b.compiler or 'compiler unknown'}, {b.arch}), from the driver's "
+                       f"attributes (ptxas's report was not in the compile log): {regs}, {b.local_bytes or 0} B of "
+                       f"local memory per thread.")
+            continue
         spills = (f"spills {b.spill_stores} B stored / {b.spill_loads} B loaded per thread, {b.stack_bytes} B stack"
                   if b.spills else "no spills")
         line = f"Build of {b.kernel} ({b.compiler or 'compiler unknown'}, {b.arch}): {regs}, {spills}"
