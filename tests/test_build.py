@@ -165,5 +165,8 @@ def test_report_shows_what_the_compiler_said(project):
     ]
     observed = section.find("div", class_="observed").get_text(" ", strip=True)
     assert "attn_fwd_pingpong" in observed and "232 bytes of spill stores" in observed
-    # versions whose records carry no builds show no build line
-    assert len(soup.select("p.build")) == 2
+    # versions whose records carry no builds (Triton ones, records made before builds were kept) show none
+    for v in s.versions:
+        if v.bench is not None and v.name != bench.version and not v.bench.builds:
+            assert not soup.find("section", id=v.name).select("p.build"), v.name
+    assert soup.find("section", id="v02_fused_triton").select("p.build") == []

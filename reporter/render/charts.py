@@ -13,7 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 from ..analysis.summary import AssignmentSummary  # noqa: E402
 
@@ -192,6 +192,7 @@ def sweep_chart(points: list[tuple[str, float]], title: str) -> str:
     ax.plot(range(1, len(meds) + 1), meds, "o-", color=VERSION_COLOR, ms=3, lw=0.8)
     ax.plot([1], meds[:1], "o", color=FLOOR_COLOR, ms=6)
     ax.set_xlabel("configurations, fastest first")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # configurations are counted, not measured
     ax.set_ylabel("median ms")
     ax.set_title(title)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
