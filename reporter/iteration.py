@@ -21,7 +21,7 @@ from typing import Any
 from . import store
 from .analysis.diff import FigureDelta, RunDiff, format_ms, format_ms_range
 from .assignments import VERSION_RE, AssignmentError, get_assignment, list_assignments
-from .records import Run, TimingStats
+from .records import Run
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "report_templates"
 SCAFFOLD_DIR = TEMPLATES_DIR / "scaffold"
@@ -531,19 +531,13 @@ class ListRow:
         return self.peers_run is not None and self.peers_run is not self.run
 
 
-def timed_alike(a: TimingStats | None, b: TimingStats | None) -> bool:
-    """Whether two timings were taken the same way (ranked or not, same method). A ranked
-    version runs cooler than back-to-back calls, so a speedup across ways measures the card."""
-    return a is not None and b is not None and a.ranked == b.ranked and a.method == b.method
-
-
 def timed_peers(run: Run) -> list:
     """The peers of a run that were timed the way the run's version was and (when checked) passed.
 
     Records made before peers followed ``--ranked`` hold ranked versions with plain peers; those
     peers are not comparable and are left out."""
     return [p for p in run.peers if p.timing is not None and (p.check is None or p.check.passed)
-            and (run.timing is None or timed_alike(p.timing, run.timing))]
+            and (run.timing is None or run.timing.timed_like(p.timing))]
 
 
 def latest_run_with_peers(runs: list[Run], like: Run) -> Run | None:
@@ -554,7 +548,7 @@ def latest_run_with_peers(runs: list[Run], like: Run) -> Run | None:
     same = [r for r in runs if r.ok and timed_peers(r) and r.version == like.version
             and r.case_name == like.case_name and r.device.slug == like.device.slug
             and r.code.digest == like.code.digest and r.created_utc <= like.created_utc
-            and timed_alike(r.timing, like.timing)]
+            and like.timing is not None and like.timing.timed_like(r.timing)]
     return max(same, key=lambda r: r.created_utc) if same else None
 
 

@@ -182,6 +182,17 @@ class TimingStats(Record):
     def rel_stderr(self) -> float:
         return self.stderr_ms / self.mean_ms if self.mean_ms else math.inf
 
+    @property
+    def way(self) -> str:
+        """How the samples were taken, as a comparison must match it: the method, and ranked or not."""
+        return f"{self.method}{', ranked' if self.ranked else ''}"
+
+    def timed_like(self, other: TimingStats | None) -> bool:
+        """Whether ``other`` was timed the same way. Held samples leave the host's share out, and a
+        ranked run's fresh inputs let the card cool between calls: a speedup across ways measures
+        the method or the card, not the code."""
+        return other is not None and self.method == other.method and self.ranked == other.ranked
+
 
 # --------------------------------------------------------------------------- work model
 

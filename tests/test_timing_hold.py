@@ -217,3 +217,18 @@ def test_a_peer_failing_a_ranked_recheck_is_recorded_not_raised(monkeypatch):
     opts = run_mod.RunOptions(ranked=True, rule=RULE)
     (peer,) = run_mod._time_peers(a, {"seed": 1}, None, None, opts, None, None, None, _Progress(), None)
     assert peer.timing is None and peer.check == bad and "seed 14" in peer.error
+
+
+def test_only_timings_taken_the_same_way_are_compared():
+    from reporter.render.report import default_hooks
+
+    plain = benchmark(lambda rep: rep, timer=EnqueueTimer(), rule=RULE)
+    ranked = plain.model_copy(update={"ranked": True})
+    held = plain.model_copy(update={"method": "cuda-events+hold"})
+    assert plain.timed_like(plain.model_copy()) and not plain.timed_like(None)
+    assert not plain.timed_like(ranked) and not plain.timed_like(held)
+    assert ranked.way == "fake, ranked" and plain.way == "fake"
+    verdict = default_hooks().verdict
+    assert verdict(plain, ranked) == "not compared: timed differently (fake vs fake, ranked)"
+    assert verdict(plain, held) == "not compared: timed differently (fake vs cuda-events+hold)"
+    assert not verdict(plain, plain.model_copy()).startswith("not compared")

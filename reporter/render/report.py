@@ -30,8 +30,8 @@ def default_hooks() -> Hooks:
         from ..analysis.diff import compare_timing
 
         def verdict(a, b) -> str:
-            if a.method != b.method:  # plain vs held samples differ by the host's share: no test between them
-                return f"not compared: timed differently ({a.method} vs {b.method})"
+            if not a.timed_like(b):  # held vs plain, ranked vs back to back: no test between them
+                return f"not compared: timed differently ({a.way} vs {b.way})"
             return compare_timing(a, b).sentence
 
         hooks.verdict = verdict
