@@ -8,7 +8,7 @@ FlashAttention-2 backends) timed in the same run. The benchmark output is also c
 with cuDNN's. A version or configuration that fails to compile, launch or check is
 reported and skipped; the rest still run.
 
-    python3 kernels/flashattn/bench_quick.py                      # CONFIG of each version
+    python3 kernels/flashattn/bench_quick.py                      # CONFIG of every version
     python3 kernels/flashattn/bench_quick.py --sweep v06,v07      # every SWEEP entry of those
     python3 kernels/flashattn/bench_quick.py --versions v05 --reps 50
 """
@@ -28,7 +28,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-VERSIONS = ["v03_tuned", "v04_exp2", "v05_tma", "v06_wgmma"]  # attic/ holds the Triton warp-specialised attempts that hung
+VERSIONS = sorted(os.path.splitext(f)[0] for f in os.listdir(HERE) if f[:1] == "v" and f[1:3].isdigit() and f.endswith(".py"))
+# (attic/ holds the Triton warp-specialised attempts that hung)
 SEED = 1118
 CHECK_SHAPE = (1, 64, 1024, 128)
 BENCH_SHAPE = (4, 64, 8192, 128)

@@ -1,0 +1,111 @@
+"""v13 with K and V shared by a cluster of two CTAs: each copies half of every tile and multicasts it to both.
+
+Structure: v13's CTA (a TMA producer lane; two consumer warpgroups of 64 query rows taking
+turns on named barriers, each overlapping its softmax with its own P·V; a ``STAGES``-deep K/V
+ring in 128-byte-swizzled shared memory), launched in clusters of ``CLUSTER`` = 2 CTAs
+(``__cluster_dims__``): neighbouring Q blocks of one (batch, head). CTA rank r copies the r-th
+64-column half of each K/V tile with ``.multicast::cluster``, so both CTAs receive the whole
+tile from two copies. A slot is refilled only after the consumers of both CTAs released it:
+each consumer warp arrives on the empty barrier of every CTA in the cluster (``mapa`` +
+``mbarrier.arrive.release.cluster``), empty barriers count 16 warps, and a cluster barrier
+after the barriers' initialisation and at the very end keeps either CTA from being written
+to before it is ready or after it exited. Q is copied per CTA. When the number of Q blocks is
+odd (a cluster must tile the grid) the same source is built with ``CLUSTER=1``, which is v13.
+
+Hypothesis: every CTA reads its head's whole K and V, about 69 GB from L2 into shared memory
+per benchmark call (ncu, v08), with the L2 at about 57 % of its peak throughput. At the
+card's power cap, moving half of those bytes saves energy that the clock gets back; FA3's
+code has this path for its forward kernel. The risk: a cluster needs two free SMs of one GPC
+at once, and a 227 KB CTA fills an SM, so a GPC with an odd number of SMs leaves one idle;
+the remote releases also add a round trip to every slot's turnover. Predicted: 1–3 % over
+v13 if the traffic matters, a loss of a few percent if the idle SMs do.
+
+``SWEEP`` tries 2 and 3 stages in clusters of 2, and ``CLUSTER=1`` (v13 built from this
+source) as the ablation; ``CONFIG`` holds the recorded sweep's choice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from reporter.cuda import encode_tensor_map, load_module
+from v06_wgmma import BLOCK_M, BLOCK_N, HEAD_DIM, LOG2E, MAX_DYNAMIC_SMEM, TILE_BYTES
+from v13_tma import check_inputs
+
+if TYPE_CHECKING:
+    import torch
+
+SOURCE = Path(__file__).with_suffix(".cu")
+KERNEL_NAME = "attn_fwd_multicast"
+DESCRIPTOR_DEFAULTS: dict[str, int] = {"K_LBO": 16, "K_SBO": 1024, "V_LBO": 16384, "V_SBO": 1024}
+
+CONFIG: dict[str, int] = {"STAGES": 3, "CLUSTER": 2}
+SWEEP: list[dict[str, int]] = [{"STAGES": 2, "CLUSTER": 2}, {"STAGES": 3, "CLUSTER": 2}, {"STAGES": 3, "CLUSTER": 1}]
+THREADS = 384
+BOX = (BLOCK_N, 64)  # rows x columns of one TMA copy: 64 fp16 = the 128-byte swizzle span
+
+
+def smem_bytes(stages: int) -> int:
+    """Dynamic shared memory of one CTA (as SMEM_BYTES in the .cu): slack, Q, K/V rings, mbarriers."""
+    return 1024 + (1 + 2 * stages) * TILE_BYTES + 8 * (1 + 4 * stages)
+
+
+def cluster_for(seqlen: int, wanted: int) -> int:
+    """The cluster size a launch can use: ``wanted`` CTAs when they tile the Q blocks of a head, else 1."""
+    return wanted if (seqlen // BLOCK_M) % wanted == 0 else 1
+
+
+__all__ = ["BLOCK_M", "BLOCK_N", "HEAD_DIM", "CONFIG", "SWEEP", "check_inputs", "custom_kernel", "make_kernel"]
+
+
+def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, config: Mapping[str, Any] = CONFIG,
+           defines: Mapping[str, Any] | None = None, out: torch.Tensor | None = None) -> None:
+    """Compile (once) and launch with ``config`` plus extra ``defines``; O into ``out`` (fp16, like q)."""
+    b, h, s, d = check_inputs((q, k, v))
+    all_defines = {**config, **(defines or {})}
+    all_defines["CLUSTER"] = cluster_for(s, int(all_defines.get("CLUSTER", 2)))
+    nbytes = smem_bytes(int(all_defines.get("STAGES", 2)))
+    if nbytes > MAX_DYNAMIC_SMEM:
+        raise ValueError(f"STAGES={all_defines.get('STAGES')} needs {nbytes} B of shared memory, over {MAX_DYNAMIC_SMEM}")
+    if out is None or tuple(out.shape) != tuple(q.shape) or str(out.dtype) != "torch.float16" \
+            or not out.is_contiguous():
+        raise ValueError("out must be a contiguous float16 tensor shaped like q")
+    kernel = load_module(SOURCE, defines=all_defines, device_index=q.device.index).kernel(KERNEL_NAME)
+    rows = b * h * s
+    maps = [encode_tensor_map(t, BOX, shape=(rows, d), swizzle=128, l2_promotion=256) for t in (q, k, v)]
+    kernel((s // BLOCK_M, b * h), (THREADS,), *maps, out, np.int32(s),
+           np.float32(LOG2E / math.sqrt(d)), shared_mem=nbytes)
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: Mapping[str, Any] = CONFIG,
+              out: torch.Tensor | None = None) -> torch.Tensor:
+    check_inputs((q, k, v))
+    if out is None:
+        import torch
+
+        out = torch.empty_like(q)
+    launch(q, k, v, config=config, out=out)
+    return out
+
+
+def make_kernel(config: Mapping[str, Any]) -> Callable[[Sequence[torch.Tensor]], torch.Tensor]:
+    cfg = dict(config)
+
+    def run(data: Sequence[torch.Tensor]) -> torch.Tensor:
+        check_inputs(data)  # once per call: a clear error before anything is unpacked or allocated
+        q, k, v = data
+        import torch
+
+        out = torch.empty_like(q)
+        launch(q, k, v, config=cfg, out=out)
+        return out
+
+    return run
+
+
+custom_kernel = make_kernel(CONFIG)
