@@ -15,7 +15,7 @@
 //   - A slot may be overwritten only when the consumers of BOTH CTAs released it (either
 //     producer writes into both). Empty barriers count 8 * CLUSTER warp arrivals, and each
 //     consumer warp's release arrives on the empty barrier of every CTA in the cluster
-//     (mapa + mbarrier.arrive.release.cluster on the shared::cluster address).
+//     (a local arrive, and mapa + mbarrier.arrive on the neighbour's shared::cluster address).
 //   - Each CTA arms its own full barrier (arrive.expect_tx of 32 KB). The neighbour's half
 //     can land before that arm: the transaction count goes negative for a while, which the
 //     mbarrier allows, and the phase cannot complete before the local arrive.
@@ -32,6 +32,9 @@ typedef unsigned long long u64;
 
 #ifndef CLUSTER
 #define CLUSTER 2                // CTAs per cluster sharing K/V by multicast (1 or 2)
+#endif
+#ifndef RELEASE_CLUSTER
+#define RELEASE_CLUSTER 0        // 1: remote releases with .release.cluster (v14's first build; see mbar_arrive_cluster)
 #endif
 #ifndef STAGES
 #define STAGES 2                 // K/V ring depth (2: 160 KB smem, 3: 224 KB)
@@ -310,12 +313,19 @@ __device__ __forceinline__ u32 cluster_rank()
     return r;
 }
 
-// Release a slot on the empty barrier at offset bar of every CTA in the cluster (itself included).
+// Release a slot on the empty barrier at offset bar of every CTA in the cluster (itself
+// included): a local arrive, and a remote one through the neighbour's shared::cluster address.
+// The remote arrive keeps mbarrier.arrive's default semantics (release at CTA scope), as
+// CUTLASS's ClusterBarrier does: the slot was read by wgmma (async proxy) and wgmma.wait_group
+// already returned, so no generic memory access needs ordering before the neighbour's TMA
+// overwrites it. RELEASE_CLUSTER 1 is v14's first build, which asked for
+// .release.cluster: each such arrive carries a cluster-scope fence, and ncu showed warps
+// stalled on memory barriers for 38 % of their cycles (26 ms a call instead of 14).
 __device__ __forceinline__ void mbar_arrive_cluster(u32 bar)
 {
 #if CLUSTER == 1
     mbar_arrive(bar);
-#else
+#elif RELEASE_CLUSTER
 #pragma unroll
     for (u32 r = 0; r < CLUSTER; ++r) {
         asm volatile(
@@ -324,6 +334,13 @@ __device__ __forceinline__ void mbar_arrive_cluster(u32 bar)
             ::"r"(bar), "r"(r)
             : "memory");
     }
+#else
+    mbar_arrive(bar);
+    asm volatile(
+        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [ra]; }"
+        ::"r"(bar), "r"(cluster_rank() ^ 1u)
+        : "memory");
 #endif
 }
 
