@@ -20,7 +20,8 @@ copies bypass the LSU pipeline, and no proxy fence is needed. Predicted: 1–3 %
 mostly as a higher clock under the same power cap — enough to pass cuDNN in the same run.
 
 ``SWEEP`` tries 2 and 3 stages (``PROXY_FENCE=1`` at 3 stages is the ablation that puts
-v08's fence back); ``CONFIG`` holds the recorded sweep's choice.
+v08's fence back). ``CONFIG`` keeps v08's 3 stages: the recorded sweep found all three
+within its own noise (2 stages, timed first on the coolest card, ahead by the least).
 """
 
 from __future__ import annotations
