@@ -13,7 +13,7 @@ import statistics
 import math
 from typing import Any
 
-from ..records import PeerResult, Run
+from ..records import PeerResult, Run, Sweep
 from .summary import AssignmentSummary, VersionSummary
 
 
@@ -335,10 +335,49 @@ class VersionFacts(TimingFacts):
 
     @property
     def sweep_best(self) -> str:
-        sw = self._v.sweep
-        if sw is None or sw.best() is None:
-            raise BindingError(f"{self.short} has no recorded sweep with a timed point")
-        return ", ".join(f"{k}={v}" for k, v in sw.best().config.items())  # type: ignore[union-attr]
+        return self.sweep_choice()
+
+    def _sweep(self, at: str | None, label: str) -> Sweep:
+        if at is None:
+            if self._v.sweep is None:
+                raise BindingError(f"{label}: {self.short} has no recorded sweep")
+            return self._v.sweep
+        found = [s for s in self._v.all_sweeps if s.run_id.startswith(at)]
+        if len(found) != 1:
+            ids = ", ".join(s.run_id for s in self._v.all_sweeps[-6:]) or "none"
+            raise BindingError(f"{label} matches {len(found)} sweeps (recent: {ids})")
+        return found[0]
+
+    def sweep_choice(self, at: str | None = None) -> str:
+        """The fastest configuration of the newest sweep (or of the sweep whose id starts with ``at``),
+        as 'STAGES=3, CLUSTER=2'."""
+        label = f"{self.short}.sweep_choice({'' if at is None else repr(at)})"
+        best = self._sweep(at, label).best()
+        if best is None:
+            raise BindingError(f"{label}: the sweep has no timed point")
+        return ", ".join(f"{k}={v}" for k, v in best.config.items())
+
+    def sweep_ms(self, config: str, at: str | None = None) -> Number:
+        """The median of one swept configuration, named as 'STAGES=3 CLUSTER=2' (every key, in the
+        sweep's order), in the newest sweep or the one whose id starts with ``at``."""
+        label = f"{self.short}.sweep_ms({config!r}{'' if at is None else ', ' + repr(at)})"
+        sw = self._sweep(at, label)
+        names = [" ".join(f"{k}={v}" for k, v in p.config.items()) for p in sw.points]
+        for name, p in zip(names, sw.points):
+            if name == config:
+                if p.timing is None:
+                    raise BindingError(f"{label}: that configuration was not timed ({p.error or 'no timing'})")
+                return Number(p.timing.median_ms)
+        raise BindingError(f"{label}: no such configuration (have: {'; '.join(names)})")
+
+    def sweep_order(self, config: str, at: str | None = None) -> int:
+        """Where a configuration was timed in its sweep: 1 for the first (the coolest card)."""
+        label = f"{self.short}.sweep_order({config!r})"
+        sw = self._sweep(at, label)
+        names = [" ".join(f"{k}={v}" for k, v in p.config.items()) for p in sw.points]
+        if config not in names:
+            raise BindingError(f"{label}: no such configuration (have: {'; '.join(names)})")
+        return names.index(config) + 1
 
 
 class PeersFacts(_Facts):

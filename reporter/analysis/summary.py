@@ -24,8 +24,9 @@ class VersionSummary:
     version: Version
     runs: dict[str, Run]  # case name -> latest run
     benchmark_case: str
-    sweep: Sweep | None = None
+    sweep: Sweep | None = None  # the newest
     all_runs: list[Run] = field(default_factory=list)
+    all_sweeps: list[Sweep] = field(default_factory=list)  # oldest first
 
     @property
     def name(self) -> str:
@@ -137,7 +138,7 @@ def summarize(a: Assignment, logs: Path, gpu: str | None = None) -> AssignmentSu
         sw = [s for s in sweeps if s.version == v.name]
         versions.append(VersionSummary(
             version=v, runs=runs, benchmark_case=a.benchmark_case, sweep=sw[-1] if sw else None,
-            all_runs=[r for r in all_runs if r.version == v.name and r.device.slug == gpu]))
+            all_runs=[r for r in all_runs if r.version == v.name and r.device.slug == gpu], all_sweeps=sw))
     # ceilings: the ones the newest run used, else the newest for this GPU
     ceilings = None
     newest = max(latest.values(), key=lambda r: r.created_utc)
