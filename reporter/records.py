@@ -383,6 +383,10 @@ class Sweep(Measurement):
     kind: Literal["sweep"] = "sweep"
     points: list[SweepPoint]
     chosen: dict[str, int | float | str | bool] | None = None
+    timing_order: Literal["sequential", "interleaved"] = Field(
+        "sequential", description="'sequential': each configuration timed to the end before the next, in SWEEP's "
+                                  "order (every sweep recorded before interleaving); 'interleaved': one call of "
+                                  "each per round, in a rotating order")
 
     def best(self) -> SweepPoint | None:
         ok = [p for p in self.points if p.timing is not None and (p.check is None or p.check.passed)]

@@ -150,3 +150,13 @@ def test_record_without_builds_still_loads(tmp_path):
     old = store.load(p)
     assert old.builds == []
     assert old.schema_version == data["schema_version"]
+
+
+def test_sweeps_recorded_before_interleaving_read_as_sequential():
+    from pathlib import Path
+
+    from reporter import store
+
+    root = Path(__file__).resolve().parents[1]
+    old = store.load(root / "logs" / "flashattn" / "v14_multicast" / "sweeps" / "20261122T051507265Z_h100_benchmark.json")
+    assert old.timing_order == "sequential"

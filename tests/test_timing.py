@@ -90,3 +90,74 @@ def test_leaderboard_block_layout():
     assert "⚡ 13.000 ms 🐌 14.000 ms" in text
     assert text.splitlines()[1] == "b: 4; seed: 1118"
     assert "Running on:\n* GPU: H100" in text
+
+
+class WarmingCard:
+    """A card that slows down with every call it runs (heating into its power cap): a call's time
+    is its kernel's own cost times a factor that grows with the number of calls so far, up to a
+    plateau. The callables tell it which kernel ran through ``cost``."""
+
+    method = "fake-warming"
+
+    def __init__(self, growth=0.01, plateau=1.2):
+        self.calls, self.growth, self.plateau = 0, growth, plateau
+        self.cost = 0.0
+        self.order: list[str] = []
+
+    def time_call(self, fn, before):
+        fn()
+        self.calls += 1
+        return self.cost * min(self.plateau, 1 + self.growth * self.calls)
+
+    def kernel(self, name, cost):
+        def call(rep):
+            self.cost = cost
+            if rep >= 0:
+                self.order.append(name)
+        return call
+
+
+def test_rotation_puts_every_callable_in_every_position():
+    from reporter.harness.timing import rotation
+
+    orders = [rotation(3, r) for r in range(3)]
+    assert orders == [[0, 1, 2], [1, 2, 0], [2, 0, 1]]
+    for pos in range(3):
+        assert sorted(o[pos] for o in orders) == [0, 1, 2]
+    assert rotation(1, 5) == [0] and rotation(0, 2) == []
+
+
+def test_a_warming_card_favours_the_first_configuration_timed_one_after_another():
+    """What the flashattn v14 sweeps showed on the H100, reproduced with a scripted card: two
+    identical kernels, timed one after the other, come out several percent apart."""
+    card = WarmingCard()
+    rule = StoppingRule(min_reps=3, max_reps=20, target_rel_stderr=1e-9, budget_s=60, warmup_reps=1)
+    first = benchmark(card.kernel("a", 1.0), timer=card, rule=rule)
+    second = benchmark(card.kernel("b", 1.0), timer=card, rule=rule)
+    assert second.median_ms > first.median_ms * 1.05
+
+
+def test_interleaved_rounds_time_identical_kernels_alike_and_rank_real_differences():
+    from reporter.harness.timing import benchmark_interleaved
+
+    card = WarmingCard()
+    rule = StoppingRule(min_reps=3, max_reps=30, target_rel_stderr=1e-9, budget_s=60, warmup_reps=1)
+    a, b, c = benchmark_interleaved([card.kernel("a", 1.0), card.kernel("b", 1.0), card.kernel("c", 0.98)],
+                                    timer=card, rule=rule)
+    assert a.n == b.n == c.n == 30 and a.stop_reason == "max_reps"
+    assert abs(a.median_ms / b.median_ms - 1) < 0.01  # identical kernels: within 1 %, not 5 %+
+    assert c.median_ms < min(a.median_ms, b.median_ms)  # a real 2 % difference still ranks
+    assert card.order[:6] == ["a", "b", "c", "b", "c", "a"]  # rotating rounds
+
+
+def test_interleaved_rounds_stop_only_when_every_callable_meets_the_rule():
+    from reporter.harness.timing import benchmark_interleaved
+
+    steady = FakeTimer([1.0] * 100)
+    rule = StoppingRule(min_reps=3, max_reps=50, target_rel_stderr=1e-3, budget_s=60, warmup_reps=0)
+    out = benchmark_interleaved([lambda rep: None, lambda rep: None], timer=steady, rule=rule)
+    assert [s.n for s in out] == [3, 3] and all(s.stop_reason == "stderr" for s in out)
+    noisy = FakeTimer([1.0, 1.0, 2.0, 1.0] * 50)  # the second callable gets every 2.0: it never settles
+    out = benchmark_interleaved([lambda rep: None, lambda rep: None], timer=noisy, rule=rule)
+    assert [s.n for s in out] == [50, 50] and out[1].stop_reason == "max_reps"
+    assert benchmark_interleaved([], timer=steady, rule=rule) == []

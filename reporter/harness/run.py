@@ -31,7 +31,8 @@ from .check import compare, poison_allocator
 from .device import device_info, device_lines, measure_ceilings, require_cuda
 from .nvtx_ranges import ranges
 from .gpu_state import open_sampler
-from .timing import CudaEventTimer, HeldCudaEventTimer, L2Flusher, StoppingRule, benchmark, leaderboard_block
+from .timing import (CudaEventTimer, HeldCudaEventTimer, L2Flusher, StoppingRule, benchmark, benchmark_interleaved,
+                     leaderboard_block)
 
 RANK_SEED_STEP = 13
 
@@ -306,8 +307,15 @@ def summary_table(runs: list[Run]) -> Table:
 
 
 def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str, rule: StoppingRule,
-          console: Console | None = None, hold: bool = False) -> Path:
-    """Time every configuration a tunable version offers (``SWEEP`` list and ``make_kernel(config)``)."""
+          console: Console | None = None, hold: bool = False, interleave: bool = True) -> Path:
+    """Time every configuration a tunable version offers (``SWEEP`` list and ``make_kernel(config)``).
+
+    Each configuration is built and checked first (a failure is recorded and the sweep goes on).
+    Then the ones that passed are timed interleaved (one call of each per round, in a rotating
+    order: :func:`benchmark_interleaved`), so a card that heats up during the sweep cannot favour
+    whichever configuration comes first; ``interleave=False`` times them one after another, in
+    ``SWEEP``'s order, as sweeps recorded before the interleaving were.
+    """
     console = console or Console()
     require_cuda()
     mod = v.load()
@@ -325,32 +333,55 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
     points: list[SweepPoint] = []
     opts = RunOptions(rule=rule, hold=hold)
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    fns: dict[int, Callable[[Any], Any]] = {}
     with Progress(*columns, console=console) as progress:
-        task = progress.add_task(f"sweep {v.name} · {case_name}", total=len(configs))
+        task = progress.add_task(f"sweep {v.name} · {case_name}" + (" · check" if interleave else ""),
+                                 total=len(configs))
         for cfg in configs:
             p = SweepPoint(config=cfg)
             try:
                 fn = make(cfg)
                 p.check, out = _check_once(fn, data, ref, a.spec.TOLERANCE, int(case["seed"]), (a.name, v.short))
                 del out
-                if p.check.passed:
+                if not p.check.passed:
+                    p.error = p.check.message
+                elif interleave:
+                    fns[len(points)] = fn
+                else:
                     p.timing = time_callable(fn, data, a=a, case=case, ref=ref, names=(a.name, v.short),
                                              opts=opts, flush=flush, timer=timer,
                                              state=sampler.sample if sampler else None)
-                else:
-                    p.error = p.check.message
             except Exception as e:  # out of resources, compile errors: recorded, sweep goes on
                 p.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
             points.append(p)
             progress.advance(task)
+            if not interleave:
+                _free()
+        if fns:
+            rounds = progress.add_task(f"sweep {v.name} · {len(fns)} configurations interleaved, rounds",
+                                       total=rule.max_reps)
+            idx = list(fns)
+            try:
+                with ranges(a.name, v.short, "timed"):
+                    stats = benchmark_interleaved(
+                        [lambda rep, f=fns[i]: f(data) for i in idx], timer=timer, rule=rule, flush=flush,
+                        state=sampler.sample if sampler else None,
+                        on_round=lambda r: progress.update(rounds, completed=r))
+                for i, st in zip(idx, stats):
+                    points[i].timing = st
+            except Exception as e:  # e.g. a launch failure mid-way: every point waiting for its timing says so
+                why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+                for i in idx:
+                    points[i].error = f"interleaved timing failed: {why}"
             _free()
     s = Sweep(run_id=f"{store.utc_stamp()}_{info.slug}_{case_name}", session_id=store.utc_stamp(),
               assignment=a.name, version=v.name, case_name=case_name, case=case, seed=int(case["seed"]),
-              created_utc=datetime.now(timezone.utc), device=info, points=points)
+              created_utc=datetime.now(timezone.utc), device=info, points=points,
+              timing_order="interleaved" if interleave else "sequential")
     best = s.best()
     s.chosen = best.config if best else None
     path = store.save(s, store.sweep_path(logs, s))
-    t = Table(title=f"sweep of {v.name} on {case_name}")
+    t = Table(title=f"sweep of {v.name} on {case_name} ({s.timing_order})")
     t.add_column("config")
     t.add_column("median ms", justify="right")
     t.add_column("result")

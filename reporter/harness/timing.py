@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -271,6 +271,76 @@ def benchmark(call: Callable[[int], Any], *, timer: Timer, rule: StoppingRule,
                              rule=rule, stop_reason=reason, ranked=ranked,
                              enqueue_ms=enqueue if len(enqueue) == len(samples) else None,
                              states=states if len(states) == len(samples) else None)
+
+
+def rotation(n: int, round_index: int) -> list[int]:
+    """The order of round ``round_index`` in an interleaved benchmark of ``n`` callables: each
+    round starts one later than the one before (0 1 2, 1 2 0, 2 0 1, ...), so over ``n`` rounds
+    every callable is timed once in every position."""
+    start = round_index % n if n else 0
+    return [(start + i) % n for i in range(n)]
+
+
+def benchmark_interleaved(calls: Sequence[Callable[[int], Any]], *, timer: Timer, rule: StoppingRule,
+                          flush: Callable[[], Any] | None = None,
+                          state: Callable[[], dict[str, float]] | None = None,
+                          on_round: Callable[[int], None] | None = None) -> list[TimingStats]:
+    """Time several callables in rounds, one call of each per round in a rotating order, until
+    every one meets the stopping rule (the budget is ``rule.budget_s`` per callable, for all of
+    them together).
+
+    Timing one callable after another lets the card's state decide the ranking: on a GPU that
+    heats into its power cap while a sweep runs, the first configuration is timed on the coolest
+    card. Interleaved, every callable's samples span the same stretch of time and see the same
+    mix of clocks, and the rotation puts each one after every other equally often. Each gets
+    ``rule.warmup_reps`` untimed calls first. A held timer that gives up its method during
+    warm-up times everything plain; one that gives up later voids the benchmark.
+    """
+    n = len(calls)
+    if n == 0:
+        return []
+    begin = getattr(timer, "begin", None)
+    if begin is not None:
+        begin()
+
+    def once(i: int, rep: int) -> float:
+        try:
+            return timer.time_call(lambda: calls[i](rep), flush)
+        except HoldTimedOut:
+            if rep >= 0:
+                raise
+            return timer.time_call(lambda: calls[i](rep), flush)
+
+    for w in range(rule.warmup_reps):
+        for i in range(n):
+            once(i, -1 - w)
+    samples: list[list[float]] = [[] for _ in calls]
+    enqueue: list[list[float]] = [[] for _ in calls]
+    states: list[list[dict[str, float]]] = [[] for _ in calls]
+    budget = rule.budget_s * n
+    t0 = time.perf_counter()
+    r = 0
+    while True:
+        for i in rotation(n, r):
+            samples[i].append(once(i, r))
+            last = getattr(timer, "last_enqueue_ms", None)
+            if last is not None:
+                enqueue[i].append(float(last))
+            if state is not None:
+                states[i].append(state())
+        r += 1
+        if on_round:
+            on_round(r)
+        elapsed = time.perf_counter() - t0
+        reasons = [rule.should_stop(x, 0.0) for x in samples]
+        if elapsed >= budget and r >= rule.min_reps:
+            reasons = [why or "budget" for why in reasons]
+        if all(reasons):
+            return [summarize(samples[i], method=timer.method, l2_flush=flush is not None, rule=rule,
+                              stop_reason=str(reasons[i]),
+                              enqueue_ms=enqueue[i] if len(enqueue[i]) == len(samples[i]) else None,
+                              states=states[i] if len(states[i]) == len(samples[i]) else None)
+                    for i in range(n)]
 
 
 def leaderboard_block(stats: TimingStats, *, title: str, case: dict, device_lines: list[str],

@@ -236,7 +236,7 @@ def _sweep_view(v: VersionSummary) -> dict[str, Any] | None:
         "param_names": " ".join(sw.points[0].config.keys()) if sw.points else "",
         "chart": charts.sweep_chart(pts, f"Sweep of {v.name} on {sw.case_name}: median per configuration"
                                     f" ({' '.join(sw.points[0].config.keys())})") if pts else "",
-        "date": sw.created_utc.strftime("%Y-%m-%d"), "run_id": sw.run_id,
+        "date": sw.created_utc.strftime("%Y-%m-%d"), "run_id": sw.run_id, "order": sw.timing_order,
     }
 
 

@@ -1,0 +1,34 @@
+"""`report sweep` on a real GPU: configurations checked, then timed interleaved (pytest -m gpu)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reporter import store
+
+
+def _cli(args):
+    from typer.testing import CliRunner
+
+    from reporter.cli import app
+
+    return CliRunner().invoke(app, args)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("order", ["--interleave", "--sequential"])
+def test_a_sweep_records_how_its_configurations_were_timed(tmp_path, order):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    res = _cli(["sweep", "flashattn", "v14", "-c", "test_small", "--max-reps", "6", "--budget-s", "1",
+                order, "--logs", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    (path,) = list((tmp_path / "flashattn" / "v14_multicast" / "sweeps").glob("*.json"))
+    sw = store.load(path)
+    assert sw.timing_order == order.removeprefix("--").replace("interleave", "interleaved")
+    timed = [p for p in sw.points if p.timing is not None]
+    assert len(timed) == len(sw.points) and all(p.check.passed for p in timed)
+    if order == "--interleave":
+        assert len({p.timing.n for p in timed}) == 1  # one call of each per round
+    assert sw.chosen == sw.best().config
