@@ -53,6 +53,11 @@ def run_cmd(
     profile: Annotated[bool, typer.Option("--profile", help="also profile one call of each checked version under Nsight Compute (ncu); slow")] = False,
     profile_timeout_s: Annotated[float, typer.Option(help="give up on one ncu profile after this many seconds")] = 1800.0,
     hold: Annotated[bool, typer.Option("--hold", help="hold the stream until each timed call is queued, so host launch time stays out of the samples (method cuda-events+hold)")] = False,
+    interleave: Annotated[bool, typer.Option(
+        "--interleave/--sequential",
+        help="--interleave: check everything, then time the versions and peers of each case together in rounds "
+             "(one call of each per round, rotating order), so none runs on a cooler card than the others; "
+             "ranked, each round's callables share one fresh input. Default: each timed on its own, peers first")] = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Check and time versions of an assignment on a CUDA GPU; write records under logs/."""
@@ -73,7 +78,7 @@ def run_cmd(
                                                                     remeasure_ceilings=remeasure_ceilings,
                                                                     profile=profile,
                                                                     profile_timeout_s=profile_timeout_s,
-                                                                    hold=hold), console)
+                                                                    hold=hold, interleave=interleave), console)
     except NoGPU as e:
         _fail(str(e), 3)
     except (AssignmentError, RecordError, ValueError) as e:

@@ -169,6 +169,8 @@ class TimingStats(Record):
     l2_flush: bool
     warmup_reps: int
     ranked: bool = False
+    interleaved: bool = Field(False, description="timed in rounds with the other callables of its run or sweep "
+                                                 "(one call of each per round, rotating order), not on its own")
     stop_reason: str = Field(description="why repetition stopped: 'stderr', 'budget' or 'max_reps'")
     target_rel_stderr: float
     budget_s: float
@@ -185,13 +187,15 @@ class TimingStats(Record):
     @property
     def way(self) -> str:
         """How the samples were taken, as a comparison must match it: the method, and ranked or not."""
-        return f"{self.method}{', ranked' if self.ranked else ''}"
+        return f"{self.method}{', ranked' if self.ranked else ''}{', interleaved' if self.interleaved else ''}"
 
     def timed_like(self, other: TimingStats | None) -> bool:
-        """Whether ``other`` was timed the same way. Held samples leave the host's share out, and a
-        ranked run's fresh inputs let the card cool between calls: a speedup across ways measures
-        the method or the card, not the code."""
-        return other is not None and self.method == other.method and self.ranked == other.ranked
+        """Whether ``other`` was timed the same way. Held samples leave the host's share out, a
+        ranked run's fresh inputs let the card cool between calls, and interleaved samples share
+        the card's states with the others of their run: a speedup across ways measures the method
+        or the card, not the code."""
+        return (other is not None and self.method == other.method and self.ranked == other.ranked
+                and self.interleaved == other.interleaved)
 
 
 # --------------------------------------------------------------------------- work model

@@ -143,8 +143,8 @@ def test_interleaved_rounds_time_identical_kernels_alike_and_rank_real_differenc
     card = WarmingCard()
     rule = StoppingRule(min_reps=3, max_reps=30, target_rel_stderr=1e-9, budget_s=60, warmup_reps=1)
     a, b, c = benchmark_interleaved([card.kernel("a", 1.0), card.kernel("b", 1.0), card.kernel("c", 0.98)],
-                                    timer=card, rule=rule)
-    assert a.n == b.n == c.n == 30 and a.stop_reason == "max_reps"
+                                    timer=card, rule=rule).stats
+    assert a.n == b.n == c.n == 30 and a.stop_reason == "max_reps" and a.interleaved and a.way.endswith("interleaved")
     assert abs(a.median_ms / b.median_ms - 1) < 0.01  # identical kernels: within 1 %, not 5 %+
     assert c.median_ms < min(a.median_ms, b.median_ms)  # a real 2 % difference still ranks
     assert card.order[:6] == ["a", "b", "c", "b", "c", "a"]  # rotating rounds
@@ -155,9 +155,38 @@ def test_interleaved_rounds_stop_only_when_every_callable_meets_the_rule():
 
     steady = FakeTimer([1.0] * 100)
     rule = StoppingRule(min_reps=3, max_reps=50, target_rel_stderr=1e-3, budget_s=60, warmup_reps=0)
-    out = benchmark_interleaved([lambda rep: None, lambda rep: None], timer=steady, rule=rule)
+    out = benchmark_interleaved([lambda rep: None, lambda rep: None], timer=steady, rule=rule).stats
     assert [s.n for s in out] == [3, 3] and all(s.stop_reason == "stderr" for s in out)
     noisy = FakeTimer([1.0, 1.0, 2.0, 1.0] * 50)  # the second callable gets every 2.0: it never settles
-    out = benchmark_interleaved([lambda rep: None, lambda rep: None], timer=noisy, rule=rule)
+    out = benchmark_interleaved([lambda rep: None, lambda rep: None], timer=noisy, rule=rule).stats
     assert [s.n for s in out] == [50, 50] and out[1].stop_reason == "max_reps"
-    assert benchmark_interleaved([], timer=steady, rule=rule) == []
+    assert benchmark_interleaved([], timer=steady, rule=rule).stats == []
+
+
+def test_interleaved_rounds_share_one_prepared_input_and_drop_a_callable_whose_check_fails():
+    """Ranked, every callable of a round gets the round's fresh input; a failed re-check takes
+    that callable out with its error, and the others finish."""
+    from reporter.harness.timing import benchmark_interleaved
+
+    seen: list[tuple[int, int, int]] = []
+    current = {"input": None}
+
+    def prepare_round(rep):
+        current["input"] = 1000 + rep
+
+    def make(i):
+        return lambda rep: (i, rep, current["input"])
+
+    def after(i, rep, out):
+        seen.append(out)
+        if i == 1 and rep == 2:
+            raise ValueError("re-check failed at seed 42")
+
+    rule = StoppingRule(min_reps=3, max_reps=6, target_rel_stderr=1e-9, budget_s=60, warmup_reps=1)
+    res = benchmark_interleaved([make(0), make(1), make(2)], timer=FakeTimer([1.0, 2.0] * 50), rule=rule,
+                                prepare_round=prepare_round, after=after, ranked=True)
+    assert all(inp == 1000 + rep for _, rep, inp in seen)  # the round's input, never another's
+    assert isinstance(res.errors[1], ValueError) and res.stats[1] is None
+    assert res.errors[0] is None and res.stats[0].n == 6 and res.stats[0].ranked
+    assert res.stats[2].n == 6
+    assert not any(i == 1 and rep > 2 for i, rep, _ in seen)

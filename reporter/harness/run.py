@@ -47,6 +47,7 @@ class RunOptions:
     profile: bool = False  # re-run each checked version once under Nsight Compute (see .profile)
     profile_timeout_s: float = 1800.0
     hold: bool = False  # hold the stream until each timed call is queued (see .hold)
+    interleave: bool = False  # time versions and peers of a case in rounds together (see _time_interleaved)
 
 
 def _sync() -> None:
@@ -205,6 +206,128 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
     return out
 
 
+def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[str, Any], case_name: str,
+                          case: dict, data: Any, ref: Any, opts: RunOptions, flush: L2Flusher,
+                          timer: CudaEventTimer, ceilings: DeviceCeilings, ceilings_ref: str, info: DeviceInfo,
+                          session: str, command: str, repo_root: Path, progress: Progress,
+                          state: Callable[[], dict[str, float]] | None, console: Console) -> list[Run]:
+    """One case of ``report run --interleave``: check every version and peer once, then time all
+    that passed together in rounds (:func:`benchmark_interleaved`), one call of each per round in
+    a rotating order, so none of them is timed on a cooler or hotter card than the others.
+
+    Ranked (``--ranked``), each round draws one fresh seeded input that every callable of the
+    round is timed on, and re-checks every output; a callable whose re-check fails leaves the
+    rounds with the failed check recorded, and the others go on.
+    """
+    spec = a.spec
+    seed = int(case["seed"])
+    work = spec.work_model(**case)
+    names_of: list[tuple[str, ...]] = []
+    fns: list[Callable[[Any], Any]] = []
+    owners: list[tuple[str, int]] = []  # ('peer', index in peer_results) or ('version', index in runs)
+    peer_results: list[PeerResult] = []
+    runs: list[Run] = []
+    launched: dict[int, list[CudaKernel]] = {}
+
+    for name, peer in ((getattr(spec, "PEERS", {}) or {}).items() if opts.peers else ()):
+        names = (a.name, f"peer:{name}")
+        pr = PeerResult(name=name, description=peer.description)
+        try:
+            pr.check, o = _check_once(peer.fn, data, ref, spec.TOLERANCE, seed, names)
+            del o
+            if pr.check.passed:
+                fns.append(peer.fn)
+                names_of.append(names)
+                owners.append(("peer", len(peer_results)))
+            else:
+                pr.error = f"check failed: {pr.check.message}"
+        except Exception as e:  # a peer missing on this torch build must not stop the run
+            pr.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        peer_results.append(pr)
+    for v in versions:
+        mod = modules[v.name]
+        r = Run(run_id=f"{store.utc_stamp()}_{info.slug}_{case_name}", session_id=session,
+                assignment=a.name, version=v.name, case_name=case_name, case=dict(case), seed=seed,
+                created_utc=datetime.now(timezone.utc), command=command, device=info,
+                code=v.snapshot(repo_root, getattr(mod, "CONFIG", None)),
+                check=CheckResult(passed=False, exact=spec.TOLERANCE.exact, n_elements=0, mismatches=0,
+                                  message="not run"),
+                work=work, ceilings_ref=ceilings_ref)
+        try:
+            with track_launches() as kernels:
+                r.check, out = _check_once(mod.custom_kernel, data, ref, spec.TOLERANCE, seed, (a.name, v.short))
+                del out
+            launched[len(runs)] = kernels
+            if r.check.passed:
+                fns.append(mod.custom_kernel)
+                names_of.append((a.name, v.short))
+                owners.append(("version", len(runs)))
+            else:
+                r.error = f"check failed, not timed: {r.check.message}"
+        except Exception as e:
+            r.error = f"{type(e).__name__}: {e}"
+            console.print(f"[red]{v.name} on {case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
+        runs.append(r)
+
+    current: dict[str, Any] = {"data": data, "ref": ref, "seed": seed}
+    ranked_checks: list[list[CheckResult]] = [[] for _ in fns]
+
+    def prepare_round(rep: int) -> None:
+        if opts.ranked:
+            current["seed"] = seed + RANK_SEED_STEP * (rep + 1)
+            current["data"] = spec.generate_input(**{**case, "seed": current["seed"]})
+            current["ref"] = spec.ref_kernel(current["data"])
+            poison_allocator(current["ref"])
+
+    def after(i: int, rep: int, out: Any) -> None:
+        if opts.ranked:
+            res = compare(out, current["ref"], spec.TOLERANCE, seed=current["seed"])
+            ranked_checks[i].append(res)
+            if not res.passed:
+                raise RankedCheckFailed(res)
+
+    res = None
+    if fns:
+        task = progress.add_task(f"{a.name} · {case_name} · {len(fns)} interleaved, rounds", total=opts.rule.max_reps)
+        with ranges(a.name, "interleaved", "timed"):
+            calls = [lambda rep, f=f: f(current["data"]) for f in fns]
+            res = benchmark_interleaved(calls, timer=timer, rule=opts.rule, flush=flush,
+                                        prepare_round=prepare_round, after=after, ranked=opts.ranked,
+                                        state=state, on_round=lambda k: progress.update(task, completed=k))
+        progress.update(task, completed=opts.rule.max_reps, visible=False)
+        for i, (kind, j) in enumerate(owners):
+            st, err = res.stats[i], res.errors[i]
+            if kind == "peer":
+                pr = peer_results[j]
+                if isinstance(err, RankedCheckFailed):
+                    pr.check, pr.error = err.result, str(err)
+                elif err is not None:
+                    pr.error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+                else:
+                    pr.timing = st
+                    pr.derived = derive(work, st.median_ms, ceilings) if st else None
+            else:
+                r = runs[j]
+                r.ranked_checks = ranked_checks[i]
+                if isinstance(err, RankedCheckFailed):
+                    r.check, r.error = err.result, str(err)
+                elif err is not None:
+                    r.error = f"{type(err).__name__}: {err}"
+                else:
+                    r.timing = st
+                    r.derived = derive(work, st.median_ms, ceilings) if st else None
+    for j, r in enumerate(runs):
+        r.peers = peer_results
+        r.builds = kernel_builds(launched.get(j, []))
+        if opts.profile and r.timing is not None:
+            from .profile import ProfileOptions, profile_into_run
+
+            _free()
+            profile_into_run(r, repo_root, a, next(v for v in versions if v.name == r.version), console=console,
+                             progress=progress, options=ProfileOptions(timeout_s=opts.profile_timeout_s))
+    return runs
+
+
 def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], case_names: list[str],
         opts: RunOptions, console: Console | None = None) -> list[Path]:
     """Check and time each version on each case; returns the paths of the records written."""
@@ -232,6 +355,21 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                 data = a.spec.generate_input(**case)
                 ref = a.spec.ref_kernel(data)
                 _sync()
+            if opts.interleave:
+                runs = _run_case_interleaved(a, versions, modules, case_name, case, data, ref, opts, flush, timer,
+                                             ceilings, ceilings_ref, info, session, command, repo_root, progress,
+                                             state, console)
+                for r in runs:
+                    path = store.save(r, store.run_path(logs, r))
+                    written.append(path)
+                    summary.append(r)
+                    if opts.print_blocks and r.timing:
+                        console.print(leaderboard_block(r.timing, title=f"{a.name} {r.version}", case=case,
+                                                        device_lines=device_lines(info)))
+                    progress.advance(overall)
+                del data, ref
+                _free()
+                continue
             peers = _time_peers(a, case, data, ref, opts, flush, timer, ceilings, progress, state) if opts.peers else []
             for v in versions:
                 mod = modules[v.name]
@@ -363,13 +501,15 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
             idx = list(fns)
             try:
                 with ranges(a.name, v.short, "timed"):
-                    stats = benchmark_interleaved(
+                    res = benchmark_interleaved(
                         [lambda rep, f=fns[i]: f(data) for i in idx], timer=timer, rule=rule, flush=flush,
                         state=sampler.sample if sampler else None,
                         on_round=lambda r: progress.update(rounds, completed=r))
-                for i, st in zip(idx, stats):
+                for i, st, err in zip(idx, res.stats, res.errors):
                     points[i].timing = st
-            except Exception as e:  # e.g. a launch failure mid-way: every point waiting for its timing says so
+                    if err is not None:
+                        points[i].error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
+            except Exception as e:  # e.g. the held timer voided: every point waiting for its timing says so
                 why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
                 for i in idx:
                     points[i].error = f"interleaved timing failed: {why}"

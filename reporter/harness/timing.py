@@ -189,7 +189,7 @@ def quantile(sorted_samples: list[float], q: float) -> float:
 
 def summarize(samples: list[float], *, method: str, l2_flush: bool, rule: StoppingRule,
               stop_reason: str, ranked: bool = False, enqueue_ms: list[float] | None = None,
-              states: list[dict[str, float]] | None = None) -> TimingStats:
+              states: list[dict[str, float]] | None = None, interleaved: bool = False) -> TimingStats:
     s = sorted(samples)
     n = len(s)
     return TimingStats(
@@ -199,7 +199,7 @@ def summarize(samples: list[float], *, method: str, l2_flush: bool, rule: Stoppi
         stderr_ms=stderr(s) if n > 1 else 0.0,
         median_ms=statistics.median(s), min_ms=s[0], max_ms=s[-1],
         quantiles_ms={k: quantile(s, q) for k, q in (("p05", .05), ("p25", .25), ("p75", .75), ("p95", .95))},
-        method=method, l2_flush=l2_flush, warmup_reps=rule.warmup_reps, ranked=ranked,
+        method=method, l2_flush=l2_flush, warmup_reps=rule.warmup_reps, ranked=ranked, interleaved=interleaved,
         stop_reason=stop_reason, target_rel_stderr=rule.target_rel_stderr, budget_s=rule.budget_s,
         enqueue_ms=list(enqueue_ms) if enqueue_ms else None,
         gpu_state=_state_samples(states) if states else None,
@@ -281,48 +281,88 @@ def rotation(n: int, round_index: int) -> list[int]:
     return [(start + i) % n for i in range(n)]
 
 
+@dataclass
+class Interleaved:
+    """What :func:`benchmark_interleaved` measured: per callable, its statistics, or the error that
+    took it out of the rounds (its ``after`` check failed, or it raised)."""
+
+    stats: list[TimingStats | None]
+    errors: list[BaseException | None]
+
+
 def benchmark_interleaved(calls: Sequence[Callable[[int], Any]], *, timer: Timer, rule: StoppingRule,
                           flush: Callable[[], Any] | None = None,
+                          prepare_round: Callable[[int], Any] | None = None,
+                          after: Callable[[int, int, Any], Any] | None = None,
+                          ranked: bool = False,
                           state: Callable[[], dict[str, float]] | None = None,
-                          on_round: Callable[[int], None] | None = None) -> list[TimingStats]:
+                          on_round: Callable[[int], None] | None = None) -> Interleaved:
     """Time several callables in rounds, one call of each per round in a rotating order, until
-    every one meets the stopping rule (the budget is ``rule.budget_s`` per callable, for all of
-    them together).
+    every one still in the rounds meets the stopping rule (the budget is ``rule.budget_s`` per
+    callable, for all of them together).
 
     Timing one callable after another lets the card's state decide the ranking: on a GPU that
     heats into its power cap while a sweep runs, the first configuration is timed on the coolest
     card. Interleaved, every callable's samples span the same stretch of time and see the same
-    mix of clocks, and the rotation puts each one after every other equally often. Each gets
-    ``rule.warmup_reps`` untimed calls first. A held timer that gives up its method during
-    warm-up times everything plain; one that gives up later voids the benchmark.
+    mix of clocks, and the rotation puts each one after every other equally often.
+
+    Untimed: ``prepare_round(rep)`` before each round (e.g. one fresh seeded input that every
+    callable of the round gets) and ``after(i, rep, result)`` after each call (e.g. re-checking
+    callable ``i``'s output); an ``after`` or a call that raises takes only that callable out of
+    the rounds, with the error kept. Each callable gets ``rule.warmup_reps`` untimed calls first
+    (negative ``rep``). A held timer that gives up its method during warm-up times everything
+    plain; one that gives it up later voids the benchmark.
     """
     n = len(calls)
+    errors: list[BaseException | None] = [None] * n
     if n == 0:
-        return []
+        return Interleaved([], [])
     begin = getattr(timer, "begin", None)
     if begin is not None:
         begin()
 
     def once(i: int, rep: int) -> float:
+        box: list[Any] = []
         try:
-            return timer.time_call(lambda: calls[i](rep), flush)
+            ms = timer.time_call(lambda: box.append(calls[i](rep)), flush)
         except HoldTimedOut:
             if rep >= 0:
                 raise
-            return timer.time_call(lambda: calls[i](rep), flush)
+            ms = timer.time_call(lambda: box.append(calls[i](rep)), flush)
+        if after is not None and rep >= 0:
+            after(i, rep, box[0])
+        return ms
 
     for w in range(rule.warmup_reps):
         for i in range(n):
-            once(i, -1 - w)
+            if errors[i] is None:
+                try:
+                    once(i, -1 - w)
+                except HoldTimedOut:
+                    raise
+                except Exception as e:
+                    errors[i] = e
     samples: list[list[float]] = [[] for _ in calls]
     enqueue: list[list[float]] = [[] for _ in calls]
     states: list[list[dict[str, float]]] = [[] for _ in calls]
     budget = rule.budget_s * n
     t0 = time.perf_counter()
     r = 0
-    while True:
+    reasons: list[str | None] = [None] * n
+    while any(e is None for e in errors):
+        if prepare_round is not None:
+            prepare_round(r)
         for i in rotation(n, r):
-            samples[i].append(once(i, r))
+            if errors[i] is not None:
+                continue
+            try:
+                ms = once(i, r)
+            except HoldTimedOut:
+                raise
+            except Exception as e:
+                errors[i] = e
+                continue
+            samples[i].append(ms)
             last = getattr(timer, "last_enqueue_ms", None)
             if last is not None:
                 enqueue[i].append(float(last))
@@ -331,16 +371,20 @@ def benchmark_interleaved(calls: Sequence[Callable[[int], Any]], *, timer: Timer
         r += 1
         if on_round:
             on_round(r)
-        elapsed = time.perf_counter() - t0
-        reasons = [rule.should_stop(x, 0.0) for x in samples]
-        if elapsed >= budget and r >= rule.min_reps:
+        live = [i for i in range(n) if errors[i] is None]
+        reasons = [rule.should_stop(samples[i], 0.0) if errors[i] is None else "error" for i in range(n)]
+        if time.perf_counter() - t0 >= budget and r >= rule.min_reps:
             reasons = [why or "budget" for why in reasons]
-        if all(reasons):
-            return [summarize(samples[i], method=timer.method, l2_flush=flush is not None, rule=rule,
-                              stop_reason=str(reasons[i]),
-                              enqueue_ms=enqueue[i] if len(enqueue[i]) == len(samples[i]) else None,
-                              states=states[i] if len(states[i]) == len(samples[i]) else None)
-                    for i in range(n)]
+        if live and all(reasons[i] for i in live):
+            break
+    stats: list[TimingStats | None] = [
+        summarize(samples[i], method=timer.method, l2_flush=flush is not None, rule=rule,
+                  stop_reason=str(reasons[i]), ranked=ranked, interleaved=True,
+                  enqueue_ms=enqueue[i] if len(enqueue[i]) == len(samples[i]) else None,
+                  states=states[i] if len(states[i]) == len(samples[i]) else None)
+        if errors[i] is None and samples[i] else None
+        for i in range(n)]
+    return Interleaved(stats, errors)
 
 
 def leaderboard_block(stats: TimingStats, *, title: str, case: dict, device_lines: list[str],
