@@ -170,3 +170,19 @@ def test_report_shows_what_the_compiler_said(project):
         if v.bench is not None and v.name != bench.version and not v.bench.builds:
             assert not soup.find("section", id=v.name).select("p.build"), v.name
     assert soup.find("section", id="v02_fused_triton").select("p.build") == []
+
+
+def test_report_says_how_each_run_and_sweep_was_timed(built):
+    """v14's figures come from an interleaved run and its sweep was interleaved; v08's page is
+    refused a verdict against v07's sequential run rather than given a biased one."""
+    from bs4 import BeautifulSoup
+
+    out, _, _ = built
+    soup = BeautifulSoup((out / "worklog.html").read_text(), "html.parser")
+    v14 = " ".join(soup.find("section", id="v14_multicast").get_text(" ", strip=True).split())
+    assert "interleaved with the run's other versions and peers" in v14
+    assert "timed interleaved (one call of each per round, in a rotating order)" in v14
+    assert "Ranked mode: benchmark: median" in v14 and "interleaved, each on a fresh input" in v14
+    v08 = " ".join(soup.find("section", id="v08_overlap").get_text(" ", strip=True).split())
+    assert "not compared: timed differently (cuda-events, interleaved vs cuda-events)" in v08 \
+        or "not compared: timed differently (cuda-events vs cuda-events, interleaved)" in v08

@@ -134,6 +134,7 @@ def _ranked_line(r: Run) -> str:
     t = r.timing
     ok = sum(c.passed for c in r.ranked_checks)
     held = " with --hold" if t.method.endswith("+hold") else ""  # type: ignore[union-attr]
+    held += ", interleaved" if t.interleaved else ""  # type: ignore[union-attr]
     return (f"{r.case_name}: median {ms(t.median_ms)} over {t.n} calls{held}, each on a fresh input "  # type: ignore[union-attr]
             f"(seed {r.seed} + 13·k), {ok} of {len(r.ranked_checks)} re-checks passed ({r.created_utc:%Y-%m-%d}, "
             f"run {r.run_id})")
@@ -153,7 +154,9 @@ def _timing_note(r: Run | None) -> str:
         return ""
     t = r.timing
     parts = [f"Benchmark figures from run {r.run_id} ({r.created_utc:%Y-%m-%d}), timed with "
-             f"{METHOD_WORDS.get(t.method, t.method)}"]
+             f"{METHOD_WORDS.get(t.method, t.method)}"
+             + (", interleaved with the run's other versions and peers (one call of each per round, in a "
+                "rotating order)" if t.interleaved else "")]
     if t.enqueue_ms:
         parts.append(f"the host took a median {ms(statistics.median(t.enqueue_ms))} to queue each call")
     g = t.gpu_state
