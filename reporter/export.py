@@ -439,7 +439,7 @@ def _measured_lines(m: Measured, assignment: str, version: Version) -> list[str]
     command = r.command or f"report run {assignment} -v {version.short} -c {r.case_name}"
     return [
         (f"  {r.device.name}: median {format_ms(t.median_ms, 5)} (n={t.n}, standard error "
-         f"{format_ms(t.stderr_ms, 3)}, {t.method}{', ranked' if t.ranked else ''}), "
+         f"{format_ms(t.stderr_ms, 3)}, {t.way}), "
          f"case {r.case_name} ({_case_text(r.case)})"),
         f"    run {r.run_id}, {r.created_utc.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC, code {r.code.digest}{stale}",
         f"    measured with `{command}`",
