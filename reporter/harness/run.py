@@ -47,7 +47,7 @@ class RunOptions:
     profile: bool = False  # re-run each checked version once under Nsight Compute (see .profile)
     profile_timeout_s: float = 1800.0
     hold: bool = False  # hold the stream until each timed call is queued (see .hold)
-    interleave: bool = False  # time versions and peers of a case in rounds together (see _time_interleaved)
+    interleave: bool = False  # time versions and peers of a case in rounds together (see _run_case_interleaved)
 
 
 def _sync() -> None:
@@ -222,7 +222,6 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
     spec = a.spec
     seed = int(case["seed"])
     work = spec.work_model(**case)
-    names_of: list[tuple[str, ...]] = []
     fns: list[Callable[[Any], Any]] = []
     owners: list[tuple[str, int]] = []  # ('peer', index in peer_results) or ('version', index in runs)
     peer_results: list[PeerResult] = []
@@ -237,7 +236,6 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
             del o
             if pr.check.passed:
                 fns.append(peer.fn)
-                names_of.append(names)
                 owners.append(("peer", len(peer_results)))
             else:
                 pr.error = f"check failed: {pr.check.message}"
@@ -260,7 +258,6 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
             launched[len(runs)] = kernels
             if r.check.passed:
                 fns.append(mod.custom_kernel)
-                names_of.append((a.name, v.short))
                 owners.append(("version", len(runs)))
             else:
                 r.error = f"check failed, not timed: {r.check.message}"
@@ -286,7 +283,6 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
             if not res.passed:
                 raise RankedCheckFailed(res)
 
-    res = None
     if fns:
         task = progress.add_task(f"{a.name} · {case_name} · {len(fns)} interleaved, rounds", total=opts.rule.max_reps)
         with ranges(a.name, "interleaved", "timed"):
