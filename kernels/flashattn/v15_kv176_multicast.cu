@@ -1,0 +1,708 @@
+// v15: v14 (a TMA producer lane multicasting K/V halves to a cluster of two CTAs; two wgmma
+// consumer warpgroups taking turns and overlapping their softmax with their own P.V; sm_90a,
+// fp16, D = 128, non-causal) with v12's kv tile width: BLOCK_N = 176 rows of K and V per step.
+//
+// v12 tried 176-row tiles on v08, whose cp.async producer paid for the partial last tile with
+// a zero-filling slow path; here the copy engine handles it. K and V are described by 3-D
+// tensor maps [B*H, S, 128] (box 1 x BLOCK_N x 64), so a box that runs past the end of a head's
+// sequence is zero-filled by TMA (and its bytes still count toward the barrier's transaction),
+// and the consumers set the scores of those columns to -inf (mask_tail, v12's) before the
+// softmax. Per step a consumer warpgroup computes S = Q K^T as eight wgmma m64n176k16 (88 f32
+// accumulators per thread) and O += P V as eleven m64n128k16 with P in 44 registers.
+// Shared memory: Q 32 KB + 2 stages x (44 + 44) KB; a third stage does not fit.
+// BLOCK_N 128 builds v14's geometry from this source (the sweep compares the two).
+//
+// Everything else is v14's: the cluster protocol (empty barriers counting the consumer warps of
+// both CTAs, local + remote releases at CTA scope, cluster barriers after initialisation and at
+// the end), the schedule and turn counting (v08), the layout and PTX facts (v06).
+//
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#ifndef CLUSTER
+#define CLUSTER 2                // CTAs per cluster sharing K/V by multicast (1 or 2)
+#endif
+#ifndef RELEASE_CLUSTER
+#define RELEASE_CLUSTER 0        // 1: remote releases with .release.cluster (v14's first build; see mbar_arrive_cluster)
+#endif
+#ifndef STAGES
+#define STAGES 2                 // K/V ring depth (2: 160 KB smem, 3: 224 KB)
+#endif
+#ifndef K_LBO
+#define K_LBO 16                 // Q/K descriptors (K-major, 128B swizzle): unused by the hardware
+#endif
+#ifndef K_SBO
+#define K_SBO 1024               // 8 rows x 128 B between core-matrix groups
+#endif
+#ifndef V_LBO
+#define V_LBO KV_HALF_BYTES      // V descriptor (MN-major): between the two 64-wide d halves
+#endif
+#ifndef V_SBO
+#define V_SBO 1024               // between 8-row kv groups
+#endif
+#ifndef SWIZZLE_MODE
+#define SWIZZLE_MODE 1           // descriptor bits 62-63: 1 = 128-byte swizzle
+#endif
+#ifndef V_TRANS
+#define V_TRANS 1                // imm-trans-b of the P.V product (1: V is N-major)
+#endif
+#ifndef HANG_CHECK
+#define HANG_CHECK 1             // a wait longer than HANG_NS faults instead of hanging (not trap: see mbar_wait)
+#endif
+#ifndef HANG_NS
+#define HANG_NS 2000000000ull
+#endif
+#ifndef PRODUCER_REGS
+#define PRODUCER_REGS 24
+#endif
+#ifndef CONSUMER_REGS
+#define CONSUMER_REGS 240
+#endif
+#ifndef PROXY_FENCE
+#define PROXY_FENCE 0            // 1: v08's fence.proxy.async after each full-barrier wait (not needed with TMA)
+#endif
+#ifndef PINGPONG
+#define PINGPONG 1               // 0: no turns between the consumer warpgroups (ablation)
+#endif
+#ifndef TURN_BAR0
+#define TURN_BAR0 1              // named barriers TURN_BAR0 (consumer 0's turn) and TURN_BAR0 + 1; 0 is __syncthreads
+#endif
+
+#if CLUSTER != 1 && CLUSTER != 2
+#error "CLUSTER must be 1 or 2"
+#endif
+
+#define HEAD_DIM 128
+#define BLOCK_M 128
+#ifndef BLOCK_N
+#define BLOCK_N 176              // kv rows per tile: 176 (FA3's choice at D = 128) or 128 (v14's)
+#endif
+#if BLOCK_N != 128 && BLOCK_N != 176
+#error "BLOCK_N must be 128 or 176 (the S accumulator's wgmma operand lists are written for those)"
+#endif
+#define S_REGS (BLOCK_N / 2)     // f32 S accumulator registers per thread (64 x BLOCK_N / 128 threads)
+#define P_REGS (BLOCK_N / 4)     // f16x2 P fragment registers per thread
+#define KV_CHUNKS (BLOCK_N / 16) // k16 steps of the P.V product
+#define THREADS 384              // consumers are warpgroups 0 and 1, the producer warpgroup 2
+#define TILE_BYTES 32768         // the Q tile: 128 rows x 128 fp16
+#define HALF_BYTES 16384         // one 64-column half of it: 128 rows x 128 B
+#define KV_TILE_BYTES (BLOCK_N * 256)   // a K or V tile: BLOCK_N rows x 128 fp16 (1024-aligned)
+#define KV_HALF_BYTES (BLOCK_N * 128)   // one 64-column half of it
+#define NUM_BARRIERS (1 + 4 * STAGES)
+// host side must allocate the same: 1024 (alignment slack) + tiles + barriers
+#define SMEM_BYTES (1024 + TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * NUM_BARRIERS)
+
+#if SMEM_BYTES > 227 * 1024
+#error "STAGES too deep: the tiles do not fit in the 227 KB of shared memory a block can opt in to"
+#endif
+// __launch_bounds__(384, 1) makes ptxas allocate 168 registers per thread at launch
+// (65536 / 384, rounded down to a multiple of 8): a pool of 3 x 168 per warpgroup-thread
+// that setmaxnreg can only redistribute. setmaxnreg.inc blocks until the registers it asks
+// for were freed by a .dec, so asking for more than the pool hangs the CTA (no trap can
+// catch that): 24 + 2 x 240 = 504 = 3 x 168 exactly, FlashAttention-3's split.
+#if PRODUCER_REGS + 2 * CONSUMER_REGS > 3 * 168
+#error "PRODUCER_REGS + 2 * CONSUMER_REGS must not exceed the 3 x 168 registers allocated at launch"
+#endif
+#if PRODUCER_REGS % 8 || CONSUMER_REGS % 8 || PRODUCER_REGS < 24 || CONSUMER_REGS > 256
+#error "setmaxnreg needs a multiple of 8 in 24..256"
+#endif
+
+// --------------------------------------------------------------------------- small PTX wrappers
+
+__device__ __forceinline__ u32 smem_u32(const void* p)
+{
+    u32 a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+__device__ __forceinline__ u64 global_timer_ns()
+{
+    u64 t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(u32 bar)
+{
+    asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(bar) : "memory");
+}
+
+__device__ __forceinline__ u32 mbar_try_wait(u32 bar, u32 parity)
+{
+    u32 ok;
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(ok)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    return ok;
+}
+
+// Wait for the phase of parity `parity` of the mbarrier at `bar` (called by all 32 lanes of a
+// warp). With HANG_CHECK, a wait longer than HANG_NS (global timer) stores to address 0: the
+// fault aborts the grid with "an illegal memory access", so a deadlock becomes a launch error
+// instead of a hung process. Not `trap`: a trap anywhere in the consumers' code makes ptxas
+// budget their wgmma pipeline with the 168 registers of the kernel's entry instead of the 240
+// of setmaxnreg (C7512 "wgmma serialized due to insufficient register resources", 232 B of
+// spills; see the .py). The __syncwarp reconverges the warp before the .sync.aligned wgmma
+// instructions that follow the waits.
+__device__ __forceinline__ void hang_fault()
+{
+    asm volatile("{ .reg .u64 z; mov.u64 z, 0; st.volatile.global.u32 [z], 1; }" ::: "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity)
+{
+    if (!mbar_try_wait(bar, parity)) {
+#if HANG_CHECK
+        const u64 t0 = global_timer_ns();
+#endif
+        while (!mbar_try_wait(bar, parity)) {
+#if HANG_CHECK
+            if (global_timer_ns() - t0 > HANG_NS) hang_fault();
+#endif
+        }
+    }
+    __syncwarp();
+}
+
+// A CUtensorMap as the kernel receives it: 128 opaque bytes, 64-byte aligned in parameter space.
+struct __align__(64) TmaDesc {
+    u64 words[16];
+};
+
+__device__ __forceinline__ void mbar_arrive_expect_tx(u32 bar, u32 bytes)
+{
+    asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void prefetch_tensor_map(const TmaDesc* map)
+{
+    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(map)) : "memory");
+}
+
+// One box (rows x 64 fp16) at coordinates (c0 = column, c1 = row in the head's sequence, c2 =
+// batch x head) of a 3-D tensor map into shared memory at dst (1024-byte aligned), completing
+// its bytes on the mbarrier; rows past the sequence's end are zero-filled.
+__device__ __forceinline__ void tma_load_box(u32 dst, const TmaDesc* map, int c0, int c1, int c2, u32 bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+        ::"r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+        : "memory");
+}
+
+__device__ __forceinline__ void proxy_fence_async()
+{
+#if PROXY_FENCE
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+
+__device__ __forceinline__ void st_global_b32(void* p, u32 v)
+{
+    asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// two f32 -> f16x2, `lo` in bits 0-15 (cvt.rn.f16x2.f32 d, hi, lo)
+__device__ __forceinline__ u32 pack_half2(float lo, float hi)
+{
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(r) : "f"(lo), "f"(hi));
+    return r;
+}
+
+// --------------------------------------------------------------------------- wgmma
+
+// Matrix descriptor (PTX ISA "Matrix Descriptor Format"); base offset 0 (1024-aligned tiles).
+__device__ __forceinline__ u64 make_desc(u32 saddr, u32 lbo, u32 sbo)
+{
+    return (u64)((saddr & 0x3FFFFu) >> 4) | ((u64)((lbo >> 4) & 0x3FFFu) << 16) |
+           ((u64)((sbo >> 4) & 0x3FFFu) << 32) | ((u64)SWIZZLE_MODE << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+
+// Keep the compiler from moving accesses of wgmma operand registers across the async
+// region (the asm statements are volatile and stay in order; these redefine the values).
+template <int N>
+__device__ __forceinline__ void fence_acc(float (&d)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void fence_frag(u32 (&a)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+r"(a[i])::"memory");
+}
+
+#define ACC_LIST                                                                                       \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+    "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "  \
+    "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "  \
+    "%59, %60, %61, %62, %63}"
+#define ACC8(d, i)                                                                                \
+    "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]), \
+        "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
+#define ACC_OPERANDS(d) \
+    ACC8(d, 0), ACC8(d, 8), ACC8(d, 16), ACC8(d, 24), ACC8(d, 32), ACC8(d, 40), ACC8(d, 48), ACC8(d, 56)
+
+// D(64x128 f32) (+)= A(64x16, smem desc, K-major) * B(16x128, smem desc, K-major)
+__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], u64 desc_a, u64 desc_b, u32 accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " ACC_LIST ", %64, %65, p, 1, 1, 0, 0;\n"
+        "}\n"
+        : ACC_OPERANDS(d)
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+// D(64x128 f32) += A(64x16 f16, registers) * B(16x128, smem desc, transposed = N-major if V_TRANS)
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], u32 a0, u32 a1, u32 a2, u32 a3, u64 desc_b)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " ACC_LIST
+        ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n"
+        "}\n"
+        : ACC_OPERANDS(d)
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(1u), "n"(V_TRANS));
+}
+
+// The same box, written at dst in every CTA of the cluster named in cta_mask, each copy
+// completing its bytes on the mbarrier at offset bar of its own CTA.
+__device__ __forceinline__ void tma_load_box_multicast(u32 dst, const TmaDesc* map, int c0, int c1, int c2,
+                                                       u32 bar, unsigned short cta_mask)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%2, %3, %4}], [%5], %6;"
+        ::"r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(cta_mask)
+        : "memory");
+}
+
+__device__ __forceinline__ u32 cluster_rank()
+{
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+
+// Release a slot on the empty barrier at offset bar of every CTA in the cluster (itself
+// included): a local arrive, and a remote one through the neighbour's shared::cluster address.
+// The remote arrive keeps mbarrier.arrive's default semantics (release at CTA scope), as
+// CUTLASS's ClusterBarrier does: the slot was read by wgmma (async proxy) and wgmma.wait_group
+// already returned, so no generic memory access needs ordering before the neighbour's TMA
+// overwrites it. RELEASE_CLUSTER 1 is v14's first build, which asked for
+// .release.cluster: each such arrive carries a cluster-scope fence, and ncu showed warps
+// stalled on memory barriers for 38 % of their cycles (26 ms a call instead of 14).
+__device__ __forceinline__ void mbar_arrive_cluster(u32 bar)
+{
+#if CLUSTER == 1
+    mbar_arrive(bar);
+#elif RELEASE_CLUSTER
+#pragma unroll
+    for (u32 r = 0; r < CLUSTER; ++r) {
+        asm volatile(
+            "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1;\n"
+            "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }"
+            ::"r"(bar), "r"(r)
+            : "memory");
+    }
+#else
+    mbar_arrive(bar);
+    asm volatile(
+        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [ra]; }"
+        ::"r"(bar), "r"(cluster_rank() ^ 1u)
+        : "memory");
+#endif
+}
+
+__device__ __forceinline__ void cluster_sync_all()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+#if BLOCK_N == 176
+// S(64x176 f32) (+)= A(64x16, smem desc, K-major) * B(16x176, smem desc, K-major)
+__device__ __forceinline__ void wgmma_qk(float (&d)[S_REGS], u64 desc_a, u64 desc_b, u32 accumulate)
+{
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %90, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 " "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}" ", %88, %89, p, 1, 1, 0, 0;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+#else
+__device__ __forceinline__ void wgmma_qk(float (&d)[S_REGS], u64 desc_a, u64 desc_b, u32 accumulate)
+{
+    wgmma_m64n128k16_ss(d, desc_a, desc_b, accumulate);
+}
+#endif
+
+// --------------------------------------------------------------------------- producer
+
+// One BLOCK_N x 128 fp16 K/V tile (rows row0 .. row0 + BLOCK_N - 1 of head `head`) into a
+// slot of every CTA of the cluster: CTA rank r copies the r-th 64-column half (both with
+// CLUSTER 1), KV_HALF_BYTES apart in shared memory, completing on `bar`, which every CTA armed
+// with the tile's KV_TILE_BYTES.
+__device__ __forceinline__ void load_tile_shared(u32 dst, const TmaDesc* map, int row0, int head, u32 bar, u32 rank)
+{
+#if CLUSTER == 1
+    tma_load_box(dst, map, 0, row0, head, bar);
+    tma_load_box(dst + KV_HALF_BYTES, map, 64, row0, head, bar);
+#else
+    tma_load_box_multicast(dst + rank * KV_HALF_BYTES, map, 64 * (int)rank, row0, head, bar, (unsigned short)0x3);
+#endif
+}
+
+// Q: this CTA's own 128 x 128 tile, both halves.
+__device__ __forceinline__ void load_tile_own(u32 dst, const TmaDesc* map, int row0, int head, u32 bar)
+{
+    tma_load_box(dst, map, 0, row0, head, bar);
+    tma_load_box(dst + HALF_BYTES, map, 64, row0, head, bar);
+}
+
+// --------------------------------------------------------------------------- consumer steps
+
+// S (64 x 128 fp32) = Q_wg (64 x 128) . K_tile^T: 8 k16 steps; within a 64-column half a step
+// is +32 B on the start address (inside the 128-byte swizzle row), the second half is
+// HALF_BYTES further. The first step ignores the old accumulator (scale-d = 0).
+__device__ __forceinline__ void issue_qk(float (&sc)[S_REGS], u64 desc_q, u64 desc_k_stage)
+{
+#pragma unroll
+    for (int kk = 0; kk < 8; ++kk) {
+        const u64 qoff = (u64)(((kk >> 2) * HALF_BYTES + (kk & 3) * 32) >> 4);
+        const u64 koff = (u64)(((kk >> 2) * KV_HALF_BYTES + (kk & 3) * 32) >> 4);
+        wgmma_qk(sc, desc_q + qoff, desc_k_stage + koff, kk > 0 ? 1u : 0u);
+    }
+}
+
+// O (64 x 128 fp32) += P (64 x 128 kv, f16 A fragments) . V_tile (128 kv x 128 d, N-major):
+// k-chunk kc covers kv rows 16kc..16kc+15 = two 8-row groups of 1024 B, i.e. +2048 B.
+__device__ __forceinline__ void issue_pv(float (&o)[64], const u32 (&p)[P_REGS], u64 desc_v_stage)
+{
+#pragma unroll
+    for (int kc = 0; kc < KV_CHUNKS; ++kc)
+        wgmma_m64n128k16_rs(o, p[4 * kc], p[4 * kc + 1], p[4 * kc + 2], p[4 * kc + 3],
+                            desc_v_stage + (u64)((kc * 2048) >> 4));
+}
+
+// Online softmax of one S tile, in place: sc becomes exp2(s * scale_log2 - m). Thread rows:
+// r (sc[4j], sc[4j+1]) and r + 8 (sc[4j+2], sc[4j+3]), j = 0..15; the 4 lanes of a quad
+// share the rows, hence the shuffles over lanes 1 and 2. The running max m is kept in the
+// log2 domain of the scaled scores (scale_log2 = log2(e)/sqrt(D) > 0, so max(s)*scale ==
+// max(s*scale)): each score costs one FMA and one ex2. l keeps this thread's partial row sums
+// (reduced over the quad only in the epilogue); alpha = exp2(m_old - m_new) rescales O and l.
+__device__ __forceinline__ void softmax_tile(float (&sc)[S_REGS], float& m0, float& m1, float& l0, float& l1,
+                                             float& alpha0, float& alpha1, float scale_log2)
+{
+    float mx0 = sc[0], mx1 = sc[2];
+#pragma unroll
+    for (int jj = 0; jj < BLOCK_N / 8; ++jj) {
+        mx0 = fmaxf(mx0, fmaxf(sc[4 * jj], sc[4 * jj + 1]));
+        mx1 = fmaxf(mx1, fmaxf(sc[4 * jj + 2], sc[4 * jj + 3]));
+    }
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    const float mn0 = fmaxf(m0, mx0 * scale_log2), mn1 = fmaxf(m1, mx1 * scale_log2);
+    alpha0 = ex2(m0 - mn0);  // ex2(-inf) = 0 on the first tile
+    alpha1 = ex2(m1 - mn1);
+    m0 = mn0;
+    m1 = mn1;
+    float ls0 = 0.f, ls1 = 0.f;
+#pragma unroll
+    for (int jj = 0; jj < BLOCK_N / 8; ++jj) {
+        sc[4 * jj] = ex2(fmaf(sc[4 * jj], scale_log2, -mn0));
+        sc[4 * jj + 1] = ex2(fmaf(sc[4 * jj + 1], scale_log2, -mn0));
+        sc[4 * jj + 2] = ex2(fmaf(sc[4 * jj + 2], scale_log2, -mn1));
+        sc[4 * jj + 3] = ex2(fmaf(sc[4 * jj + 3], scale_log2, -mn1));
+        ls0 += sc[4 * jj] + sc[4 * jj + 1];
+        ls1 += sc[4 * jj + 2] + sc[4 * jj + 3];
+    }
+    l0 = l0 * alpha0 + ls0;
+    l1 = l1 * alpha1 + ls1;
+}
+
+// fp32 accumulator layout -> f16 A fragments of the P.V product: the accumulator columns
+// 16kc..16kc+15 are k-chunk kc, registers p[4kc .. 4kc+3] = pack(d[8kc..+1]), pack(d[8kc+2..+3]),
+// pack(d[8kc+4..+5]), pack(d[8kc+6..+7]) (see the fragment facts at the top).
+__device__ __forceinline__ void pack_p(const float (&sc)[S_REGS], u32 (&p)[P_REGS], float scale)
+{
+#pragma unroll
+    for (int jj = 0; jj < BLOCK_N / 8; ++jj) {
+        p[2 * jj] = pack_half2(sc[4 * jj] * scale, sc[4 * jj + 1] * scale);
+        p[2 * jj + 1] = pack_half2(sc[4 * jj + 2] * scale, sc[4 * jj + 3] * scale);
+    }
+}
+
+// The last kv tile may be partial (S not a multiple of BLOCK_N): scores of columns at or past
+// `valid` become -inf, so their exp2 is 0 (the producer zero-filled those K and V rows).
+__device__ __forceinline__ void mask_tail(float (&sc)[S_REGS], int valid, int col)
+{
+    const float ninf = __int_as_float(0xff800000);
+#pragma unroll
+    for (int jj = 0; jj < BLOCK_N / 8; ++jj) {
+        const int c = 8 * jj + col;
+        if (c >= valid) { sc[4 * jj] = ninf; sc[4 * jj + 2] = ninf; }
+        if (c + 1 >= valid) { sc[4 * jj + 1] = ninf; sc[4 * jj + 3] = ninf; }
+    }
+}
+
+__device__ __forceinline__ void rescale_o(float (&o)[64], float alpha0, float alpha1)
+{
+#pragma unroll
+    for (int jj = 0; jj < 16; ++jj) {
+        o[4 * jj] *= alpha0;
+        o[4 * jj + 1] *= alpha0;
+        o[4 * jj + 2] *= alpha1;
+        o[4 * jj + 3] *= alpha1;
+    }
+}
+// --------------------------------------------------------------------------- turns (named barriers)
+
+// PINGPONG 0 (an ablation for the sweep) drops the turns: each warpgroup then overlaps only
+// its own softmax with its own P.V, and the warp schedulers interleave the two as in v06.
+__device__ __forceinline__ void turn_sync(u32 id)
+{
+#if PINGPONG
+    asm volatile("bar.sync %0, 256;" ::"r"(id) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void turn_arrive(u32 id)
+{
+#if PINGPONG
+    asm volatile("bar.arrive %0, 256;" ::"r"(id) : "memory");
+#endif
+}
+
+// --------------------------------------------------------------------------- kernel
+
+#if CLUSTER > 1
+#define CLUSTER_ATTR __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define CLUSTER_ATTR
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
+attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ TmaDesc tm_k,
+             const __grid_constant__ TmaDesc tm_v, u16* __restrict__ O, int seqlen, float scale_log2)
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    const u32 sQ = base;
+    const u32 sK = base + TILE_BYTES;                          // stage s at + s * KV_TILE_BYTES
+    const u32 sV = sK + STAGES * KV_TILE_BYTES;                // stage s at + s * KV_TILE_BYTES
+    const u32 bars = sV + STAGES * KV_TILE_BYTES;
+    const u32 bar_q = bars;
+    const u32 bar_full_k = bars + 8;                   // + 8 * s
+    const u32 bar_full_v = bars + 8 * (1 + STAGES);
+    const u32 bar_empty_k = bars + 8 * (1 + 2 * STAGES);
+    const u32 bar_empty_v = bars + 8 * (1 + 3 * STAGES);
+
+    const int n_tiles = (seqlen + BLOCK_N - 1) / BLOCK_N;      // the last one may be partial
+    const int tail = seqlen - (n_tiles - 1) * BLOCK_N;         // valid rows of the last kv tile
+    const u64 head_row0 = (u64)blockIdx.y * (u64)seqlen;  // first row of this (batch, head)
+    const int head = (int)blockIdx.y;
+    const int q0 = blockIdx.x * BLOCK_M;
+
+    if (threadIdx.x == 0) {
+        mbar_init(bar_q, 1);  // full barriers: the producer's one arrive.expect_tx, then the bytes
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bar_full_k + 8 * s, 1);
+            mbar_init(bar_full_v + 8 * s, 1);
+            mbar_init(bar_empty_k + 8 * s, 8 * CLUSTER);  // every consumer warp of the cluster
+            mbar_init(bar_empty_v + 8 * s, 8 * CLUSTER);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+#if CLUSTER > 1
+    cluster_sync_all();  // the neighbour's copies and releases may target these barriers from now on
+#else
+    __syncthreads();
+#endif
+
+    const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
+
+    if (wg == 2) {
+        // ------------------------------------------------------------------- producer: one lane issues TMA
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+        if (threadIdx.x % 128 < 32) {  // warps 1-3 of the producer warpgroup only wait at the end
+            const bool leader = (threadIdx.x & 31) == 0;
+            const u32 rank = CLUSTER > 1 ? cluster_rank() : 0u;
+            if (leader) {
+                prefetch_tensor_map(&tm_q);
+                prefetch_tensor_map(&tm_k);
+                prefetch_tensor_map(&tm_v);
+                mbar_arrive_expect_tx(bar_q, TILE_BYTES);
+                load_tile_own(sQ, &tm_q, q0, head, bar_q);
+            }
+            for (int j = 0; j < n_tiles; ++j) {
+                const int s = j % STAGES;
+                const u32 phase = (u32)(j / STAGES) & 1u;
+                // The empty barrier completes when the consumers of every CTA in the cluster
+                // released the slot: this producer's half goes to all of them.
+                mbar_wait(bar_empty_k + 8 * s, phase ^ 1u);
+                if (leader) {
+                    mbar_arrive_expect_tx(bar_full_k + 8 * s, KV_TILE_BYTES);  // zero-filled rows count too
+                    load_tile_shared(sK + s * KV_TILE_BYTES, &tm_k, j * BLOCK_N, head, bar_full_k + 8 * s, rank);
+                }
+                mbar_wait(bar_empty_v + 8 * s, phase ^ 1u);
+                if (leader) {
+                    mbar_arrive_expect_tx(bar_full_v + 8 * s, KV_TILE_BYTES);
+                    load_tile_shared(sV + s * KV_TILE_BYTES, &tm_v, j * BLOCK_N, head, bar_full_v + 8 * s, rank);
+                }
+            }
+        }
+#if CLUSTER > 1
+        cluster_sync_all();
+#endif
+        return;
+    }
+
+    // ----------------------------------------------------------------------- consumers
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+    const int cw = wg;                     // consumer warpgroup 0/1 (warps 0-7): query rows 64*cw .. 64*cw+63
+    const int tid = threadIdx.x & 127;
+    const int warp = tid >> 5, lane = tid & 31;
+    const int row = cw * 64 + warp * 16 + (lane >> 2);  // this thread's rows: row and row + 8
+    const int col = 2 * (lane & 3);                      // and columns 8j + col, 8j + col + 1
+    const u32 my_turn = TURN_BAR0 + cw, other_turn = TURN_BAR0 + 1 - cw;
+
+    const u64 desc_q = make_desc(sQ + cw * 64 * 128, K_LBO, K_SBO);
+    const u64 desc_k = make_desc(sK, K_LBO, K_SBO);
+    const u64 desc_v = make_desc(sV, V_LBO, V_SBO);
+
+    float o[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) o[i] = 0.f;
+    float m0 = __int_as_float(0xff800000), m1 = __int_as_float(0xff800000);  // running max (log2 domain)
+    float l0 = 0.f, l1 = 0.f;                                                // per-thread partial row sums
+
+    mbar_wait(bar_q, 0);
+    proxy_fence_async();
+
+    // consumer 0 takes the first turn: consumer 1's one arrive ahead of its loop (counting above)
+    if (cw == 1) turn_arrive(TURN_BAR0);
+
+    float sc[S_REGS];
+    u32 p[P_REGS];
+    {
+        // ---- step 0: S_0 only
+        mbar_wait(bar_full_k, 0);
+        proxy_fence_async();
+        turn_sync(my_turn);
+        wgmma_fence();
+        issue_qk(sc, desc_q, desc_k);
+        wgmma_commit();
+        turn_arrive(other_turn);  // n >= 1, so step 0 is never consumer 1's last step
+        wgmma_wait<0>();
+        fence_acc(sc);
+        if (lane == 0) mbar_arrive_cluster(bar_empty_k);
+        if (n_tiles == 1 && tail < BLOCK_N) mask_tail(sc, tail, col);
+        float alpha0, alpha1;
+        softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);  // O is still 0: no rescale
+        pack_p(sc, p, 1.f);
+    }
+    for (int j = 1; j < n_tiles; ++j) {
+        // ---- step j: S_j and O += P_{j-1} V_{j-1} in one turn
+        const int s = j % STAGES, sp = (j - 1) % STAGES;
+        const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
+        mbar_wait(bar_full_k + 8 * s, phase);
+        proxy_fence_async();
+        mbar_wait(bar_full_v + 8 * sp, phase_p);
+        proxy_fence_async();
+        fence_acc(o);
+        fence_frag(p);
+        fence_acc(sc);
+        turn_sync(my_turn);
+        wgmma_fence();
+        issue_qk(sc, desc_q, desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: S_j
+        wgmma_commit();
+        issue_pv(o, p, desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));        // group: O += P_{j-1} V_{j-1}
+        wgmma_commit();
+        turn_arrive(other_turn);  // j < n: not the last step
+        wgmma_wait<1>();          // S_j complete, P.V may still run
+        fence_acc(sc);
+        if (lane == 0) mbar_arrive_cluster(bar_empty_k + 8 * s);
+        if (j == n_tiles - 1 && tail < BLOCK_N) mask_tail(sc, tail, col);
+        float alpha0, alpha1;
+        softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);
+        wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
+        fence_acc(o);
+        fence_frag(p);
+        if (lane == 0) mbar_arrive_cluster(bar_empty_v + 8 * sp);
+        rescale_o(o, alpha0, alpha1);
+        pack_p(sc, p, 1.f);
+    }
+    {
+        // ---- step n: O += P_{n-1} V_{n-1} only; consumer 1's last step, no arrive (counting above)
+        const int sp = (n_tiles - 1) % STAGES;
+        mbar_wait(bar_full_v + 8 * sp, (u32)((n_tiles - 1) / STAGES) & 1u);
+        proxy_fence_async();
+        fence_acc(o);
+        fence_frag(p);
+        turn_sync(my_turn);
+        wgmma_fence();
+        issue_pv(o, p, desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));
+        wgmma_commit();
+        if (cw == 0) turn_arrive(other_turn);
+        wgmma_wait<0>();
+        fence_acc(o);
+        fence_frag(p);
+        if (lane == 0) mbar_arrive_cluster(bar_empty_v + 8 * sp);
+    }
+
+    // ---- epilogue: O / l, fp16, straight from registers
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    const float inv0 = 1.f / l0, inv1 = 1.f / l1;
+    u16* o0 = O + (head_row0 + q0 + row) * HEAD_DIM + col;
+    u16* o1 = o0 + 8 * HEAD_DIM;
+#pragma unroll
+    for (int jj = 0; jj < 16; ++jj) {
+        st_global_b32(o0 + 8 * jj, pack_half2(o[4 * jj] * inv0, o[4 * jj + 1] * inv0));
+        st_global_b32(o1 + 8 * jj, pack_half2(o[4 * jj + 2] * inv1, o[4 * jj + 3] * inv1));
+    }
+#if CLUSTER > 1
+    cluster_sync_all();  // the neighbour may still release slots on this CTA's barriers until here
+#endif
+}

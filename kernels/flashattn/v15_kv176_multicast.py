@@ -1,0 +1,112 @@
+"""v14 with v12's 176-row kv tiles: K/V multicast across a cluster of two, the partial last tile zero-filled by TMA.
+
+Structure: v14's CTA (a TMA producer lane; K/V halves multicast to a cluster of ``CLUSTER`` =
+2 CTAs, neighbouring Q blocks of one head; two consumer warpgroups of 64 query rows taking
+turns and overlapping their softmax with their own P·V) with ``BLOCK_N`` = 176 kv rows per
+step: S = Q·Kᵀ as eight wgmma m64n176k16, P·V as eleven m64n128k16 with P in 44 registers,
+two stages of 44 KB K and V tiles. K and V are described by 3-D tensor maps [B·H, S, 128]
+(box 1 × ``BLOCK_N`` × 64), so the box of the last, partial tile is zero-filled past the end of
+its head's sequence by the copy engine; the consumers mask those columns' scores to -inf.
+``BLOCK_N=128`` builds v14's geometry from this source.
+
+Hypothesis: v12 put 176-row tiles on v08 and lost, but v08's producer paid for the partial
+tile with a zero-filling ``cp.async`` path, and v12's own interleaved sweep (timed after we
+found that sequential sweeps favour whatever runs first) put 176 rows ahead of 128 within
+v12's source. With the copy engine filling the tail and the producer reduced to a lane, the
+per-step costs that a wider step spreads out (barrier waits and releases, now remote ones
+too, the turn, row reductions, the O rescale, wgmma fence/commit/wait) are what is left.
+Predicted: 1–3 % over v14.
+
+``SWEEP`` compares 176 rows (2 stages, all that fits) with v14's 128 at 2 and 3 stages, built
+from this source; ``CONFIG`` holds the recorded (interleaved) sweep's choice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from reporter.cuda import encode_tensor_map, load_module
+from v06_wgmma import BLOCK_M, BLOCK_N, HEAD_DIM, LOG2E, MAX_DYNAMIC_SMEM, TILE_BYTES
+from v06_wgmma import check_inputs  # 3-D tensor maps: every coordinate fits 32 bits within v06's limits
+
+if TYPE_CHECKING:
+    import torch
+
+SOURCE = Path(__file__).with_suffix(".cu")
+KERNEL_NAME = "attn_fwd_kv176_multicast"
+DESCRIPTOR_DEFAULTS: dict[str, int] = {"K_LBO": 16, "K_SBO": 1024, "V_SBO": 1024}  # V_LBO: half a kv tile (BLOCK_N x 128 B)
+
+CONFIG: dict[str, int] = {"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 2}
+SWEEP: list[dict[str, int]] = [{"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 2}, {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2},
+                               {"BLOCK_N": 128, "STAGES": 3, "CLUSTER": 2}]
+THREADS = 384
+Q_BOX = (1, BLOCK_M, 64)  # head x rows x columns of one TMA copy: 64 fp16 = the 128-byte swizzle span
+
+
+def smem_bytes(stages: int, block_n: int = 176) -> int:
+    """Dynamic shared memory of one CTA (as SMEM_BYTES in the .cu): slack, Q, the K/V rings of
+    ``block_n``-row tiles, mbarriers."""
+    return 1024 + TILE_BYTES + 2 * stages * block_n * 256 + 8 * (1 + 4 * stages)
+
+
+def cluster_for(seqlen: int, wanted: int) -> int:
+    """The cluster size a launch can use: ``wanted`` CTAs when they tile the Q blocks of a head, else 1."""
+    return wanted if (seqlen // BLOCK_M) % wanted == 0 else 1
+
+
+__all__ = ["BLOCK_M", "BLOCK_N", "HEAD_DIM", "CONFIG", "SWEEP", "check_inputs", "custom_kernel", "make_kernel"]
+
+
+def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, config: Mapping[str, Any] = CONFIG,
+           defines: Mapping[str, Any] | None = None, out: torch.Tensor | None = None) -> None:
+    """Compile (once) and launch with ``config`` plus extra ``defines``; O into ``out`` (fp16, like q)."""
+    b, h, s, d = check_inputs((q, k, v))
+    all_defines = {**config, **(defines or {})}
+    all_defines["CLUSTER"] = cluster_for(s, int(all_defines.get("CLUSTER", 2)))
+    block_n = int(all_defines.get("BLOCK_N", 176))
+    nbytes = smem_bytes(int(all_defines.get("STAGES", 2)), block_n)
+    if nbytes > MAX_DYNAMIC_SMEM:
+        raise ValueError(f"STAGES={all_defines.get('STAGES')} needs {nbytes} B of shared memory, over {MAX_DYNAMIC_SMEM}")
+    if out is None or tuple(out.shape) != tuple(q.shape) or str(out.dtype) != "torch.float16" \
+            or not out.is_contiguous():
+        raise ValueError("out must be a contiguous float16 tensor shaped like q")
+    kernel = load_module(SOURCE, defines=all_defines, device_index=q.device.index).kernel(KERNEL_NAME)
+    view = (b * h, s, d)
+    maps = [encode_tensor_map(q, Q_BOX, shape=view)] + [
+        encode_tensor_map(t, (1, block_n, 64), shape=view, swizzle=128, l2_promotion=256) for t in (k, v)]
+    kernel((s // BLOCK_M, b * h), (THREADS,), *maps, out, np.int32(s),
+           np.float32(LOG2E / math.sqrt(d)), shared_mem=nbytes)
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: Mapping[str, Any] = CONFIG,
+              out: torch.Tensor | None = None) -> torch.Tensor:
+    check_inputs((q, k, v))
+    if out is None:
+        import torch
+
+        out = torch.empty_like(q)
+    launch(q, k, v, config=config, out=out)
+    return out
+
+
+def make_kernel(config: Mapping[str, Any]) -> Callable[[Sequence[torch.Tensor]], torch.Tensor]:
+    cfg = dict(config)
+
+    def run(data: Sequence[torch.Tensor]) -> torch.Tensor:
+        check_inputs(data)  # once per call: a clear error before anything is unpacked or allocated
+        q, k, v = data
+        import torch
+
+        out = torch.empty_like(q)
+        launch(q, k, v, config=cfg, out=out)
+        return out
+
+    return run
+
+
+custom_kernel = make_kernel(CONFIG)
