@@ -41,6 +41,9 @@ def test_kv_tiles_come_through_3d_maps_multicast_and_masked():
     code = re.sub(r"//[^\n]*", "", SOURCE.read_text())
     assert "cp.async.bulk.tensor.3d" in code and ".multicast::cluster" in code and "cp.async.cg" not in code
     assert "mask_tail(sc, tail, col)" in code and "KV_TILE_BYTES" in code
+    # the steps' loop runs unmasked copies; only the separate last step masks (MASK_IN_LOOP 0)
+    assert "for (int j = 1; j < n_tiles - 1; ++j) step(j, Mask<0>{});" in code
+    assert "if (n_tiles > 1) step(n_tiles - 1, Mask<1>{});" in code
     assert "trap" not in code and "hang_fault()" in code
 
 
@@ -62,7 +65,8 @@ def test_descriptor_defaults_match_the_source(v15):
 
 @needs_nvcc
 @pytest.mark.parametrize("defines", [{"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 2}, {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2},
-                                     {"BLOCK_N": 128, "STAGES": 3, "CLUSTER": 2}, {"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 1}])
+                                     {"BLOCK_N": 128, "STAGES": 3, "CLUSTER": 2}, {"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 1},
+                                     {"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 2, "MASK_IN_LOOP": 1}])
 def test_every_geometry_builds_clean(defines):
     import subprocess
 

@@ -26,6 +26,9 @@ typedef unsigned long long u64;
 #ifndef RELEASE_CLUSTER
 #define RELEASE_CLUSTER 0        // 1: remote releases with .release.cluster (v14's first build; see mbar_arrive_cluster)
 #endif
+#ifndef MASK_IN_LOOP
+#define MASK_IN_LOOP 0           // 1: the partial-tile test inside the step loop (v15's first build; see the steps)
+#endif
 #ifndef STAGES
 #define STAGES 2                 // K/V ring depth (2: 160 KB smem, 3: 224 KB)
 #endif
@@ -493,6 +496,13 @@ __device__ __forceinline__ void rescale_o(float (&o)[64], float alpha0, float al
         o[4 * jj + 3] *= alpha1;
     }
 }
+// How a step masks the partial last tile: 0 never, 1 always (it is the last step), 2 by testing
+// at run time whether it is the last step (v15's first build; see the steps).
+template <int K>
+struct Mask {
+    static constexpr int value = K;
+};
+
 // --------------------------------------------------------------------------- turns (named barriers)
 
 // PINGPONG 0 (an ablation for the sweep) drops the turns: each warpgroup then overlaps only
@@ -640,7 +650,12 @@ attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_cons
         softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);  // O is still 0: no rescale
         pack_p(sc, p, 1.f);
     }
-    for (int j = 1; j < n_tiles; ++j) {
+    // Steps 1 .. n-1. Only the last may hold a partial tile, so it is a separate copy of the step
+    // (Mask<1>) and the masking stays out of the loop. MASK_IN_LOOP 1 is v15's first build,
+    // which tested for the last step inside the loop as v12 does: ptxas turned the test into
+    // selects executed every step (an FSEL per score), and v15 at BLOCK_N 128 ran slower than
+    // v14, the same geometry without them.
+    auto step = [&](const int j, auto mask) {
         // ---- step j: S_j and O += P_{j-1} V_{j-1} in one turn
         const int s = j % STAGES, sp = (j - 1) % STAGES;
         const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
@@ -661,7 +676,11 @@ attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_cons
         wgmma_wait<1>();          // S_j complete, P.V may still run
         fence_acc(sc);
         if (lane == 0) mbar_arrive_cluster(bar_empty_k + 8 * s);
-        if (j == n_tiles - 1 && tail < BLOCK_N) mask_tail(sc, tail, col);
+        if constexpr (decltype(mask)::value == 1) {
+            if (tail < BLOCK_N) mask_tail(sc, tail, col);  // the partial last tile only
+        } else if constexpr (decltype(mask)::value == 2) {
+            if (j == n_tiles - 1 && tail < BLOCK_N) mask_tail(sc, tail, col);
+        }
         float alpha0, alpha1;
         softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);
         wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
@@ -670,7 +689,13 @@ attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_cons
         if (lane == 0) mbar_arrive_cluster(bar_empty_v + 8 * sp);
         rescale_o(o, alpha0, alpha1);
         pack_p(sc, p, 1.f);
-    }
+    };
+#if MASK_IN_LOOP
+    for (int j = 1; j < n_tiles; ++j) step(j, Mask<2>{});
+#else
+    for (int j = 1; j < n_tiles - 1; ++j) step(j, Mask<0>{});
+    if (n_tiles > 1) step(n_tiles - 1, Mask<1>{});
+#endif
     {
         // ---- step n: O += P_{n-1} V_{n-1} only; consumer 1's last step, no arrive (counting above)
         const int sp = (n_tiles - 1) % STAGES;

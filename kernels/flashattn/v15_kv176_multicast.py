@@ -17,8 +17,17 @@ per-step costs that a wider step spreads out (barrier waits and releases, now re
 too, the turn, row reductions, the O rescale, wgmma fence/commit/wait) are what is left.
 Predicted: 1–3 % over v14.
 
+First build and what the SASS said: it tested for the partial last tile inside the step loop,
+as v12 does (``if (j == n_tiles - 1 && tail < BLOCK_N) mask_tail(...)``). Timed interleaved
+with v14 it was slower, and this source at 128 rows, v14's geometry, was slower still. ptxas
+had turned the test into selects executed on every step: the loop held 88 ``FSEL`` and
+about 30 % more instructions than without the test. The last step is now a separate copy of
+the step body (a lambda with a compile-time mask tag), and the loop holds none. The same test
+sits in v12's loop, which may be why v12 lost to v08. ``MASK_IN_LOOP=1`` rebuilds the first form.
+
 ``SWEEP`` compares 176 rows (2 stages, all that fits) with v14's 128 at 2 and 3 stages, built
-from this source; ``CONFIG`` holds the recorded (interleaved) sweep's choice.
+from this source, and the first build's in-loop test; ``CONFIG`` holds the recorded
+(interleaved) sweep's choice.
 """
 
 from __future__ import annotations
@@ -43,7 +52,8 @@ DESCRIPTOR_DEFAULTS: dict[str, int] = {"K_LBO": 16, "K_SBO": 1024, "V_SBO": 1024
 
 CONFIG: dict[str, int] = {"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 2}
 SWEEP: list[dict[str, int]] = [{"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 2}, {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2},
-                               {"BLOCK_N": 128, "STAGES": 3, "CLUSTER": 2}]
+                               {"BLOCK_N": 128, "STAGES": 3, "CLUSTER": 2},
+                               {"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 2, "MASK_IN_LOOP": 1}]
 THREADS = 384
 Q_BOX = (1, BLOCK_M, 64)  # head x rows x columns of one TMA copy: 64 fp16 = the 128-byte swizzle span
 
