@@ -42,8 +42,9 @@ def test_kv_tiles_come_through_3d_maps_multicast_and_masked():
     assert "cp.async.bulk.tensor.3d" in code and ".multicast::cluster" in code and "cp.async.cg" not in code
     assert "mask_tail(sc, tail, col)" in code and "KV_TILE_BYTES" in code
     # the steps' loop runs unmasked copies; only the separate last step masks (MASK_IN_LOOP 0)
-    assert "for (int j = 1; j < n_tiles - 1; ++j) step(j, Mask<0>{});" in code
-    assert "if (n_tiles > 1) step(n_tiles - 1, Mask<1>{});" in code
+    assert "for (int j = 1; j < n_tiles - 1; ++j) consumer_step<0>(" in code
+    assert "if (n_tiles > 1) consumer_step<1>(n_tiles - 1," in code
+    assert "[&]" not in code  # NVRTC 13.0 (the H100's) takes an unannotated lambda for a host function
     assert "trap" not in code and "hang_fault()" in code
 
 

@@ -496,12 +496,6 @@ __device__ __forceinline__ void rescale_o(float (&o)[64], float alpha0, float al
         o[4 * jj + 3] *= alpha1;
     }
 }
-// How a step masks the partial last tile: 0 never, 1 always (it is the last step), 2 by testing
-// at run time whether it is the last step (v15's first build; see the steps).
-template <int K>
-struct Mask {
-    static constexpr int value = K;
-};
 
 // --------------------------------------------------------------------------- turns (named barriers)
 
@@ -522,6 +516,59 @@ __device__ __forceinline__ void turn_arrive(u32 id)
 }
 
 // --------------------------------------------------------------------------- kernel
+
+// What a consumer step needs besides its accumulators: barrier addresses, descriptors, turns,
+// its lane and columns, and the sequence's geometry.
+struct StepCtx {
+    u32 bar_full_k, bar_full_v, bar_empty_k, bar_empty_v;
+    u64 desc_q, desc_k, desc_v;
+    u32 my_turn, other_turn;
+    int lane, col, tail, n_tiles;
+    float scale_log2;
+};
+
+// Step j = 1 .. n-1 of a consumer (see v08 for the schedule). MASK says how it treats the
+// partial last tile: 0 never masks, 1 masks (it is the last step), 2 tests at run time whether
+// it is the last step (v15's first build, MASK_IN_LOOP 1: inside the loop ptxas turned that
+// test into selects executed on every step, an FSEL per score).
+template <int MASK>
+__device__ __forceinline__ void consumer_step(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
+                                              u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
+{
+    // ---- step j: S_j and O += P_{j-1} V_{j-1} in one turn
+    const int s = j % STAGES, sp = (j - 1) % STAGES;
+    const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
+    mbar_wait(c.bar_full_k + 8 * s, phase);
+    proxy_fence_async();
+    mbar_wait(c.bar_full_v + 8 * sp, phase_p);
+    proxy_fence_async();
+    fence_acc(o);
+    fence_frag(p);
+    fence_acc(sc);
+    turn_sync(c.my_turn);
+    wgmma_fence();
+    issue_qk(sc, c.desc_q, c.desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: S_j
+    wgmma_commit();
+    issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));        // group: O += P_{j-1} V_{j-1}
+    wgmma_commit();
+    turn_arrive(c.other_turn);  // j < n: not the last step
+    wgmma_wait<1>();          // S_j complete, P.V may still run
+    fence_acc(sc);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * s);
+    if constexpr (MASK == 1) {
+        if (c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);  // the partial last tile only
+    } else if constexpr (MASK == 2) {
+        if (j == c.n_tiles - 1 && c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);
+    }
+    float alpha0, alpha1;
+    softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
+    wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
+    fence_acc(o);
+    fence_frag(p);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
+    rescale_o(o, alpha0, alpha1);
+    pack_p(sc, p, 1.f);
+}
 
 #if CLUSTER > 1
 #define CLUSTER_ATTR __cluster_dims__(CLUSTER, 1, 1)
@@ -650,51 +697,18 @@ attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_cons
         softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);  // O is still 0: no rescale
         pack_p(sc, p, 1.f);
     }
-    // Steps 1 .. n-1. Only the last may hold a partial tile, so it is a separate copy of the step
-    // (Mask<1>) and the masking stays out of the loop. MASK_IN_LOOP 1 is v15's first build,
+    // Steps 1 .. n-1. Only the last may hold a partial tile, so it is a separate instance of the
+    // step (MASK 1) and the masking stays out of the loop. MASK_IN_LOOP 1 is v15's first build,
     // which tested for the last step inside the loop as v12 does: ptxas turned the test into
     // selects executed every step (an FSEL per score), and v15 at BLOCK_N 128 ran slower than
     // v14, the same geometry without them.
-    auto step = [&](const int j, auto mask) {
-        // ---- step j: S_j and O += P_{j-1} V_{j-1} in one turn
-        const int s = j % STAGES, sp = (j - 1) % STAGES;
-        const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
-        mbar_wait(bar_full_k + 8 * s, phase);
-        proxy_fence_async();
-        mbar_wait(bar_full_v + 8 * sp, phase_p);
-        proxy_fence_async();
-        fence_acc(o);
-        fence_frag(p);
-        fence_acc(sc);
-        turn_sync(my_turn);
-        wgmma_fence();
-        issue_qk(sc, desc_q, desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: S_j
-        wgmma_commit();
-        issue_pv(o, p, desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));        // group: O += P_{j-1} V_{j-1}
-        wgmma_commit();
-        turn_arrive(other_turn);  // j < n: not the last step
-        wgmma_wait<1>();          // S_j complete, P.V may still run
-        fence_acc(sc);
-        if (lane == 0) mbar_arrive_cluster(bar_empty_k + 8 * s);
-        if constexpr (decltype(mask)::value == 1) {
-            if (tail < BLOCK_N) mask_tail(sc, tail, col);  // the partial last tile only
-        } else if constexpr (decltype(mask)::value == 2) {
-            if (j == n_tiles - 1 && tail < BLOCK_N) mask_tail(sc, tail, col);
-        }
-        float alpha0, alpha1;
-        softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);
-        wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
-        fence_acc(o);
-        fence_frag(p);
-        if (lane == 0) mbar_arrive_cluster(bar_empty_v + 8 * sp);
-        rescale_o(o, alpha0, alpha1);
-        pack_p(sc, p, 1.f);
-    };
+    const StepCtx ctx{bar_full_k, bar_full_v, bar_empty_k, bar_empty_v, desc_q, desc_k, desc_v, my_turn, other_turn,
+                      lane, col, tail, n_tiles, scale_log2};
 #if MASK_IN_LOOP
-    for (int j = 1; j < n_tiles; ++j) step(j, Mask<2>{});
+    for (int j = 1; j < n_tiles; ++j) consumer_step<2>(j, ctx, sc, o, p, m0, m1, l0, l1);
 #else
-    for (int j = 1; j < n_tiles - 1; ++j) step(j, Mask<0>{});
-    if (n_tiles > 1) step(n_tiles - 1, Mask<1>{});
+    for (int j = 1; j < n_tiles - 1; ++j) consumer_step<0>(j, ctx, sc, o, p, m0, m1, l0, l1);
+    if (n_tiles > 1) consumer_step<1>(n_tiles - 1, ctx, sc, o, p, m0, m1, l0, l1);
 #endif
     {
         // ---- step n: O += P_{n-1} V_{n-1} only; consumer 1's last step, no arrive (counting above)

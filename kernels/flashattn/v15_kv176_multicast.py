@@ -21,8 +21,8 @@ First build and what the SASS said: it tested for the partial last tile inside t
 as v12 does (``if (j == n_tiles - 1 && tail < BLOCK_N) mask_tail(...)``). Timed interleaved
 with v14 it was slower, and this source at 128 rows, v14's geometry, was slower still. ptxas
 had turned the test into selects executed on every step: the loop held 88 ``FSEL`` and
-about 30 % more instructions than without the test. The last step is now a separate copy of
-the step body (a lambda with a compile-time mask tag), and the loop holds none. The same test
+about 30 % more instructions than without the test. The step body is now a template on its masking, the
+loop runs the unmasked instance and the last step the masked one, and the loop holds none. The same test
 sits in v12's loop, which may be why v12 lost to v08. ``MASK_IN_LOOP=1`` rebuilds the first form.
 
 ``SWEEP`` compares 176 rows (2 stages, all that fits) with v14's 128 at 2 and 3 stages, built
