@@ -138,18 +138,23 @@ def sweeps(logs: Path, assignment: str, version: str | None = None) -> list[Swee
 
 
 def latest_runs(runs_: Iterable[Run], *, gpu: str | None = None) -> dict[tuple[str, str], Run]:
-    """The newest run per (version, case), optionally of one GPU slug. A --ranked run stands
-    for its (version, case) only when there is no plain one: ranked samples include a fresh
-    input before every call, so they answer a different question (and the report lists the
-    ranked runs on their own line)."""
+    """The run that stands for each (version, case), optionally of one GPU slug: the newest of
+    the best-timed kind there is. Plain runs come before --ranked ones (ranked samples include a
+    fresh input before every call, so they answer a different question, and the report lists the
+    ranked runs on their own line), and among each, runs timed interleaved with their peers come
+    before runs timed on their own (see ``report run --interleave``): a version profiled or
+    re-timed alone later does not displace the fair comparison."""
+    def rank(r: Run) -> int:
+        t = r.timing
+        return (0 if t is not None and t.ranked else 2) + (1 if t is not None and t.interleaved else 0)
+
     out: dict[tuple[str, str], Run] = {}
     for r in sorted(runs_, key=lambda r: r.created_utc):
         if gpu and r.device.slug != gpu:
             continue
         key = (r.version, r.case_name)
-        ranked = r.timing is not None and r.timing.ranked
         held = out.get(key)
-        if ranked and held is not None and not (held.timing is not None and held.timing.ranked):
+        if held is not None and rank(r) < rank(held):
             continue
         out[key] = r
     return out
