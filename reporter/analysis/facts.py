@@ -221,6 +221,11 @@ class PeerFacts(TimingFacts):
         return self._peer.derived
 
 
+def _config_names(sw: Sweep) -> list[str]:
+    """Each point's configuration as a worklog names it: 'STAGES=3 CLUSTER=2', in the sweep's order."""
+    return [" ".join(f"{k}={v}" for k, v in p.config.items()) for p in sw.points]
+
+
 class VersionFacts(TimingFacts):
     def __init__(self, v: VersionSummary, summary: AssignmentSummary) -> None:
         super().__init__(v.bench, v.short)
@@ -362,7 +367,7 @@ class VersionFacts(TimingFacts):
         sweep's order), in the newest sweep or the one whose id starts with ``at``."""
         label = f"{self.short}.sweep_ms({config!r}{'' if at is None else ', ' + repr(at)})"
         sw = self._sweep(at, label)
-        names = [" ".join(f"{k}={v}" for k, v in p.config.items()) for p in sw.points]
+        names = _config_names(sw)
         for name, p in zip(names, sw.points):
             if name == config:
                 if p.timing is None:
@@ -372,9 +377,8 @@ class VersionFacts(TimingFacts):
 
     def sweep_order(self, config: str, at: str | None = None) -> int:
         """Where a configuration was timed in its sweep: 1 for the first (the coolest card)."""
-        label = f"{self.short}.sweep_order({config!r})"
-        sw = self._sweep(at, label)
-        names = [" ".join(f"{k}={v}" for k, v in p.config.items()) for p in sw.points]
+        label = f"{self.short}.sweep_order({config!r}{'' if at is None else ', ' + repr(at)})"
+        names = _config_names(self._sweep(at, label))
         if config not in names:
             raise BindingError(f"{label}: no such configuration (have: {'; '.join(names)})")
         return names.index(config) + 1
