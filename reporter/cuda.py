@@ -541,6 +541,65 @@ def _libcuda() -> Any:
     return _LIBCUDA
 
 
+# --------------------------------------------------------------------------- NVRTC without a GPU
+
+NVRTC_LIBRARY_ENV = "REPORTER_NVRTC_LIBRARY"  # a libnvrtc.so to use instead of the pip wheel's
+
+
+def find_nvrtc_library() -> Path | None:
+    """The NVRTC shared library for :func:`nvrtc_compile_offline`: ``$REPORTER_NVRTC_LIBRARY``, else
+    the one the ``nvidia-cuda-nvrtc`` wheel installs (``nvidia/cu13/lib`` or ``nvidia/cuda_nvrtc/lib``),
+    newest CUDA first; None when neither is there."""
+    env = os.environ.get(NVRTC_LIBRARY_ENV)
+    if env:
+        return Path(env) if Path(env).is_file() else None
+    import importlib.util
+
+    spec = importlib.util.find_spec("nvidia")
+    roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    for root in roots:
+        for sub in ("cu13/lib", "cu12/lib", "cuda_nvrtc/lib"):
+            found = sorted((root / sub).glob("libnvrtc.so.*"))
+            if found:
+                return found[0]
+    return None
+
+
+def nvrtc_compile_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str, Any] | None = None,
+                          library: Path | None = None) -> tuple[bool, str]:
+    """Compile ``path`` with NVRTC exactly as :func:`load_module` does on the GPU machine (same
+    options), but through ctypes on a local ``libnvrtc``: no GPU, no CuPy. Returns (compiled, log).
+
+    NVRTC is stricter than nvcc in places (JIT mode has no host code: a generic lambda, one with an
+    ``auto`` parameter, inside a kernel is a host function to it), so a source that nvcc builds can still fail here; this is
+    how to find out before a device session does.
+    """
+    import ctypes
+
+    lib_path = library or find_nvrtc_library()
+    if lib_path is None:
+        raise FileNotFoundError(f"no libnvrtc found: install the nvidia-cuda-nvrtc wheel or set {NVRTC_LIBRARY_ENV}")
+    for builtins in sorted(lib_path.parent.glob("libnvrtc-builtins.so.*")):
+        if ".alt." not in builtins.name:  # NVRTC dlopens its builtins by soname: load them first, globally
+            ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
+    lib = ctypes.CDLL(str(lib_path))
+    resolved = Path(path).resolve()
+    opts = [o.encode() for o in compile_options(arch, resolved, defines)]
+    prog = ctypes.c_void_p()
+    src = resolved.read_text(encoding="utf-8").encode()
+    if lib.nvrtcCreateProgram(ctypes.byref(prog), src, resolved.name.encode(), 0, None, None) != 0:
+        raise RuntimeError(f"{resolved}: nvrtcCreateProgram failed")
+    try:
+        rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        return rc == 0, buf.value.decode(errors="replace")
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
 # --------------------------------------------------------------------------- offline report (no GPU)
 
 

@@ -44,7 +44,7 @@ def test_kv_tiles_come_through_3d_maps_multicast_and_masked():
     # the steps' loop runs unmasked copies; only the separate last step masks (MASK_IN_LOOP 0)
     assert "for (int j = 1; j < n_tiles - 1; ++j) consumer_step<0>(" in code
     assert "if (n_tiles > 1) consumer_step<1>(n_tiles - 1," in code
-    assert "[&]" not in code  # NVRTC 13.0 (the H100's) takes an unannotated lambda for a host function
+    assert "[&]" not in code  # NVRTC 13.0 (the H100's) takes a generic lambda for a host function
     assert "trap" not in code and "hang_fault()" in code
 
 

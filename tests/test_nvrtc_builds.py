@@ -1,0 +1,76 @@
+"""Every CUDA source of every version, compiled by NVRTC 13.0 as `report run` compiles it on the
+GPU machine (same options, sm_90a), without a GPU: through ctypes on the nvidia-cuda-nvrtc wheel
+the test extra installs. nvcc is not enough: NVRTC's JIT mode refused v15's first step, a generic
+lambda (a host function to it), after nvcc had built it, and the device session was spent finding out.
+
+Each source is built with its own defaults, and with every CONFIG and SWEEP entry whose keys
+are macros of that source (the flashattn versions pass their configs as defines). A CONFIG
+build must also be free of ptxas's C7512 advisory (a serialised wgmma pipeline)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from reporter import cuda
+from reporter.assignments import list_assignments
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARY = cuda.find_nvrtc_library()
+needs_nvrtc = pytest.mark.skipif(LIBRARY is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
+
+
+def _builds() -> list:
+    out = []
+    for a in list_assignments(ROOT / "kernels"):
+        for v in a.versions():
+            for src in (p for p in v.sources if p.suffix == ".cu"):
+                out.append(pytest.param(src, None, False, id=f"{a.name}-{v.short}-{src.stem}-defaults"))
+                text = src.read_text()
+                macros = set(re.findall(r"^\s*#\s*ifndef\s+([A-Z_][A-Z0-9_]*)", text, re.MULTILINE))
+                try:
+                    mod = v.load()
+                except Exception:  # a version that cannot import without a GPU stack keeps its defaults build
+                    continue
+                config = getattr(mod, "CONFIG", None)
+                configs = ([config] if config else []) + [c for c in getattr(mod, "SWEEP", []) if c != config]
+                for i, cfg in enumerate(configs):
+                    if cfg and set(cfg) <= macros:
+                        tag = "config" if i == 0 and config else "sweep-" + "-".join(f"{k}{val}" for k, val in cfg.items())
+                        out.append(pytest.param(src, dict(cfg), i == 0 and bool(config), id=f"{a.name}-{v.short}-{tag}"))
+    return out
+
+
+BUILDS = _builds()
+
+
+def test_the_cuda_versions_are_all_collected():
+    ids = {p.id for p in BUILDS}
+    for short in ("v06", "v08", "v13", "v14", "v15"):
+        assert f"flashattn-{short}-config" in ids
+    assert any(i.startswith("histogram-v05-") for i in ids)
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("source,defines,is_config", BUILDS)
+def test_nvrtc_builds_the_source(source, defines, is_config):
+    ok, log = cuda.nvrtc_compile_offline(source, defines=defines, library=LIBRARY)
+    assert ok, log[-3000:]
+    if is_config:
+        assert "C7512" not in log, log[-3000:]
+
+
+@needs_nvrtc
+def test_nvrtc_refuses_a_lambda_that_nvcc_accepts(tmp_path):
+    """The finding this test file exists for, pinned: JIT mode takes a generic lambda (an ``auto``
+    parameter, as v15's first step had) for a host function, while a plain one compiles; annotating
+    it ``__device__`` needs ``--extended-lambda``, which NVRTC does not take by default."""
+    plain, generic = tmp_path / "plain.cu", tmp_path / "generic.cu"
+    plain.write_text('extern "C" __global__ void k(float* x) { auto f = [&](int i) { x[i] += 1.f; }; f(threadIdx.x); }\n')
+    generic.write_text('extern "C" __global__ void k(float* x) { auto f = [&](int i, auto t) { x[i] += t; }; '
+                       'f(threadIdx.x, 1.f); }\n')
+    assert cuda.nvrtc_compile_offline(plain, library=LIBRARY)[0]
+    ok, log = cuda.nvrtc_compile_offline(generic, library=LIBRARY)
+    assert not ok and "host function" in log
