@@ -104,33 +104,42 @@ def _check_once(fn: Callable[[Any], Any], data: Any, ref: Any, tol: Any, seed: i
     return compare(out, ref, tol, seed=seed), out
 
 
+class _CaseInputs:
+    """The input each timed call of a case gets: the case's own, or in ranked mode a fresh seeded
+    one per repetition (seed + 13·(rep + 1)) with its reference, against which ``check`` re-checks
+    each output and raises :class:`RankedCheckFailed` on a failure. Warm-up repetitions (negative)
+    keep the case's input and are not checked."""
+
+    def __init__(self, a: Assignment, case: dict, data: Any, ref: Any, ranked: bool) -> None:
+        self.spec, self.case, self.ranked = a.spec, case, ranked
+        self.data, self.ref, self.seed = data, ref, int(case["seed"])
+
+    def prepare(self, rep: int) -> None:
+        if self.ranked and rep >= 0:
+            self.seed = int(self.case["seed"]) + RANK_SEED_STEP * (rep + 1)
+            self.data = self.spec.generate_input(**{**self.case, "seed": self.seed})
+            self.ref = self.spec.ref_kernel(self.data)
+            poison_allocator(self.ref)
+
+    def check(self, rep: int, out: Any, into: list[CheckResult] | None) -> None:
+        if self.ranked and rep >= 0:
+            res = compare(out, self.ref, self.spec.TOLERANCE, seed=self.seed)
+            if into is not None:
+                into.append(res)
+            if not res.passed:
+                raise RankedCheckFailed(res)
+
+
 def time_callable(fn: Callable[[Any], Any], data: Any, *, a: Assignment, case: dict, ref: Any,
                   names: tuple[str, ...], opts: RunOptions, flush: L2Flusher, timer: CudaEventTimer,
                   ranked_checks: list[CheckResult] | None = None,
                   on_sample: Callable[[int, float], None] | None = None,
                   state: Callable[[], dict[str, float]] | None = None) -> TimingStats:
-    spec = a.spec
-    current: dict[str, Any] = {"data": data, "ref": ref}
-
-    def prepare(rep: int) -> None:
-        if opts.ranked and rep >= 0:
-            seed = case["seed"] + RANK_SEED_STEP * (rep + 1)
-            current["data"] = spec.generate_input(**{**case, "seed": seed})
-            current["ref"] = spec.ref_kernel(current["data"])
-            current["seed"] = seed
-            poison_allocator(current["ref"])
-
-    def after(rep: int, out: Any) -> None:
-        if opts.ranked and rep >= 0:
-            res = compare(out, current["ref"], spec.TOLERANCE, seed=current["seed"])
-            if ranked_checks is not None:
-                ranked_checks.append(res)
-            if not res.passed:
-                raise RankedCheckFailed(res)
-
+    inputs = _CaseInputs(a, case, data, ref, opts.ranked)
     with ranges(*names, "timed"):
-        return benchmark(lambda rep: fn(current["data"]), timer=timer, rule=opts.rule, flush=flush,
-                         prepare=prepare, after=after, ranked=opts.ranked, on_sample=on_sample, state=state)
+        return benchmark(lambda rep: fn(inputs.data), timer=timer, rule=opts.rule, flush=flush,
+                         prepare=inputs.prepare, after=lambda rep, out: inputs.check(rep, out, ranked_checks),
+                         ranked=opts.ranked, on_sample=on_sample, state=state)
 
 
 def kernel_builds(kernels: Iterable[CudaKernel]) -> list[KernelBuild]:
@@ -206,6 +215,29 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
     return out
 
 
+def _new_run(a: Assignment, v: Version, mod: Any, case_name: str, case: dict, info: DeviceInfo, session: str,
+             command: str, repo_root: Path, ceilings_ref: str) -> Run:
+    """A run record for one version on one case, not checked yet."""
+    return Run(run_id=f"{store.utc_stamp()}_{info.slug}_{case_name}", session_id=session,
+               assignment=a.name, version=v.name, case_name=case_name, case=dict(case), seed=int(case["seed"]),
+               created_utc=datetime.now(timezone.utc), command=command, device=info,
+               code=v.snapshot(repo_root, getattr(mod, "CONFIG", None)),
+               check=CheckResult(passed=False, exact=a.spec.TOLERANCE.exact, n_elements=0, mismatches=0,
+                                 message="not run"),
+               work=a.spec.work_model(**case), ceilings_ref=ceilings_ref)
+
+
+def _profile(r: Run, repo_root: Path, a: Assignment, v: Version, opts: RunOptions, console: Console,
+             progress: Progress) -> None:
+    """One call of a checked version under Nsight Compute, into ``r.profile`` (never raises: a
+    missing or failing ncu is recorded there)."""
+    from .profile import ProfileOptions, profile_into_run
+
+    _free()  # the profiled child process needs the memory this one cached
+    profile_into_run(r, repo_root, a, v, console=console, progress=progress,
+                     options=ProfileOptions(timeout_s=opts.profile_timeout_s))
+
+
 def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[str, Any], case_name: str,
                           case: dict, data: Any, ref: Any, opts: RunOptions, flush: L2Flusher,
                           timer: CudaEventTimer, ceilings: DeviceCeilings, ceilings_ref: str, info: DeviceInfo,
@@ -244,13 +276,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
         peer_results.append(pr)
     for v in versions:
         mod = modules[v.name]
-        r = Run(run_id=f"{store.utc_stamp()}_{info.slug}_{case_name}", session_id=session,
-                assignment=a.name, version=v.name, case_name=case_name, case=dict(case), seed=seed,
-                created_utc=datetime.now(timezone.utc), command=command, device=info,
-                code=v.snapshot(repo_root, getattr(mod, "CONFIG", None)),
-                check=CheckResult(passed=False, exact=spec.TOLERANCE.exact, n_elements=0, mismatches=0,
-                                  message="not run"),
-                work=work, ceilings_ref=ceilings_ref)
+        r = _new_run(a, v, mod, case_name, case, info, session, command, repo_root, ceilings_ref)
         try:
             with track_launches() as kernels:
                 r.check, out = _check_once(mod.custom_kernel, data, ref, spec.TOLERANCE, seed, (a.name, v.short))
@@ -266,30 +292,18 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
             console.print(f"[red]{v.name} on {case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
         runs.append(r)
 
-    current: dict[str, Any] = {"data": data, "ref": ref, "seed": seed}
+    inputs = _CaseInputs(a, case, data, ref, opts.ranked)  # one fresh input per round, shared by all
     ranked_checks: list[list[CheckResult]] = [[] for _ in fns]
-
-    def prepare_round(rep: int) -> None:
-        if opts.ranked:
-            current["seed"] = seed + RANK_SEED_STEP * (rep + 1)
-            current["data"] = spec.generate_input(**{**case, "seed": current["seed"]})
-            current["ref"] = spec.ref_kernel(current["data"])
-            poison_allocator(current["ref"])
-
-    def after(i: int, rep: int, out: Any) -> None:
-        if opts.ranked:
-            res = compare(out, current["ref"], spec.TOLERANCE, seed=current["seed"])
-            ranked_checks[i].append(res)
-            if not res.passed:
-                raise RankedCheckFailed(res)
 
     if fns:
         task = progress.add_task(f"{a.name} · {case_name} · {len(fns)} interleaved, rounds", total=opts.rule.max_reps)
         with ranges(a.name, "interleaved", "timed"):
-            calls = [lambda rep, f=f: f(current["data"]) for f in fns]
+            calls = [lambda rep, f=f: f(inputs.data) for f in fns]
             res = benchmark_interleaved(calls, timer=timer, rule=opts.rule, flush=flush,
-                                        prepare_round=prepare_round, after=after, ranked=opts.ranked,
-                                        state=state, on_round=lambda k: progress.update(task, completed=k))
+                                        prepare_round=inputs.prepare,
+                                        after=lambda i, rep, out: inputs.check(rep, out, ranked_checks[i]),
+                                        ranked=opts.ranked, state=state,
+                                        on_sample=lambda i, rep, ms: progress.update(task, completed=rep + 1))
         progress.update(task, completed=opts.rule.max_reps, visible=False)
         for i, (kind, j) in enumerate(owners):
             st, err = res.stats[i], res.errors[i]
@@ -316,11 +330,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
         r.peers = peer_results
         r.builds = kernel_builds(launched.get(j, []))
         if opts.profile and r.timing is not None:
-            from .profile import ProfileOptions, profile_into_run
-
-            _free()
-            profile_into_run(r, repo_root, a, next(v for v in versions if v.name == r.version), console=console,
-                             progress=progress, options=ProfileOptions(timeout_s=opts.profile_timeout_s))
+            _profile(r, repo_root, a, versions[j], opts, console, progress)
     return runs
 
 
@@ -344,6 +354,15 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         overall = progress.add_task("runs", total=len(case_names) * len(versions))
+
+        def keep(r: Run, case: dict) -> None:  # write the record, show its leaderboard block
+            written.append(store.save(r, store.run_path(logs, r)))
+            summary.append(r)
+            if opts.print_blocks and r.timing:
+                console.print(leaderboard_block(r.timing, title=f"{a.name} {r.version}", case=case,
+                                                device_lines=device_lines(info)))
+            progress.advance(overall)
+
         for case_name in case_names:
             case = a.case(case_name)
             seed = int(case["seed"])
@@ -352,17 +371,10 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                 ref = a.spec.ref_kernel(data)
                 _sync()
             if opts.interleave:
-                runs = _run_case_interleaved(a, versions, modules, case_name, case, data, ref, opts, flush, timer,
-                                             ceilings, ceilings_ref, info, session, command, repo_root, progress,
-                                             state, console)
-                for r in runs:
-                    path = store.save(r, store.run_path(logs, r))
-                    written.append(path)
-                    summary.append(r)
-                    if opts.print_blocks and r.timing:
-                        console.print(leaderboard_block(r.timing, title=f"{a.name} {r.version}", case=case,
-                                                        device_lines=device_lines(info)))
-                    progress.advance(overall)
+                for r in _run_case_interleaved(a, versions, modules, case_name, case, data, ref, opts, flush, timer,
+                                               ceilings, ceilings_ref, info, session, command, repo_root, progress,
+                                               state, console):
+                    keep(r, case)
                 del data, ref
                 _free()
                 continue
@@ -371,14 +383,8 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                 mod = modules[v.name]
                 task = progress.add_task(f"{v.name} · {case_name}", total=opts.rule.max_reps)
                 names = (a.name, v.short)
-                r = Run(run_id=f"{store.utc_stamp()}_{info.slug}_{case_name}", session_id=session,
-                        assignment=a.name, version=v.name, case_name=case_name,
-                        case={k: val for k, val in case.items()}, seed=seed,
-                        created_utc=datetime.now(timezone.utc), command=command, device=info,
-                        code=v.snapshot(repo_root, getattr(mod, "CONFIG", None)),
-                        check=CheckResult(passed=False, exact=a.spec.TOLERANCE.exact, n_elements=0, mismatches=0,
-                                          message="not run"),
-                        work=a.spec.work_model(**case), ceilings_ref=ceilings_ref, peers=peers)
+                r = _new_run(a, v, mod, case_name, case, info, session, command, repo_root, ceilings_ref)
+                r.peers = peers
                 launched: list[CudaKernel] = []
                 try:
                     with track_launches() as launched:  # the CUDA kernels this version runs, for r.builds
@@ -392,13 +398,8 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                                                      state=state)
                     if r.check.passed:
                         r.derived = derive(r.work, r.timing.median_ms, ceilings)  # type: ignore[union-attr]
-                        if opts.profile:  # never raises: a missing or failing ncu is recorded in r.profile
-                            from .profile import ProfileOptions, profile_into_run
-
-                            _free()  # the profiled child process needs the memory this one cached
-
-                            profile_into_run(r, repo_root, a, v, console=console, progress=progress,
-                                             options=ProfileOptions(timeout_s=opts.profile_timeout_s))
+                        if opts.profile:
+                            _profile(r, repo_root, a, v, opts, console, progress)
                     else:
                         r.error = f"check failed, not timed: {r.check.message}"
                 except RankedCheckFailed as e:
@@ -409,13 +410,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                     console.print(f"[red]{v.name} on {case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
                 r.builds = kernel_builds(launched)
                 progress.update(task, completed=opts.rule.max_reps, visible=False)
-                path = store.save(r, store.run_path(logs, r))
-                written.append(path)
-                summary.append(r)
-                if opts.print_blocks and r.timing:
-                    console.print(leaderboard_block(r.timing, title=f"{a.name} {v.name}", case=case,
-                                                    device_lines=device_lines(info)))
-                progress.advance(overall)
+                keep(r, case)
                 _free()
             del data, ref
             _free()
@@ -500,7 +495,7 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
                     res = benchmark_interleaved(
                         [lambda rep, f=fns[i]: f(data) for i in idx], timer=timer, rule=rule, flush=flush,
                         state=sampler.sample if sampler else None,
-                        on_round=lambda r: progress.update(rounds, completed=r))
+                        on_sample=lambda i, rep, ms: progress.update(rounds, completed=rep + 1))
                 for i, st, err in zip(idx, res.stats, res.errors):
                     points[i].timing = st
                     if err is not None:

@@ -222,7 +222,8 @@ def benchmark(call: Callable[[int], Any], *, timer: Timer, rule: StoppingRule,
               ranked: bool = False,
               on_sample: Callable[[int, float], None] | None = None,
               state: Callable[[], dict[str, float]] | None = None) -> TimingStats:
-    """Time ``call(rep)`` repeatedly under the stopping rule.
+    """Time ``call(rep)`` repeatedly under the stopping rule: :func:`benchmark_interleaved` with
+    one callable, whose error (a failed ``after`` check, a raising call) is raised here.
 
     Untimed around each call: ``prepare(rep)`` (e.g. a fresh seeded input in ranked mode),
     then ``flush()``; after it ``after(rep, result)`` (e.g. re-checking the output, which may
@@ -230,47 +231,13 @@ def benchmark(call: Callable[[int], Any], *, timer: Timer, rule: StoppingRule,
     negative ``rep`` indices. A timer that gives up its method during warm-up
     (:class:`HoldTimedOut`) times the rest plain; one that gives it up later voids the run.
     """
-    enqueue: list[float] = []
-    states: list[dict[str, float]] = []
-    begin = getattr(timer, "begin", None)
-    if begin is not None:  # e.g. a held timer forgets a fallback that an earlier callable caused
-        begin()
-
-    def one(rep: int) -> float:
-        if prepare is not None:
-            prepare(rep)
-        box: list[Any] = []
-        try:
-            ms = timer.time_call(lambda: box.append(call(rep)), flush)
-        except HoldTimedOut:
-            if rep >= 0:
-                raise
-            ms = timer.time_call(lambda: box.append(call(rep)), flush)
-        if after is not None:
-            after(rep, box[0])
-        if rep >= 0:
-            last = getattr(timer, "last_enqueue_ms", None)
-            if last is not None:
-                enqueue.append(float(last))
-            if state is not None:
-                states.append(state())
-        return ms
-
-    for i in range(rule.warmup_reps):
-        one(-1 - i)
-    samples: list[float] = []
-    t0 = time.perf_counter()
-    while True:
-        rep = len(samples)
-        samples.append(one(rep))
-        if on_sample:
-            on_sample(rep, samples[-1])
-        reason = rule.should_stop(samples, time.perf_counter() - t0)
-        if reason:
-            return summarize(samples, method=timer.method, l2_flush=flush is not None,
-                             rule=rule, stop_reason=reason, ranked=ranked,
-                             enqueue_ms=enqueue if len(enqueue) == len(samples) else None,
-                             states=states if len(states) == len(samples) else None)
+    res = benchmark_interleaved(
+        [call], timer=timer, rule=rule, flush=flush, prepare_round=prepare,
+        after=None if after is None else (lambda i, rep, out: after(rep, out)), ranked=ranked, state=state,
+        on_sample=None if on_sample is None else (lambda i, rep, ms: on_sample(rep, ms)))
+    if res.errors[0] is not None:
+        raise res.errors[0]
+    return res.stats[0]  # type: ignore[return-value]
 
 
 def rotation(n: int, round_index: int) -> list[int]:
@@ -296,10 +263,11 @@ def benchmark_interleaved(calls: Sequence[Callable[[int], Any]], *, timer: Timer
                           after: Callable[[int, int, Any], Any] | None = None,
                           ranked: bool = False,
                           state: Callable[[], dict[str, float]] | None = None,
-                          on_round: Callable[[int], None] | None = None) -> Interleaved:
+                          on_sample: Callable[[int, int, float], None] | None = None) -> Interleaved:
     """Time several callables in rounds, one call of each per round in a rotating order, until
     every one still in the rounds meets the stopping rule (the budget is ``rule.budget_s`` per
-    callable, for all of them together).
+    callable, for all of them together). With one callable this is plain repetition
+    (:func:`benchmark`), and its statistics are not marked interleaved.
 
     Timing one callable after another lets the card's state decide the ranking: on a GPU that
     heats into its power cap while a sweep runs, the first configuration is timed on the coolest
@@ -307,18 +275,19 @@ def benchmark_interleaved(calls: Sequence[Callable[[int], Any]], *, timer: Timer
     mix of clocks, and the rotation puts each one after every other equally often.
 
     Untimed: ``prepare_round(rep)`` before each round (e.g. one fresh seeded input that every
-    callable of the round gets) and ``after(i, rep, result)`` after each call (e.g. re-checking
-    callable ``i``'s output); an ``after`` or a call that raises takes only that callable out of
-    the rounds, with the error kept. Each callable gets ``rule.warmup_reps`` untimed calls first
-    (negative ``rep``). A held timer that gives up its method during warm-up times everything
-    plain; one that gives it up later voids the benchmark.
+    callable of the round gets), ``after(i, rep, result)`` after each call (e.g. re-checking
+    callable ``i``'s output) and ``state()`` after each timed one; ``on_sample(i, rep, ms)``
+    sees each sample. An ``after`` or a call that raises takes only that callable out of the
+    rounds, with the error kept. ``rule.warmup_reps`` untimed rounds come first, with negative
+    ``rep``. A held timer that gives up its method during warm-up times everything plain; one
+    that gives it up later voids the benchmark.
     """
     n = len(calls)
     errors: list[BaseException | None] = [None] * n
     if n == 0:
         return Interleaved([], [])
     begin = getattr(timer, "begin", None)
-    if begin is not None:
+    if begin is not None:  # e.g. a held timer forgets a fallback that an earlier callable caused
         begin()
 
     def once(i: int, rep: int) -> float:
@@ -329,38 +298,28 @@ def benchmark_interleaved(calls: Sequence[Callable[[int], Any]], *, timer: Timer
             if rep >= 0:
                 raise
             ms = timer.time_call(lambda: box.append(calls[i](rep)), flush)
-        if after is not None and rep >= 0:
+        if after is not None:
             after(i, rep, box[0])
         return ms
 
-    for w in range(rule.warmup_reps):
-        for i in range(n):
-            if errors[i] is None:
-                try:
-                    once(i, -1 - w)
-                except HoldTimedOut:
-                    raise
-                except Exception as e:
-                    errors[i] = e
     samples: list[list[float]] = [[] for _ in calls]
     enqueue: list[list[float]] = [[] for _ in calls]
     states: list[list[dict[str, float]]] = [[] for _ in calls]
-    budget = rule.budget_s * n
-    t0 = time.perf_counter()
-    r = 0
-    reasons: list[str | None] = [None] * n
-    while any(e is None for e in errors):
+
+    def one_round(rep: int) -> None:
         if prepare_round is not None:
-            prepare_round(r)
-        for i in rotation(n, r):
+            prepare_round(rep)
+        for i in rotation(n, rep) if rep >= 0 else range(n):
             if errors[i] is not None:
                 continue
             try:
-                ms = once(i, r)
+                ms = once(i, rep)
             except HoldTimedOut:
                 raise
             except Exception as e:
                 errors[i] = e
+                continue
+            if rep < 0:
                 continue
             samples[i].append(ms)
             last = getattr(timer, "last_enqueue_ms", None)
@@ -368,9 +327,18 @@ def benchmark_interleaved(calls: Sequence[Callable[[int], Any]], *, timer: Timer
                 enqueue[i].append(float(last))
             if state is not None:
                 states[i].append(state())
+            if on_sample is not None:
+                on_sample(i, rep, ms)
+
+    for w in range(rule.warmup_reps):
+        one_round(-1 - w)
+    budget = rule.budget_s * n
+    t0 = time.perf_counter()
+    r = 0
+    reasons: list[str | None] = [None] * n
+    while any(e is None for e in errors):
+        one_round(r)
         r += 1
-        if on_round:
-            on_round(r)
         live = [i for i in range(n) if errors[i] is None]
         reasons = [rule.should_stop(samples[i], 0.0) if errors[i] is None else "error" for i in range(n)]
         if time.perf_counter() - t0 >= budget and r >= rule.min_reps:
@@ -379,7 +347,7 @@ def benchmark_interleaved(calls: Sequence[Callable[[int], Any]], *, timer: Timer
             break
     stats: list[TimingStats | None] = [
         summarize(samples[i], method=timer.method, l2_flush=flush is not None, rule=rule,
-                  stop_reason=str(reasons[i]), ranked=ranked, interleaved=True,
+                  stop_reason=str(reasons[i]), ranked=ranked, interleaved=n > 1,
                   enqueue_ms=enqueue[i] if len(enqueue[i]) == len(samples[i]) else None,
                   states=states[i] if len(states[i]) == len(samples[i]) else None)
         if errors[i] is None and samples[i] else None
