@@ -12,7 +12,13 @@ the GPU MODE / CS149 harnesses), ``vNN_slug.py`` files (one per iteration, each 
 * ``TOLERANCE``: a :class:`Tolerance` (``Tolerance.exact()`` for integer results);
 * ``work_model(**case) -> WorkModel``;
 * ``PEERS``: ``{name: Peer}``, library implementations timed beside the versions;
-* ``REFERENCE_RESULTS``: public results (leaderboard rows) with their GPU.
+* ``REFERENCE_RESULTS``: public results (leaderboard rows) with their GPU;
+* optionally ``COURSE``: a :class:`CourseSource`, the course problem folder whose interface the
+  assignment follows (its harness can then run the exports: ``report crosscheck``);
+  ``check_implementation(data, output) -> (ok, message)``, a course's own check, applied on
+  top of ``TOLERANCE``; ``LEGACY_CASE_KEYS`` (old key -> new key) and ``LEGACY_CASE_DEFAULTS``
+  (key -> value), literals saying how records made before a renaming of the case keys name
+  them, so that they read with today's keys.
 
 Nothing in this module knows any particular assignment.
 """
@@ -56,6 +62,79 @@ class Peer:
 
     fn: Callable[[Any], Any]
     description: str = ""
+
+
+@dataclass(frozen=True)
+class CourseSource:
+    """A course problem folder in the CS149 / GPU MODE format (``reference.py``, ``task.py``,
+    ``test_cases/test.txt``) that an assignment follows: ``repo`` on GitHub, ``folder`` inside it."""
+
+    repo: str  # 'stanford-cs149/asst5-kernels'
+    folder: str  # 'problems/histogram'
+
+    @property
+    def url(self) -> str:
+        return f"https://github.com/{self.repo}"
+
+    def locate(self, root: Path) -> Path:
+        """The problem folder inside a checkout of ``repo`` at ``root``."""
+        return Path(root) / self.folder
+
+
+@dataclass(frozen=True)
+class LegacyCaseKeys:
+    """How records made before the case keys were renamed name them: ``renamed`` maps an old key
+    to today's, ``defaults`` gives today's value of a key those records did not have."""
+
+    renamed: dict[str, str] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.renamed or self.defaults)
+
+    def apply(self, case: dict[str, Any]) -> dict[str, Any]:
+        """``case`` with today's keys, in today's order where known; a case that already uses
+        them comes back unchanged."""
+        if not any(k in case for k in self.renamed):
+            return case
+        out = {self.renamed.get(k, k): v for k, v in case.items()}
+        for k, v in self.defaults.items():
+            out.setdefault(k, v)
+        return out
+
+
+def read_literal(path: Path, name: str, default: Any = None) -> Any:
+    """A top-level constant of a Python file, read without importing it (no torch, no side effects);
+    ``default`` when the file, the name or a literal value is missing."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return default
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            try:
+                return ast.literal_eval(value)
+            except (ValueError, TypeError, SyntaxError):
+                return default
+    return default
+
+
+def legacy_case_keys(assignment_dir: Path) -> LegacyCaseKeys:
+    """An assignment's ``LEGACY_CASE_KEYS`` and ``LEGACY_CASE_DEFAULTS``, read from its source."""
+    path = Path(assignment_dir) / "assignment.py"
+    renamed = read_literal(path, "LEGACY_CASE_KEYS", {}) or {}
+    defaults = read_literal(path, "LEGACY_CASE_DEFAULTS", {}) or {}
+    if not isinstance(renamed, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in renamed.items()):
+        raise AssignmentError(f"{path}: LEGACY_CASE_KEYS must be a literal dict of old key -> new key")
+    if not isinstance(defaults, dict) or not all(isinstance(k, str) for k in defaults):
+        raise AssignmentError(f"{path}: LEGACY_CASE_DEFAULTS must be a literal dict of key -> value")
+    return LegacyCaseKeys(dict(renamed), dict(defaults))
 
 
 @dataclass(frozen=True)
@@ -146,9 +225,16 @@ class Assignment:
     def spec(self) -> ModuleType:
         if self.module is None:
             self.module = _import_file(self.path / "assignment.py", f"_kernels_{self.name}_assignment")
-            for attr in ("CASES", "generate_input", "ref_kernel", "TOLERANCE", "work_model"):
+            for attr in ("CASES", "generate_input", "ref_kernel", "work_model"):
                 if not hasattr(self.module, attr):
                     raise AssignmentError(f"{self.path / 'assignment.py'}: missing '{attr}'")
+            tol, check = getattr(self.module, "TOLERANCE", None), getattr(self.module, "check_implementation", None)
+            if tol is None and not callable(check):
+                raise AssignmentError(f"{self.path / 'assignment.py'}: missing 'TOLERANCE' (or a "
+                                      "check_implementation(data, output) that decides correctness)")
+            if tol is not None and not isinstance(tol, Tolerance):
+                raise AssignmentError(f"{self.path / 'assignment.py'}: TOLERANCE must be a Tolerance, "
+                                      f"got {type(tol).__name__}")
         return self.module
 
     @property
@@ -162,6 +248,18 @@ class Assignment:
     @property
     def worklog_path(self) -> Path:
         return self.path / "worklog.md"
+
+    @property
+    def legacy_case_keys(self) -> LegacyCaseKeys:
+        return legacy_case_keys(self.path)
+
+    @property
+    def course(self) -> CourseSource | None:
+        course = getattr(self.spec, "COURSE", None)
+        if course is not None and not isinstance(course, CourseSource):
+            raise AssignmentError(f"{self.path / 'assignment.py'}: COURSE must be a CourseSource, "
+                                  f"got {type(course).__name__}")
+        return course
 
     def versions(self) -> list[Version]:
         out = []

@@ -71,19 +71,31 @@ def new_cmd(
     version: Annotated[str, typer.Argument(help="the new version's name, vNN_slug, e.g. v04_vectorized_loads")],
     from_version: Annotated[str | None, typer.Option(
         "--from", help="version to copy (name or vNN); default the highest-numbered")] = None,
+    from_task: Annotated[Path | None, typer.Option(
+        "--from-task", metavar="FOLDER",
+        help="a new assignment over a course problem folder in the CS149 / GPU MODE format (reference.py, "
+             "task.py, test_cases/test.txt), loaded from there at run time: its inputs, cases and check")] = None,
+    benchmark_line: Annotated[int | None, typer.Option(
+        "--benchmark-line", metavar="N", help="with --from-task: the 0-based line of the test file that is the "
+                                             "benchmark case (default the last)")] = None,
     root: RootOpt = None,
 ) -> None:
     """Scaffold the next version from the previous one (or a new assignment folder) and its worklog section."""
     from .iteration import PLACEHOLDER, plan_new, write_plan
 
     repo, kernels, _ = _paths(root, None)
+    if benchmark_line is not None and from_task is None:
+        _fail("--benchmark-line goes with --from-task")
     try:
-        plan = plan_new(kernels, assignment, version, from_version)
+        plan = plan_new(kernels, assignment, version, from_version, from_task, benchmark_line)
         written = write_plan(plan)
     except _user_errors() as e:
         _fail(str(e))
         return
-    if plan.new_assignment:
+    if plan.new_assignment and from_task is not None:
+        console.print(f"new assignment [bold]{assignment}[/bold] in {kernels / assignment}, over the course "
+                      f"problem in {from_task} (loaded from there at run time)", highlight=False)
+    elif plan.new_assignment:
         console.print(f"new assignment [bold]{assignment}[/bold] in {kernels / assignment}")
     elif plan.source_version:
         console.print(f"[bold]{version}[/bold]: a copy of {plan.source_version} with a fresh docstring")
@@ -178,25 +190,30 @@ def show_cmd(
     version: Annotated[str, typer.Argument(help="version name or vNN")],
     case: CaseOpt = None,
     run_id: Annotated[str | None, typer.Option(
-        "--run", help="a run id, or a unique prefix of one; default the latest")] = None,
+        "--run", help="a run id, or a unique prefix of one; default the run that stands for the version "
+                      "(timed alone from a rested card before other kinds, the newest of its kind)")] = None,
     gpu: GpuOpt = None,
     all_metrics: Annotated[bool, typer.Option(
         "--all-metrics", help="every profiler metric, not only the CS149 block")] = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
-    """One run in full: the leaderboard block, the check, derived figures, peers, profile, code."""
-    from .iteration import (benchmark_case, check_assignment, find_run, latest_run, latest_run_with_peers,
-                            resolve_version, runs_of)
+    """One run in full (by default the one that stands for the version): the leaderboard block, the check,
+    derived figures, peers, profile, code."""
+    from .iteration import (benchmark_case, check_assignment, find_run, latest_run_with_peers, resolve_version,
+                            runs_of, standing_run_of)
 
     _, kernels, logs_dir = _paths(root, logs)
     try:
         check_assignment(kernels, logs_dir, assignment)
         name = resolve_version(kernels, logs_dir, assignment, version)
         if run_id:
-            run = find_run(logs_dir, assignment, name, run_id, case or benchmark_case(kernels, assignment))
+            run = find_run(logs_dir, assignment, name, run_id, case or benchmark_case(kernels, assignment),
+                           kernels=kernels)
         else:
-            run = latest_run(logs_dir, assignment, name, case or benchmark_case(kernels, assignment), gpu)
-        peers_run = None if run.peers else latest_run_with_peers(runs_of(logs_dir, assignment, name), run)
+            run = standing_run_of(logs_dir, assignment, name, case or benchmark_case(kernels, assignment), gpu,
+                                  kernels=kernels)
+        peers_run = None if run.peers else latest_run_with_peers(runs_of(logs_dir, assignment, name,
+                                                                         kernels=kernels), run)
     except _user_errors() as e:
         _fail(str(e))
         return
@@ -574,7 +591,7 @@ def history_cmd(
         check_assignment(kernels, logs_dir, assignment)
         name = resolve_version(kernels, logs_dir, assignment, version)
         on_case = case or benchmark_case(kernels, assignment)
-        found = candidate_runs(logs_dir, assignment, name, on_case, gpu)
+        found = candidate_runs(logs_dir, assignment, name, on_case, gpu, kernels=kernels)
     except _user_errors() as e:
         _fail(str(e))
         return

@@ -20,8 +20,10 @@ from typing import Any
 
 from . import store
 from .analysis.diff import FigureDelta, RunDiff, format_ms, format_ms_range
-from .assignments import VERSION_RE, AssignmentError, get_assignment, list_assignments
+from .assignments import (VERSION_RE, AssignmentError, LegacyCaseKeys, get_assignment, legacy_case_keys,
+                          list_assignments, read_literal)
 from .records import Run
+from .standing import standing_run, standing_runs
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "report_templates"
 SCAFFOLD_DIR = TEMPLATES_DIR / "scaffold"
@@ -45,29 +47,21 @@ class IterationError(Exception):
 def spec_literal(assignment_dir: Path, name: str, default: Any = None) -> Any:
     """A constant of ``assignment.py`` read without importing it (no torch, no side effects);
     falls back to importing the module when the value is not a literal."""
-    path = assignment_dir / "assignment.py"
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError):
-        return default
-    targets: list[ast.expr]
-    value: ast.expr | None
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign):
-            targets, value = [node.target], node.value
-        else:
-            continue
-        if value is not None and any(isinstance(t, ast.Name) and t.id == name for t in targets):
-            try:
-                return ast.literal_eval(value)
-            except ValueError:
-                break
+    missing = object()
+    value = read_literal(assignment_dir / "assignment.py", name, missing)
+    if value is not missing:
+        return value
     try:
         return getattr(get_assignment(assignment_dir.parent, assignment_dir.name).spec, name, default)
     except Exception:  # an assignment that does not import here (no torch, say) keeps the default
         return default
+
+
+def legacy_keys(kernels: Path | None, assignment: str) -> LegacyCaseKeys | None:
+    """How the assignment's older records name their case keys (None without a kernels/ folder)."""
+    if kernels is None or not (kernels / assignment / "assignment.py").is_file():
+        return None
+    return legacy_case_keys(kernels / assignment) or None
 
 
 def benchmark_case(kernels: Path, assignment: str) -> str:
@@ -153,18 +147,21 @@ def load_run_file(path: Path) -> Run:
     return record
 
 
-def runs_of(logs: Path, assignment: str, version: str, case: str | None = None) -> list[Run]:
-    """Runs of one version (on one case), oldest first."""
+def runs_of(logs: Path, assignment: str, version: str, case: str | None = None, *,
+            kernels: Path | None = None) -> list[Run]:
+    """Runs of one version (on one case), oldest first; with ``kernels``, older records' case keys
+    read as the assignment names them today."""
     try:
-        found = store.runs(logs, assignment, version)
+        found = store.runs(logs, assignment, version, legacy=legacy_keys(kernels, assignment))
     except store.RecordError as e:
         raise IterationError(str(e)) from e
     return [r for r in found if case is None or r.case_name == case]
 
 
-def candidate_runs(logs: Path, assignment: str, version: str, case: str, gpu: str | None = None) -> list[Run]:
+def candidate_runs(logs: Path, assignment: str, version: str, case: str, gpu: str | None = None, *,
+                   kernels: Path | None = None) -> list[Run]:
     """Runs of one version on one case (and GPU slug), oldest first; never empty."""
-    found = runs_of(logs, assignment, version)
+    found = runs_of(logs, assignment, version, kernels=kernels)
     on_case = [r for r in found if r.case_name == case]
     if not on_case:
         cases = sorted({r.case_name for r in found})
@@ -183,20 +180,27 @@ def candidate_runs(logs: Path, assignment: str, version: str, case: str, gpu: st
     return on_case
 
 
-def latest_run(logs: Path, assignment: str, version: str, case: str, gpu: str | None = None) -> Run:
-    return candidate_runs(logs, assignment, version, case, gpu)[-1]
+def standing_run_of(logs: Path, assignment: str, version: str, case: str, gpu: str | None = None, *,
+                    kernels: Path | None = None) -> Run:
+    """The run that stands for the version on the case (:mod:`reporter.standing`), on ``gpu`` or
+    else on the GPU of its newest run."""
+    runs = candidate_runs(logs, assignment, version, case, gpu, kernels=kernels)
+    chosen = standing_run(runs, version, case, gpu=gpu or runs[-1].device.slug)
+    assert chosen is not None  # candidate_runs is never empty
+    return chosen
 
 
-def find_run(logs: Path, assignment: str, version: str, run_id: str, case: str | None = None) -> Run:
+def find_run(logs: Path, assignment: str, version: str, run_id: str, case: str | None = None, *,
+             kernels: Path | None = None) -> Run:
     """A run by id or unique prefix; a prefix that several cases' runs share (a session's time, say)
     picks the one on ``case`` when that one is unique."""
     if case is not None:
-        matching = [r for r in runs_of(logs, assignment, version) if r.run_id.startswith(run_id)]
+        matching = [r for r in runs_of(logs, assignment, version, kernels=kernels) if r.run_id.startswith(run_id)]
         on_case = [r for r in matching if r.case_name == case]
         if len(matching) > 1 and len(on_case) == 1 and not any(r.run_id == run_id for r in matching):
             return on_case[0]
     try:
-        return store.find_run(logs, assignment, version, run_id)
+        return store.find_run(logs, assignment, version, run_id, legacy=legacy_keys(kernels, assignment))
     except store.RecordError as e:
         raise IterationError(str(e)) from e
 
@@ -237,11 +241,11 @@ def resolve_pair(kernels: Path, logs: Path, args: list[str], case: str | None,
         return named[0], named[1]
     if named[0] is None and named[1] is None:
         va, vb = (resolve_version(kernels, logs, assignment, s.version) for s in specs)  # type: ignore[arg-type]
-        return _latest_pair(logs, assignment, va, vb, case, gpu)
+        return _latest_pair(logs, assignment, va, vb, case, gpu, kernels)
     known = next(r for r in named if r is not None)
     bare = specs[named.index(None)]
     version = resolve_version(kernels, logs, assignment, bare.version)  # type: ignore[arg-type]
-    runs = candidate_runs(logs, assignment, version, case, gpu)
+    runs = candidate_runs(logs, assignment, version, case, gpu, kernels=kernels)
     other = (_on_gpu(runs, known.device.slug) or runs)[-1]
     return (other, known) if named[0] is None else (known, other)
 
@@ -253,18 +257,19 @@ def _named_run(kernels: Path, logs: Path, assignment: str, spec: RunSpec, case: 
     if spec.run_id is None:
         return None
     version = resolve_version(kernels, logs, assignment, spec.version)  # type: ignore[arg-type]
-    return find_run(logs, assignment, version, spec.run_id, case)
+    return find_run(logs, assignment, version, spec.run_id, case, kernels=kernels)
 
 
-def _latest_pair(logs: Path, assignment: str, va: str, vb: str, case: str, gpu: str | None) -> tuple[Run, Run]:
-    runs_b = candidate_runs(logs, assignment, vb, case, gpu)
+def _latest_pair(logs: Path, assignment: str, va: str, vb: str, case: str, gpu: str | None,
+                 kernels: Path | None = None) -> tuple[Run, Run]:
+    runs_b = candidate_runs(logs, assignment, vb, case, gpu, kernels=kernels)
     if va == vb:  # a rerun: the latest against the one before it, on the same GPU when there is one
         if len(runs_b) < 2:
             raise IterationError(f"{assignment}/{va} has {len(runs_b)} run(s) on case '{case}': a same-version diff "
                                  f"needs two; name runs as {short_handle(va)}@RUN_ID")
         latest = runs_b[-1]
         return (_on_gpu(runs_b[:-1], latest.device.slug) or runs_b[:-1])[-1], latest
-    runs_a = candidate_runs(logs, assignment, va, case, gpu)
+    runs_a = candidate_runs(logs, assignment, va, case, gpu, kernels=kernels)
     common = {r.device.slug for r in runs_a} & {r.device.slug for r in runs_b}
     if common:
         slug = _newest([r for r in runs_a + runs_b if r.device.slug in common]).device.slug
@@ -401,8 +406,13 @@ def replace_docstring(source: str, docstring: str, path: Path) -> str:
     return "".join(lines[:start]) + docstring + "".join(lines[end:])
 
 
-def plan_new(kernels: Path, assignment: str, version: str, from_version: str | None = None) -> ScaffoldPlan:
-    """What `report new` will write; raises before anything is written if a file would be overwritten."""
+def plan_new(kernels: Path, assignment: str, version: str, from_version: str | None = None,
+             from_task: Path | None = None, benchmark_line: int | None = None) -> ScaffoldPlan:
+    """What `report new` will write; raises before anything is written if a file would be overwritten.
+
+    ``from_task``: a course problem folder (CS149 / GPU MODE format) that the new assignment
+    loads at run time; ``benchmark_line`` the 0-based line of its test file that is the
+    benchmark (default the last)."""
     if not ASSIGNMENT_NAME_RE.match(assignment):
         raise IterationError(f"assignment name '{assignment}' must be lowercase letters, digits and '_', "
                              "starting with a letter")
@@ -416,7 +426,13 @@ def plan_new(kernels: Path, assignment: str, version: str, from_version: str | N
         if from_version:
             raise IterationError(f"--from {from_version}: assignment '{assignment}' does not exist yet "
                                  f"({folder / 'assignment.py'} is missing)")
-        plan = _plan_assignment(folder, assignment, version)
+        if from_task is not None:
+            plan = _plan_course_assignment(folder, assignment, version, from_task, benchmark_line)
+        else:
+            plan = _plan_assignment(folder, assignment, version)
+    elif from_task is not None:
+        raise IterationError(f"--from-task: assignment '{assignment}' exists already ({folder / 'assignment.py'}); "
+                             "--from-task makes a new one")
     else:
         plan = _plan_version(folder, assignment, version, from_version)
     for f in plan.files:
@@ -430,6 +446,39 @@ def _plan_assignment(folder: Path, assignment: str, version: str) -> ScaffoldPla
     section = _render("worklog_section.md.j2", questions=DEFAULT_QUESTIONS, **ctx)
     files = [
         PlannedFile(folder / "assignment.py", _render("assignment.py.j2", **ctx), create=True),
+        PlannedFile(folder / f"{version}.py", _render("first_version.py.j2", **ctx), create=True),
+        PlannedFile(folder / "worklog.md", _render("worklog.md.j2", section=section.strip("\n"), **ctx), create=True),
+    ]
+    return ScaffoldPlan(assignment, version, None, True, files)
+
+
+def _plan_course_assignment(folder: Path, assignment: str, version: str, task: Path,
+                            benchmark_line: int | None) -> ScaffoldPlan:
+    """A new assignment over a course problem folder: assignment.py loads the folder at run time."""
+    import os
+
+    from .course import TEST_FILE, case_names, parse_test_file, problem_title
+
+    task = Path(task).expanduser()
+    if not (task / "reference.py").is_file():
+        raise IterationError(f"--from-task {task}: no reference.py there; expected a course problem folder "
+                             "(reference.py, task.py, test_cases/test.txt: the CS149 / GPU MODE format)")
+    try:
+        lines = parse_test_file(task / TEST_FILE)
+        names = case_names(len(lines), benchmark_line)
+    except AssignmentError as e:
+        raise IterationError(f"--from-task {task}: {e}") from e
+    rel = os.path.relpath(task.resolve(), folder.resolve())
+    title = problem_title(task)
+    bench = names.index("benchmark")
+    ctx = dict(assignment=assignment, version=version, short=short_handle(version), source=None, source_short=None,
+               title=title, title_literal=repr(title), task_arg=str(task), task_shown=str(task.resolve()),
+               task_dir_literal=repr(rel), test_file=TEST_FILE.as_posix(),
+               bench_word="last" if bench == len(names) - 1 else f"{bench}th (0-based)",
+               benchmark_index=None if benchmark_line is None else bench)
+    section = _render("worklog_section.md.j2", questions=DEFAULT_QUESTIONS, **ctx)
+    files = [
+        PlannedFile(folder / "assignment.py", _render("course_assignment.py.j2", **ctx), create=True),
         PlannedFile(folder / f"{version}.py", _render("first_version.py.j2", **ctx), create=True),
         PlannedFile(folder / "worklog.md", _render("worklog.md.j2", section=section.strip("\n"), **ctx), create=True),
     ]
@@ -564,14 +613,15 @@ def list_rows(kernels: Path, logs: Path, assignment: str | None = None, case: st
     for name in [assignment] if assignment else known_assignments(kernels, logs):
         on_case = case or benchmark_case(kernels, name)
         try:
-            runs = [r for r in (store.runs(logs, name) if (logs / name).is_dir() else []) if r.case_name == on_case]
+            runs = [r for r in (store.runs(logs, name, legacy=legacy_keys(kernels, name)) if (logs / name).is_dir()
+                                else []) if r.case_name == on_case]
         except store.RecordError as e:
             raise IterationError(str(e)) from e
         gpus: list[str | None] = [gpu] if gpu else list(dict.fromkeys(r.device.slug for r in runs)) or [None]
         versions = known_versions(kernels, logs, name)
         for slug in gpus:
             on_gpu = [r for r in runs if r.device.slug == slug]
-            latest = {ver: r for (ver, _), r in store.latest_runs(on_gpu).items()}  # the report's choice
+            latest = {ver: r for (ver, _), r in standing_runs(on_gpu).items()}  # the report's choice
             rows += _assignment_rows(name, on_case, slug, versions, latest, on_gpu)
     return rows
 

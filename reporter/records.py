@@ -6,7 +6,10 @@ A record is one JSON file under ``logs/``. Three kinds exist, told apart by ``ki
   with the device, the code, the peers timed in the same session and, optionally, a profile;
 * ``ceilings`` (:class:`DeviceCeilings`): measured peaks of one device (copy bandwidth,
   matrix-unit rates), under ``logs/devices/``;
-* ``sweep`` (:class:`Sweep`): the configurations of a tunable version timed side by side.
+* ``sweep`` (:class:`Sweep`): the configurations of a tunable version timed side by side;
+* ``crosscheck`` (:class:`CrossCheck`): a version timed by a course's own harness, by
+  ``triton.testing.do_bench`` and by ours in one session, under
+  ``logs/<assignment>/<version>/crosschecks/``.
 
 Nothing here touches a GPU, so records load on any machine.
 """
@@ -21,6 +24,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
+# the shortest rest (seconds of idle GPU before timing) that counts as timing from a rested card
+REST_MIN_S = 1.0
 
 
 class Record(BaseModel):
@@ -124,6 +129,10 @@ class CheckResult(Record):
     shape_ok: bool = True
     message: str = ""
     seed: int | None = None
+    by: Literal["tolerance", "check_implementation"] = Field(
+        "tolerance", description="what decided ``passed``: the elementwise tolerance (or exact match) against the "
+                                 "reference, or the assignment's check_implementation (a course's own check), "
+                                 "with the error figures measured against the reference beside it")
 
 
 # --------------------------------------------------------------------------- timing
@@ -179,23 +188,34 @@ class TimingStats(Record):
                           "(queuing the call); absent in records made before it was kept")
     gpu_state: GpuStateSamples | None = Field(
         None, description="per sample, the GPU's clocks, temperature and power read through NVML after the call")
+    rest_s: float = Field(0.0, ge=0, description="seconds the GPU was left idle before the warm-up, so that the "
+                                                 "timing starts from a rested card; 0 in records made before rests")
+    start_temp_c: float | None = Field(None, description="the GPU's temperature after the rest, when known")
 
     @property
     def rel_stderr(self) -> float:
         return self.stderr_ms / self.mean_ms if self.mean_ms else math.inf
 
     @property
+    def rested(self) -> bool:
+        """Timed from a rested card: at least :data:`REST_MIN_S` seconds of idle GPU before the warm-up."""
+        return self.rest_s >= REST_MIN_S
+
+    @property
     def way(self) -> str:
-        """How the samples were taken, as a comparison must match it: the method, and ranked or not."""
-        return f"{self.method}{', ranked' if self.ranked else ''}{', interleaved' if self.interleaved else ''}"
+        """How the samples were taken, as a comparison must match it: the method, and ranked,
+        interleaved, rested or not."""
+        return (f"{self.method}{', ranked' if self.ranked else ''}{', interleaved' if self.interleaved else ''}"
+                f"{', rested' if self.rested else ''}")
 
     def timed_like(self, other: TimingStats | None) -> bool:
         """Whether ``other`` was timed the same way. Held samples leave the host's share out, a
-        ranked run's fresh inputs let the card cool between calls, and interleaved samples share
-        the card's states with the others of their run: a speedup across ways measures the method
-        or the card, not the code."""
+        ranked run's fresh inputs let the card cool between calls, interleaved samples share
+        the card's states with the others of their run, and a rested run starts from a cool card
+        where an unrested one starts from whatever ran before: a speedup across ways measures
+        the method or the card, not the code."""
         return (other is not None and self.method == other.method and self.ranked == other.ranked
-                and self.interleaved == other.interleaved)
+                and self.interleaved == other.interleaved and self.rested == other.rested)
 
 
 # --------------------------------------------------------------------------- work model
@@ -397,7 +417,86 @@ class Sweep(Measurement):
         return min(ok, key=lambda p: p.timing.median_ms) if ok else None  # type: ignore[union-attr]
 
 
-AnyRecord = Annotated[Run | DeviceCeilings | Sweep, Field(discriminator="kind")]
+# --------------------------------------------------------------------------- cross-checks
+
+
+class CourseCase(Record):
+    """One line of a course harness's output for one case of its test file."""
+
+    index: int = Field(description="the case's 0-based line in the course's test file, as the harness numbers it")
+    spec: str = Field("", description="the test line, as the harness printed it")
+    case_name: str | None = Field(None, description="our case with the same parameters, if any")
+    status: Literal["pass", "fail"] | None = Field(None, description="test mode: the harness's verdict")
+    runs: int | None = None
+    mean_ms: float | None = None
+    std_ms: float | None = None
+    err_ms: float | None = None
+    best_ms: float | None = None
+    worst_ms: float | None = None
+    error: str | None = None
+
+
+class CourseHarnessRun(Record):
+    """One invocation of a course's own ``eval.py`` (``test`` or ``benchmark``) on one submission."""
+
+    mode: str = Field(description="the harness's mode: 'test' or 'benchmark' (the course's eval.py also has 'profile')")
+    submission: str = Field(description="what was submitted: 'export of <version>' or 'peer <name> (a shim)'")
+    command: list[str]
+    returncode: int
+    wall_s: float
+    verdict: str | None = Field(None, description="the harness's closing 'check:' line: 'pass' or 'fail'")
+    cases: list[CourseCase] = Field(default_factory=list)
+    output: str = Field(description="everything the harness printed on stdout: the record of the cross-check")
+    stderr_tail: str = ""
+    started_s: float = Field(0.0, description="seconds from the cross-check's start")
+
+
+class DoBenchResult(Record):
+    case_name: str
+    median_ms: float
+    warmup_ms: float = Field(description="do_bench's warm-up budget (its own units: milliseconds)")
+    rep_ms: float = Field(description="do_bench's repetition budget, milliseconds")
+    rest_s: float = Field(0.0, description="idle GPU before the call, as for our rested runs")
+    started_s: float = 0.0
+
+
+class CrossCheckEntry(Record):
+    """What each timer said about one callable: a version (``name`` is the version) or a peer."""
+
+    name: str
+    peer: bool = False
+    course: list[CourseHarnessRun] = Field(default_factory=list)
+    do_bench: list[DoBenchResult] = Field(default_factory=list)
+    runs: dict[str, str] = Field(default_factory=dict,
+                                 description="case name -> id of our own run of it made in this cross-check")
+    figures_ms: dict[str, float] = Field(default_factory=dict,
+                                         description="case name -> our figure (that run's median), for reading")
+
+
+class CrossCheck(Record):
+    """One session on one card in which a version (and peers) were timed by the course's harness,
+    by ``triton.testing.do_bench`` and by our own harness, one after another, each from a rested
+    card: the record that a figure is reproducible, or how far apart the timers are."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["crosscheck"] = "crosscheck"
+    run_id: str
+    assignment: str
+    version: str
+    created_utc: datetime
+    device: DeviceInfo
+    command: str = ""
+    course_repo: str | None = Field(None, description="e.g. 'stanford-cs149/asst5-kernels'")
+    course_folder: str | None = Field(None, description="the problem folder inside it")
+    course_commit: str | None = None
+    harness_sha256: dict[str, str] = Field(default_factory=dict,
+                                           description="sha256 of the course files that ran (eval.py, utils.py, ...)")
+    rest_s: float = 0.0
+    entries: list[CrossCheckEntry]
+    notes: list[str] = Field(default_factory=list)
+
+
+AnyRecord = Annotated[Run | DeviceCeilings | Sweep | CrossCheck, Field(discriminator="kind")]
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 

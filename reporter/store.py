@@ -4,7 +4,10 @@ Layout::
 
     logs/<assignment>/<version>/<utc-time>_<gpu>_<case>.json     Run
     logs/<assignment>/<version>/sweeps/<utc-time>_<gpu>_<case>.json   Sweep
+    logs/<assignment>/<version>/crosschecks/<utc-time>_<gpu>.json    CrossCheck
     logs/devices/<gpu>/<utc-time>.json                             DeviceCeilings
+
+Which of a version's runs stands for it is :mod:`reporter.standing`'s question, not this module's.
 
 Writes are atomic (temp file in the same folder, fsync, rename), so an interrupted run
 never leaves half a record. A file that is not valid JSON, or not one of our records,
@@ -20,10 +23,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
 
-from .records import SCHEMA_VERSION, AnyRecord, DeviceCeilings, Run, Sweep
+from .records import SCHEMA_VERSION, AnyRecord, CrossCheck, DeviceCeilings, Run, Sweep
+
+if TYPE_CHECKING:
+    from .assignments import LegacyCaseKeys
 
 _ADAPTER: TypeAdapter = TypeAdapter(AnyRecord)
 
@@ -51,7 +58,7 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def save(record: Run | Sweep | DeviceCeilings, path: Path) -> Path:
+def save(record: Run | Sweep | DeviceCeilings | CrossCheck, path: Path) -> Path:
     write_atomic(path, record.model_dump_json(indent=1) + "\n")
     return path
 
@@ -67,7 +74,7 @@ def _migrate(data: dict, path: Path) -> dict:
     return data
 
 
-def load(path: Path) -> Run | Sweep | DeviceCeilings:
+def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck:
     path = Path(path)
     try:
         raw = path.read_text(encoding="utf-8")
@@ -80,8 +87,9 @@ def load(path: Path) -> Run | Sweep | DeviceCeilings:
     if not isinstance(data, dict):
         raise RecordError(f"{path}: expected a JSON object, found {type(data).__name__}")
     data = _migrate(data, path)
-    if data.get("kind") not in ("run", "ceilings", "sweep"):
-        raise RecordError(f"{path}: field 'kind' is {data.get('kind')!r}; expected 'run', 'ceilings' or 'sweep'")
+    if data.get("kind") not in ("run", "ceilings", "sweep", "crosscheck"):
+        raise RecordError(f"{path}: field 'kind' is {data.get('kind')!r}; expected 'run', 'ceilings', 'sweep' "
+                          "or 'crosscheck'")
     try:
         return _ADAPTER.validate_python(data)
     except ValidationError as e:
@@ -102,6 +110,10 @@ def sweep_path(logs: Path, sweep: Sweep) -> Path:
     return logs / sweep.assignment / sweep.version / "sweeps" / f"{sweep.run_id}.json"
 
 
+def crosscheck_path(logs: Path, check: CrossCheck) -> Path:
+    return logs / check.assignment / check.version / "crosschecks" / f"{check.run_id}.json"
+
+
 def ceilings_path(logs: Path, ceilings: DeviceCeilings) -> Path:
     return logs / "devices" / ceilings.device.slug / f"{utc_stamp(ceilings.created_utc)}.json"
 
@@ -112,52 +124,43 @@ def ceilings_path(logs: Path, ceilings: DeviceCeilings) -> Path:
 @dataclass(frozen=True)
 class Stored:
     path: Path
-    record: Run | Sweep | DeviceCeilings
+    record: Run | Sweep | DeviceCeilings | CrossCheck
 
 
-def _records(folder: Path, pattern: str) -> Iterable[Stored]:
+def _records(folder: Path, pattern: str, legacy: LegacyCaseKeys | None = None) -> Iterable[Stored]:
     for p in sorted(folder.glob(pattern)):
         if p.name.startswith("."):
             continue
-        yield Stored(p, load(p))
+        record = load(p)
+        if legacy and isinstance(record, (Run, Sweep)):
+            record.case = legacy.apply(record.case)  # an older record names its case keys as they were then
+        yield Stored(p, record)
 
 
-def runs(logs: Path, assignment: str, version: str | None = None) -> list[Run]:
-    """Every run of an assignment (or of one version), oldest first."""
+def runs(logs: Path, assignment: str, version: str | None = None, *,
+         legacy: LegacyCaseKeys | None = None) -> list[Run]:
+    """Every run of an assignment (or of one version), oldest first; ``legacy`` renames the case
+    keys of records made before the assignment's keys changed (see ``LegacyCaseKeys``)."""
     base = Path(logs) / assignment
     pattern = f"{version}/*.json" if version else "*/*.json"
-    out = [s.record for s in _records(base, pattern) if isinstance(s.record, Run)]
+    out = [s.record for s in _records(base, pattern, legacy) if isinstance(s.record, Run)]
     return sorted(out, key=lambda r: r.created_utc)
 
 
-def sweeps(logs: Path, assignment: str, version: str | None = None) -> list[Sweep]:
+def sweeps(logs: Path, assignment: str, version: str | None = None, *,
+           legacy: LegacyCaseKeys | None = None) -> list[Sweep]:
     base = Path(logs) / assignment
     pattern = f"{version}/sweeps/*.json" if version else "*/sweeps/*.json"
-    out = [s.record for s in _records(base, pattern) if isinstance(s.record, Sweep)]
+    out = [s.record for s in _records(base, pattern, legacy) if isinstance(s.record, Sweep)]
     return sorted(out, key=lambda r: r.created_utc)
 
 
-def latest_runs(runs_: Iterable[Run], *, gpu: str | None = None) -> dict[tuple[str, str], Run]:
-    """The run that stands for each (version, case), optionally of one GPU slug: the newest of
-    the best-timed kind there is. Plain runs come before --ranked ones (ranked samples include a
-    fresh input before every call, so they answer a different question, and the report lists the
-    ranked runs on their own line), and among each, runs timed interleaved with their peers come
-    before runs timed on their own (see ``report run --interleave``): a version profiled or
-    re-timed alone later does not displace the fair comparison."""
-    def rank(r: Run) -> int:
-        t = r.timing
-        return (0 if t is not None and t.ranked else 2) + (1 if t is not None and t.interleaved else 0)
-
-    out: dict[tuple[str, str], Run] = {}
-    for r in sorted(runs_, key=lambda r: r.created_utc):
-        if gpu and r.device.slug != gpu:
-            continue
-        key = (r.version, r.case_name)
-        held = out.get(key)
-        if held is not None and rank(r) < rank(held):
-            continue
-        out[key] = r
-    return out
+def crosschecks(logs: Path, assignment: str, version: str | None = None) -> list[CrossCheck]:
+    """Every cross-check of an assignment (or of one version), oldest first."""
+    base = Path(logs) / assignment
+    pattern = f"{version}/crosschecks/*.json" if version else "*/crosschecks/*.json"
+    out = [s.record for s in _records(base, pattern) if isinstance(s.record, CrossCheck)]
+    return sorted(out, key=lambda c: c.created_utc)
 
 
 def ceilings(logs: Path, gpu: str | None = None) -> list[DeviceCeilings]:
@@ -177,9 +180,10 @@ def latest_ceilings(logs: Path, device_name: str, gpu: str) -> tuple[Path, Devic
     return s.path, s.record  # type: ignore[return-value]
 
 
-def find_run(logs: Path, assignment: str, version: str, run_id: str) -> Run:
+def find_run(logs: Path, assignment: str, version: str, run_id: str, *,
+             legacy: LegacyCaseKeys | None = None) -> Run:
     """A run by id (or a unique prefix of it) within one version."""
-    candidates = [r for r in runs(logs, assignment, version) if r.run_id.startswith(run_id)]
+    candidates = [r for r in runs(logs, assignment, version, legacy=legacy) if r.run_id.startswith(run_id)]
     if not candidates:
         raise RecordError(f"no run '{run_id}' of {assignment}/{version} under {logs}")
     if len(candidates) > 1 and not any(r.run_id == run_id for r in candidates):

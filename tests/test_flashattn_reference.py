@@ -17,21 +17,27 @@ A = get_assignment(ROOT / "kernels", "flashattn")
 
 
 def small(seed=1118):
-    return A.spec.generate_input(b=1, h=2, s=64, d=16, seed=seed, device="cpu")
+    return A.spec.generate_input(batch_size=1, num_heads=2, seq_len=64, head_dim=16, seed=seed, device="cpu")
 
 
 def test_cases_are_the_course_cases():
+    """The three lines of the course's test file, keys and all."""
     cases = A.cases()
-    assert cases["benchmark"] == dict(b=4, h=64, s=8192, d=128, seed=1118)
-    assert cases["test_small"] == dict(b=1, h=64, s=1024, d=128, seed=1118)
-    assert cases["test_medium"] == dict(b=2, h=64, s=4096, d=128, seed=1118)
+    assert cases["test_small"] == dict(batch_size=1, num_heads=64, seq_len=1024, head_dim=128, seed=1118)
+    assert cases["test_medium"] == dict(batch_size=2, num_heads=64, seq_len=4096, head_dim=128, seed=1118)
+    assert cases["benchmark"] == dict(batch_size=4, num_heads=64, seq_len=8192, head_dim=128, seed=1118)
+    import inspect
+
+    assert list(inspect.signature(A.spec.generate_input).parameters)[:5] == [
+        "batch_size", "num_heads", "head_dim", "seq_len", "seed"]
     assert A.spec.TOLERANCE.rtol == A.spec.TOLERANCE.atol == 1e-2
 
 
 def test_inputs_are_seeded_fp16_in_the_order_q_k_v():
     q, k, v = small()
     assert q.dtype == torch.float16 and q.shape == (1, 2, 64, 16)
-    g = torch.Generator(device="cpu").manual_seed(1118)
+    g = torch.Generator(device="cpu")
+    g.manual_seed(1118)
     expect_q = torch.randn(1, 2, 64, 16, dtype=torch.float16, generator=g)
     expect_k = torch.randn(1, 2, 64, 16, dtype=torch.float16, generator=g)
     assert torch.equal(q, expect_q) and torch.equal(k, expect_k)

@@ -93,7 +93,7 @@ def test_partial_and_exact_last_tiles_match_the_reference(v12, s):
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     spec = ASSIGNMENT.spec
-    data = spec.generate_input(b=1, h=4, s=s, d=128, seed=7 + s)
+    data = spec.generate_input(batch_size=1, num_heads=4, seq_len=s, head_dim=128, seed=7 + s)
     ref = spec.ref_kernel(data)
     out = v12.custom_kernel(data)
     torch.cuda.synchronize()

@@ -35,7 +35,7 @@ def loop_count(data: np.ndarray) -> np.ndarray:
 def test_reference_matches_a_loop_count(length, channels):
     rng = np.random.default_rng(length * 1000 + channels)
     data = rng.integers(0, 256, (length, channels), dtype=np.uint8)
-    ref = SPEC.ref_kernel(torch.from_numpy(data))
+    ref = SPEC.ref_kernel((torch.from_numpy(data), 256))
     assert ref.dtype == torch.int32 and tuple(ref.shape) == (channels, 256)
     np.testing.assert_array_equal(ref.numpy(), loop_count(data))
     assert int(ref.sum()) == length * channels
@@ -43,14 +43,14 @@ def test_reference_matches_a_loop_count(length, channels):
 
 def test_reference_chunks_add_up(monkeypatch):
     """Rows are counted a chunk at a time; a chunk boundary inside the array changes nothing."""
-    data = torch.from_numpy(np.random.default_rng(5).integers(0, 256, (103, 40), dtype=np.uint8))
+    data = (torch.from_numpy(np.random.default_rng(5).integers(0, 256, (103, 40), dtype=np.uint8)), 256)
     whole = SPEC.ref_kernel(data)
     monkeypatch.setattr(SPEC, "_REF_CHUNK_ELEMENTS", 40 * 10 + 7)  # 10 rows per chunk, last one partial
     assert torch.equal(SPEC.ref_kernel(data), whole)
 
 
 def test_reference_counts_extreme_values():
-    data = torch.tensor([[0, 255], [255, 255], [0, 0]], dtype=torch.uint8)
+    data = (torch.tensor([[0, 255], [255, 255], [0, 0]], dtype=torch.uint8), 256)
     ref = SPEC.ref_kernel(data)
     assert ref[0, 0] == 2 and ref[0, 255] == 1 and ref[1, 255] == 2 and ref[1, 0] == 1
     assert int(ref.sum()) == 6
@@ -58,15 +58,64 @@ def test_reference_counts_extreme_values():
 
 @pytest.mark.parametrize("peer", ["bincount_per_channel", "bincount_offset"])
 def test_peers_are_exact_on_cpu(peer):
-    data = SPEC.generate_input(length=257, channels=24, seed=3, device="cpu")
+    data = SPEC.generate_input(length=257, num_channels=24, num_bins=256, seed=3, device="cpu")
     assert torch.equal(SPEC.PEERS[peer].fn(data), SPEC.ref_kernel(data))
+
+
+@pytest.mark.parametrize("num_bins", [1, 17, 256])
+def test_reference_and_peers_count_num_bins_bins(num_bins):
+    """The course's num_bins sets both the values drawn and the output's columns."""
+    data = SPEC.generate_input(length=300, num_channels=8, num_bins=num_bins, seed=4, device="cpu")
+    array, bins = data
+    assert bins == num_bins and int(array.max()) < num_bins
+    ref = SPEC.ref_kernel(data)
+    assert tuple(ref.shape) == (8, num_bins) and int(ref.sum()) == 300 * 8
+    np.testing.assert_array_equal(ref.numpy(), loop_count(array.numpy())[:, :num_bins])
+    for peer in SPEC.PEERS.values():
+        assert torch.equal(peer.fn(data), ref)
+
+
+def test_histogram_io_checks_the_course_tuple_and_fits_the_bins():
+    import histogram_io as io  # the versions' shared helper, on the path once the assignment is loaded
+
+    array = torch.zeros((4, 8), dtype=torch.uint8)
+    assert io.unpack((array, 256))[1] == 256
+    for bad in (array, (array,), (array, 256, 1), (array.to(torch.int32), 256), (array, 0), (array, True),
+                (array.t(), 256)):
+        with pytest.raises((TypeError, ValueError)):
+            io.unpack(bad)
+    counts = torch.arange(8 * 256, dtype=torch.int32).view(8, 256)
+    assert io.fit_bins(counts, 256) is counts
+    assert torch.equal(io.fit_bins(counts, 10), counts[:, :10]) and io.fit_bins(counts, 10).is_contiguous()
+    wide = io.fit_bins(counts, 300)
+    assert tuple(wide.shape) == (8, 300) and torch.equal(wide[:, :256], counts) and not wide[:, 256:].any()
 
 
 # --------------------------------------------------------------------------- inputs
 
 
+def test_generate_input_is_the_course_tuple():
+    """(array, num_bins), as CS149's generate_input(length, num_channels, num_bins, seed) returns it."""
+    import inspect
+
+    assert list(inspect.signature(SPEC.generate_input).parameters)[:4] == ["length", "num_channels", "num_bins",
+                                                                           "seed"]
+    data = SPEC.generate_input(length=10, num_channels=4, num_bins=256, seed=1, device="cpu")
+    assert isinstance(data, tuple) and len(data) == 2 and data[1] == 256
+
+
+def test_generate_input_is_the_course_draw():
+    """The course draws torch.randint(0, num_bins, (length, num_channels), uint8) from a generator
+    seeded with the case's seed, and nothing before it: the same call here gives the same bytes."""
+    gen = torch.Generator(device="cpu")
+    gen.manual_seed(1001)
+    expected = torch.randint(low=0, high=256, size=(64, 16), generator=gen, device="cpu", dtype=torch.uint8)
+    array, _ = SPEC.generate_input(length=64, num_channels=16, num_bins=256, seed=1001, device="cpu")
+    assert torch.equal(array, expected)
+
+
 def test_generate_input_shape_dtype_range():
-    data = SPEC.generate_input(length=1000, channels=64, seed=SPEC.SEED, device="cpu")
+    data, _ = SPEC.generate_input(length=1000, num_channels=64, num_bins=256, seed=SPEC.SEED, device="cpu")
     assert data.dtype == torch.uint8 and tuple(data.shape) == (1000, 64) and data.is_contiguous()
     assert data.device.type == "cpu"
     counts = torch.bincount(data.reshape(-1).to(torch.int64), minlength=256)
@@ -74,9 +123,9 @@ def test_generate_input_shape_dtype_range():
 
 
 def test_generate_input_is_deterministic_per_seed():
-    a = SPEC.generate_input(length=512, channels=32, seed=1001, device="cpu")
-    b = SPEC.generate_input(length=512, channels=32, seed=1001, device="cpu")
-    c = SPEC.generate_input(length=512, channels=32, seed=1014, device="cpu")
+    a, _ = SPEC.generate_input(length=512, num_channels=32, num_bins=256, seed=1001, device="cpu")
+    b, _ = SPEC.generate_input(length=512, num_channels=32, num_bins=256, seed=1001, device="cpu")
+    c, _ = SPEC.generate_input(length=512, num_channels=32, num_bins=256, seed=1014, device="cpu")
     assert torch.equal(a, b)
     assert not torch.equal(a, c)
 
@@ -88,15 +137,16 @@ def test_generate_input_defaults_to_cuda():
 
 
 def test_contention_case_is_skewed_towards_one_value():
-    case = {**SPEC.CASES["contention"], "length": 4096, "channels": 64}
+    case = {**SPEC.CASES["contention"], "length": 4096, "num_channels": 64}
     data = SPEC.generate_input(**case, device="cpu")
     hist = SPEC.ref_kernel(data)
     hot = int(hist.sum(0).argmax())
-    share = hist[:, hot].double() / data.shape[0]  # per channel
+    share = hist[:, hot].double() / data[0].shape[0]  # per channel
     assert (share > 0.85).all() and (share < 0.95).all(), share
-    assert torch.equal(SPEC.generate_input(**case, device="cpu"), data)  # deterministic too
+    assert torch.equal(SPEC.generate_input(**case, device="cpu")[0], data[0])  # deterministic too
     # the uniform cases have no such value
-    flat = SPEC.ref_kernel(SPEC.generate_input(length=4096, channels=64, seed=SPEC.SEED, device="cpu"))
+    flat = SPEC.ref_kernel(SPEC.generate_input(length=4096, num_channels=64, num_bins=256, seed=SPEC.SEED,
+                                               device="cpu"))
     assert float(flat.max()) / 4096 < 0.02
 
 
@@ -105,14 +155,16 @@ def test_contention_case_is_skewed_towards_one_value():
 
 def test_cases_and_benchmark():
     assert SPEC.BENCHMARK_CASE == "benchmark"
-    bench = SPEC.CASES["benchmark"]
-    assert (bench["length"], bench["channels"], bench["seed"]) == (1048576, 512, 1001)
+    # the course's test line: length: 1048576; num_channels: 512; num_bins: 256; seed: 1001
+    assert SPEC.CASES["benchmark"] == dict(length=1048576, num_channels=512, num_bins=256, seed=1001)
+    for name, c in SPEC.CASES.items():
+        assert list(c)[:4] == ["length", "num_channels", "num_bins", "seed"], f"{name}: the course's keys first"
     assert SPEC.TOLERANCE.exact
     lengths = [c["length"] for name, c in SPEC.CASES.items() if name != "benchmark"]
     assert any(n % 128 and n % 256 and n % 1024 for n in lengths)  # one length fits no tile
     for name, c in SPEC.CASES.items():
         if name != "benchmark":
-            assert c["length"] * c["channels"] <= 128 << 20, f"{name} is too large for the GPU test suite"
+            assert c["length"] * c["num_channels"] <= 128 << 20, f"{name} is too large for the GPU test suite"
     ref = SPEC.REFERENCE_RESULTS[0]
     assert (ref.median_ms, ref.gpu) == (0.315, "H100")
 
@@ -151,9 +203,11 @@ def test_swept_version_offers_its_configs():
 def test_versions_refuse_unsupported_inputs_before_touching_the_gpu():
     mod = ASSIGNMENT.version("v05").load()
     with pytest.raises(ValueError):
-        mod.custom_kernel(torch.zeros((8, 6), dtype=torch.uint8))  # channels % 4 != 0
+        mod.custom_kernel((torch.zeros((8, 6), dtype=torch.uint8), 256))  # channels % 4 != 0
     with pytest.raises(ValueError):
-        mod.custom_kernel(torch.zeros((8, 8), dtype=torch.int32))
+        mod.custom_kernel((torch.zeros((8, 8), dtype=torch.int32), 256))
+    with pytest.raises(TypeError):
+        mod.custom_kernel(torch.zeros((8, 8), dtype=torch.uint8))  # the array alone: not the course's input
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")

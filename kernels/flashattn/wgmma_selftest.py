@@ -284,7 +284,7 @@ def _inputs(shape: tuple[int, int, int, int], seed: int = SEED) -> tuple[Any, An
     import assignment
 
     b, h, s, d = shape
-    return assignment.generate_input(b=b, h=h, s=s, d=d, seed=seed, device=_device())
+    return assignment.generate_input(batch_size=b, num_heads=h, seq_len=s, head_dim=d, seed=seed, device=_device())
 
 
 def _fake_launch(q: Any, k: Any, v: Any, defines: dict[str, Any], out: Any, dbg: Any) -> None:
@@ -478,7 +478,7 @@ def child_mode0(payload: dict[str, Any]) -> None:
     from reporter.harness.check import compare
 
     defines = dict(payload.get("defines", {}))
-    debug = dict(b=1, h=2, s=256, d=128, seed=SEED)
+    debug = dict(batch_size=1, num_heads=2, seq_len=256, head_dim=128, seed=SEED)
     # (label, case parameters, extra defines): v06 as configured first, then the other
     # configurations (last, so that a crash in one of them loses nothing about v06 itself)
     cases: list[tuple[str, dict[str, Any], dict[str, Any]]] = [("debug_1x2x256", debug, {})]
@@ -489,7 +489,8 @@ def child_mode0(payload: dict[str, Any]) -> None:
             cases += [(f"debug_1x2x256 [{tag}]", debug, extra),
                       (f"test_small [{tag}]", dict(assignment.CASES["test_small"]), extra)]
     for name, params, extra in cases:
-        rec: dict[str, Any] = {"stage": "mode0", "case": name, "shape": [params[x] for x in "bhsd"],
+        shape = [params[x] for x in ("batch_size", "num_heads", "seq_len", "head_dim")]
+        rec: dict[str, Any] = {"stage": "mode0", "case": name, "shape": shape,
                                "extra_defines": extra}
         try:
             data = assignment.generate_input(**params, device=_device())
@@ -567,7 +568,7 @@ def child_v07(payload: dict[str, Any]) -> None:
             rec.update(ok=False, error=f"{type(e).__name__}: {e}"[-3000:])
             print(f"[v07] compile {_tag(cfg)} FAILED: {rec['error']}", flush=True)
         emit(rec)
-    debug = dict(b=1, h=2, s=256, d=128, seed=SEED)
+    debug = dict(batch_size=1, num_heads=2, seq_len=256, head_dim=128, seed=SEED)
     cases: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         ("debug_1x2x256", debug, dict(v07.CONFIG)),
         ("test_small", dict(assignment.CASES["test_small"]), dict(v07.CONFIG)),

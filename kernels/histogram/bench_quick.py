@@ -146,7 +146,7 @@ def main() -> None:
         ref = spec.ref_kernel(data)
         work = spec.work_model(**case)
         torch.cuda.synchronize()
-        print(f"{case_name}: {tuple(data.shape)} {', '.join(f'{k}={v}' for k, v in case.items())}", flush=True)
+        print(f"{case_name}: {tuple(data[0].shape)} {', '.join(f'{k}={v}' for k, v in case.items())}", flush=True)
 
         def bench(label: str, cfg_text: str, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
             t0 = time.time()
@@ -189,7 +189,7 @@ def main() -> None:
                 else:
                     bench(stem, " ".join(f"{k}={v}" for k, v in cfg.items()), mod.make_kernel(cfg))
         if case_name == "benchmark" and not args.no_probes:
-            run_probes(data, timer, rows)
+            run_probes(data[0], timer, rows)
         del data, ref
         torch.cuda.empty_cache()
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from histogram_io import fit_bins, unpack
 from reporter.cuda import load_module
 
 SOURCE = Path(__file__).with_suffix(".cu")
@@ -22,14 +23,13 @@ NUM_BINS = 256
 THREADS = 256
 
 
-def custom_kernel(data: torch.Tensor) -> torch.Tensor:
-    if data.dtype != torch.uint8 or data.dim() != 2 or not data.is_contiguous():
-        raise ValueError(f"expected a contiguous uint8 [length, channels] tensor, got {data.dtype} {tuple(data.shape)}")
-    length, channels = data.shape
-    out = torch.zeros((channels, NUM_BINS), dtype=torch.int32, device=data.device)
+def custom_kernel(data: tuple[torch.Tensor, int]) -> torch.Tensor:
+    array, num_bins = unpack(data)
+    length, channels = array.shape
+    out = torch.zeros((channels, NUM_BINS), dtype=torch.int32, device=array.device)
     n = length * channels
     if n == 0:
-        return out
+        return fit_bins(out, num_bins)
     kernel = load_module(SOURCE).kernel("histogram_global_atomics")
-    kernel(((n + THREADS - 1) // THREADS,), (THREADS,), data, out, np.uint64(n), np.uint32(channels))
-    return out
+    kernel(((n + THREADS - 1) // THREADS,), (THREADS,), array, out, np.uint64(n), np.uint32(channels))
+    return fit_bins(out, num_bins)

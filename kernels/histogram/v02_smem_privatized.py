@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from histogram_io import fit_bins, unpack
 from reporter.cuda import load_module
 
 SOURCE = Path(__file__).with_suffix(".cu")
@@ -27,17 +28,16 @@ ROWS_PER_BLOCK = 8192
 MAX_GRID_Y = 65535
 
 
-def custom_kernel(data: torch.Tensor) -> torch.Tensor:
-    if data.dtype != torch.uint8 or data.dim() != 2 or not data.is_contiguous():
-        raise ValueError(f"expected a contiguous uint8 [length, channels] tensor, got {data.dtype} {tuple(data.shape)}")
-    length, channels = data.shape
+def custom_kernel(data: tuple[torch.Tensor, int]) -> torch.Tensor:
+    array, num_bins = unpack(data)
+    length, channels = array.shape
     if length >= 2**31:
         raise ValueError(f"length {length} does not fit the kernel's 32-bit row index")
-    out = torch.zeros((channels, NUM_BINS), dtype=torch.int32, device=data.device)
+    out = torch.zeros((channels, NUM_BINS), dtype=torch.int32, device=array.device)
     if length == 0 or channels == 0:
-        return out
+        return fit_bins(out, num_bins)
     rows_per_block = max(ROWS_PER_BLOCK, -(-length // MAX_GRID_Y))
     grid = (-(-channels // GROUP), -(-length // rows_per_block))
     kernel = load_module(SOURCE).kernel("histogram_smem_privatized")
-    kernel(grid, (THREADS,), data, out, np.uint32(length), np.uint32(channels), np.uint32(rows_per_block))
-    return out
+    kernel(grid, (THREADS,), array, out, np.uint32(length), np.uint32(channels), np.uint32(rows_per_block))
+    return fit_bins(out, num_bins)

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from histogram_io import fit_bins, unpack
 from reporter.cuda import load_module
 
 SOURCE = Path(__file__).with_suffix(".cu")
@@ -34,28 +35,26 @@ def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-def make_kernel(config: dict) -> Callable[[torch.Tensor], torch.Tensor]:
+def make_kernel(config: dict) -> Callable[[tuple[torch.Tensor, int]], torch.Tensor]:
     threads, unroll = int(config["threads"]), int(config["unroll"])
     shared_bytes = GROUP * NUM_BINS * 4 + (threads // 32) * 32 * 9 * 4
 
-    def run(data: torch.Tensor) -> torch.Tensor:
-        if data.dtype != torch.uint8 or data.dim() != 2 or not data.is_contiguous():
-            raise ValueError("expected a contiguous uint8 [length, channels] tensor, "
-                             f"got {data.dtype} {tuple(data.shape)}")
-        length, channels = data.shape
-        if channels % 4 or data.data_ptr() % 4:
+    def run(data: tuple[torch.Tensor, int]) -> torch.Tensor:
+        array, num_bins = unpack(data)
+        length, channels = array.shape
+        if channels % 4 or array.data_ptr() % 4:
             raise ValueError(f"32-bit loads need channels % 4 == 0 and a 4-byte aligned tensor (channels={channels})")
         if length >= 2**31:
             raise ValueError(f"length {length} does not fit the kernel's 32-bit row index")
-        out = torch.zeros((channels, NUM_BINS), dtype=torch.int32, device=data.device)
+        out = torch.zeros((channels, NUM_BINS), dtype=torch.int32, device=array.device)
         if length == 0 or channels == 0:
-            return out
+            return fit_bins(out, num_bins)
         groups = -(-channels // GROUP)
-        chunks = max(1, _sm_count(data.device.index or 0) // groups)
+        chunks = max(1, _sm_count(array.device.index or 0) // groups)
         kernel = load_module(SOURCE, defines={"THREADS": threads, "UNROLL": unroll}).kernel("histogram_persistent")
-        kernel((groups * chunks,), (threads,), data, out, np.uint32(length), np.uint32(channels),
+        kernel((groups * chunks,), (threads,), array, out, np.uint32(length), np.uint32(channels),
                np.uint32(groups), np.uint32(chunks), shared_mem=shared_bytes)
-        return out
+        return fit_bins(out, num_bins)
 
     return run
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from histogram_io import fit_bins, unpack
 from reporter.cuda import load_module
 
 SOURCE = Path(__file__).with_suffix(".cu")
@@ -51,30 +52,28 @@ def _flags_and_epoch(device: torch.device, groups: int) -> tuple[torch.Tensor, i
     return flags, next(_epochs[key]) % 0xFFFFFFFF + 1
 
 
-def make_kernel(config: dict) -> Callable[[torch.Tensor], torch.Tensor]:
+def make_kernel(config: dict) -> Callable[[tuple[torch.Tensor, int]], torch.Tensor]:
     threads, unroll = int(config["threads"]), int(config["unroll"])
     shared_bytes = GROUP * NUM_BINS * 4 + (threads // 32) * 32 * 9 * 4
     defines = {"THREADS": threads, "UNROLL": unroll}
 
-    def run(data: torch.Tensor) -> torch.Tensor:
-        if data.dtype != torch.uint8 or data.dim() != 2 or not data.is_contiguous():
-            raise ValueError("expected a contiguous uint8 [length, channels] tensor, "
-                             f"got {data.dtype} {tuple(data.shape)}")
-        length, channels = data.shape
-        if channels % 4 or data.data_ptr() % 4:
+    def run(data: tuple[torch.Tensor, int]) -> torch.Tensor:
+        array, num_bins = unpack(data)
+        length, channels = array.shape
+        if channels % 4 or array.data_ptr() % 4:
             raise ValueError(f"32-bit loads need channels % 4 == 0 and a 4-byte aligned tensor (channels={channels})")
         if length >= 2**31:
             raise ValueError(f"length {length} does not fit the kernel's 32-bit row index")
         if length == 0 or channels == 0:
-            return torch.zeros((channels, NUM_BINS), dtype=torch.int32, device=data.device)
+            return fit_bins(torch.zeros((channels, NUM_BINS), dtype=torch.int32, device=array.device), num_bins)
         groups = -(-channels // GROUP)
-        chunks = max(1, _sm_count(data.device.index or 0) // groups)
+        chunks = max(1, _sm_count(array.device.index or 0) // groups)
         kernel = load_module(SOURCE, defines=defines).kernel("histogram_single_launch")
-        flags, epoch = _flags_and_epoch(data.device, groups)
-        out = torch.empty((channels, NUM_BINS), dtype=torch.int32, device=data.device)
-        kernel((groups * chunks,), (threads,), data, out, flags, np.uint32(length), np.uint32(channels),
+        flags, epoch = _flags_and_epoch(array.device, groups)
+        out = torch.empty((channels, NUM_BINS), dtype=torch.int32, device=array.device)
+        kernel((groups * chunks,), (threads,), array, out, flags, np.uint32(length), np.uint32(channels),
                np.uint32(groups), np.uint32(chunks), np.uint32(epoch), shared_mem=shared_bytes)
-        return out
+        return fit_bins(out, num_bins)
 
     return run
 

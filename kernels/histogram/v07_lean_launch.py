@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 import v05_persistent as v05
+from histogram_io import fit_bins, unpack
 from reporter.cuda import load_module
 
 NUM_BINS = v05.NUM_BINS
@@ -39,7 +40,7 @@ class _Stream:
         self.ptr = ptr
 
 
-def make_kernel(config: dict) -> Callable[[torch.Tensor], torch.Tensor]:
+def make_kernel(config: dict) -> Callable[[tuple[torch.Tensor, int]], torch.Tensor]:
     threads, unroll = int(config["threads"]), int(config["unroll"])
     shared_bytes = GROUP * NUM_BINS * 4 + (threads // 32) * 32 * 9 * 4
     defines = {"THREADS": threads, "UNROLL": unroll}
@@ -59,23 +60,23 @@ def make_kernel(config: dict) -> Callable[[torch.Tensor], torch.Tensor]:
         plans[(device_index, length, channels)] = p
         return p
 
-    def run(data: torch.Tensor) -> torch.Tensor:
-        if data.dtype != torch.uint8 or data.dim() != 2 or not data.is_contiguous() or not data.is_cuda:
-            raise ValueError("expected a contiguous uint8 [length, channels] CUDA tensor, "
-                             f"got {data.dtype} {tuple(data.shape)} on {data.device}")
-        length, channels = data.shape
-        out = torch.zeros((channels, NUM_BINS), dtype=torch.int32, device=data.device)
+    def run(data: tuple[torch.Tensor, int]) -> torch.Tensor:
+        array, num_bins = unpack(data)
+        if not array.is_cuda:
+            raise ValueError(f"expected a CUDA tensor, got one on {array.device}")
+        length, channels = array.shape
+        out = torch.zeros((channels, NUM_BINS), dtype=torch.int32, device=array.device)
         if length == 0 or channels == 0:
-            return out
-        ptr = data.data_ptr()
+            return fit_bins(out, num_bins)
+        ptr = array.data_ptr()
         if ptr % 4:
             raise ValueError("32-bit loads need a 4-byte aligned tensor")
-        dev = data.get_device()
+        dev = array.get_device()
         p = plans.get((dev, length, channels)) or plan(dev, length, channels)
         fn, grid, block, scalars = p
         fn(grid, block, (np.uint64(ptr), np.uint64(out.data_ptr()), *scalars),
            shared_mem=shared_bytes, stream=_Stream(torch._C._cuda_getCurrentRawStream(dev)))
-        return out
+        return fit_bins(out, num_bins)
 
     return run
 

@@ -1,4 +1,4 @@
-"""Correctness before time: poisoned outputs, NaN/inf detection, tolerance or exact match.
+"""Correctness before time: poisoned outputs, NaN/inf detection, tolerance or exact match, or a course's own check.
 
 Versions follow the leaderboards' convention and allocate their own output inside
 ``custom_kernel``. To catch an element the kernel never wrote, :func:`poison_allocator`
@@ -13,6 +13,8 @@ from typing import Any
 
 from ..assignments import Tolerance
 from ..records import CheckResult
+
+_NO_TOLERANCE = Tolerance(rtol=0.0, atol=0.0)
 
 
 def poison_allocator(like: Any) -> None:
@@ -86,3 +88,47 @@ def _describe_failure(bad: Any, mismatches: int, nans: int, infs: int, n: int) -
     if idx.numel():
         parts.append(f"first at index {tuple(int(i) for i in idx[0])}")
     return "; ".join(parts)
+
+
+def clone_input(data: Any) -> Any:
+    """A copy of every tensor in a (nested) input, as a course harness gives its kernel: a kernel
+    that writes into its input cannot change what its output is checked against."""
+    if isinstance(data, tuple):
+        return tuple(clone_input(x) for x in data)
+    if isinstance(data, list):
+        return [clone_input(x) for x in data]
+    if isinstance(data, dict):
+        return {k: clone_input(v) for k, v in data.items()}
+    return data.clone() if hasattr(data, "clone") and hasattr(data, "is_cuda") else data
+
+
+def check_output(spec: Any, data: Any, out: Any, ref: Any, *, seed: int | None = None) -> CheckResult:
+    """The verdict on ``out`` for the input ``data`` whose reference is ``ref``.
+
+    An assignment with ``TOLERANCE`` is judged by :func:`compare`. One with
+    ``check_implementation(data, output)`` (a course's own check, CourseTask's or the
+    assignment's) is judged by it, on top of the tolerance when there is one; the error
+    figures against ``ref`` are kept either way. Without a tolerance, ``mismatches`` counts the
+    elements that differ from the reference at all, and only when the check failed.
+    """
+    tol = getattr(spec, "TOLERANCE", None)
+    course = getattr(spec, "check_implementation", None)
+    res = compare(out, ref, tol or _NO_TOLERANCE, seed=seed)
+    if not callable(course):
+        return res
+    try:
+        ok, message = course(data, out)
+    except Exception as e:  # the course's check raising is its verdict: the output is unusable
+        ok, message = False, f"check_implementation raised {type(e).__name__}: {e}"
+    passed = bool(ok) and (res.passed if tol is not None else res.shape_ok)
+    if tol is None:
+        res = res.model_copy(update=dict(rtol=None, atol=None, exact=False,
+                                         mismatches=0 if passed else res.mismatches))
+    if passed:
+        text = "ok"
+    else:
+        parts = [f"check_implementation: {message or ('passed' if ok else 'failed')}"]
+        if not res.passed and (tol is not None or not res.shape_ok):
+            parts.append(res.message)
+        text = "; ".join(parts)
+    return res.model_copy(update=dict(passed=passed, by="check_implementation", message=text))

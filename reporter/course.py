@@ -1,0 +1,243 @@
+"""A course's problem folder, in the CS149 / GPU MODE format, used as an assignment at run time.
+
+The format (CS149's ``asst5-kernels/problems/<name>/``, GPU MODE's reference-kernels):
+
+* ``reference.py`` with ``generate_input(**case)``, ``ref_kernel(data)`` and
+  ``check_implementation(data, output) -> (ok, message)``; it imports ``task`` (the folder's
+  ``task.py``, types) and often ``utils`` (one folder up, shared by the course's problems);
+* ``test_cases/test.txt``: one case per line, ``key: value; key: value`` (a value is an
+  integer or a name), which the course's ``eval.py`` reads and passes to ``generate_input``;
+* ``README.md``, whose first heading names the problem.
+
+:class:`CourseTask` loads those functions from the folder itself, each time a process needs
+them, and never copies them: what the harness calls is the course's code as it is on this
+machine. The cases are the lines of the test file: the last is the benchmark (unless told
+otherwise), the others ``test_0``, ``test_1``, … by their line index, as ``eval.py`` logs
+them. A folder that is not there gives :class:`~reporter.assignments.AssignmentError` naming
+it; nothing else in the project needs it (records and reports do not).
+
+``reporter/course.py`` names no assignment; ``report new NAME --from-task PATH`` writes an
+``assignment.py`` that is a few lines over this module.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .assignments import AssignmentError, Peer
+from .records import WorkModel
+
+TEST_FILE = Path("test_cases") / "test.txt"
+BENCHMARK = "benchmark"
+# the names a problem's reference.py imports by their bare name: the folder's own and the course's shared ones
+_SHARED_NAMES = ("reference", "task", "utils")
+# one line of a test file, as the course's eval.py accepts it: key: int-or-name, separated by ';'
+_PART = re.compile(r"\s*([a-zA-Z_][a-zA-Z0-9_]*):\s*([a-zA-Z_][a-zA-Z0-9_]*|[+-]?[0-9]+)\s*")
+_LOCK = threading.Lock()
+
+
+class TestFileError(AssignmentError):
+    """A test file line that the course's harness would refuse too; names the file and line."""
+
+
+def parse_test_file(path: Path) -> list[dict[str, int | str]]:
+    """The cases of a ``test_cases/test.txt``: one dict per line, integers as ints, names as strings.
+
+    Blank lines are skipped (the course's harness refuses them; a trailing newline is common).
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise TestFileError(f"{path}: cannot read the test file: {e}") from e
+    cases: list[dict[str, int | str]] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        case: dict[str, int | str] = {}
+        for part in line.split(";"):
+            m = _PART.fullmatch(part)
+            if m is None:
+                raise TestFileError(f"{path}:{lineno}: '{part.strip()}' is not 'key: value' (a value is an integer "
+                                    "or a name)")
+            key, value = m.group(1), m.group(2)
+            if key in case:
+                raise TestFileError(f"{path}:{lineno}: key '{key}' appears twice")
+            try:
+                case[key] = int(value)
+            except ValueError:
+                case[key] = value
+        cases.append(case)
+    if not cases:
+        raise TestFileError(f"{path}: no test cases")
+    return cases
+
+
+def case_names(n: int, benchmark_index: int | None = None) -> list[str]:
+    """Names for ``n`` test-file lines: the benchmark line (default the last) is ``benchmark``,
+    every other line ``test_<index>``, its 0-based line index among the cases (``eval.py``'s)."""
+    bench = n - 1 if benchmark_index is None else benchmark_index
+    if not 0 <= bench < n:
+        raise AssignmentError(f"benchmark line {bench} is outside the test file's {n} cases")
+    return [BENCHMARK if i == bench else f"test_{i}" for i in range(n)]
+
+
+def problem_title(folder: Path) -> str:
+    """The first Markdown heading of the folder's README.md, else the folder's name."""
+    readme = folder / "README.md"
+    try:
+        for line in readme.read_text(encoding="utf-8").splitlines():
+            m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+            if m and m.group(1):
+                return m.group(1)
+    except (OSError, UnicodeDecodeError):
+        pass
+    return folder.name
+
+
+@contextmanager
+def _course_imports(folder: Path) -> Iterator[None]:
+    """The folder and its parent first on ``sys.path``, with the bare names a problem imports
+    (``reference``, ``task``, ``utils``) free, and everything as it was afterwards: two problems
+    loaded in one process never see each other's ``task``."""
+    with _LOCK:
+        saved_path = list(sys.path)
+        saved = {name: sys.modules.pop(name) for name in _SHARED_NAMES if name in sys.modules}
+        sys.path[:0] = [str(folder), str(folder.parent)]
+        try:
+            yield
+        finally:
+            sys.path[:] = saved_path
+            for name in _SHARED_NAMES:
+                sys.modules.pop(name, None)
+            sys.modules.update(saved)
+
+
+def load_reference(folder: Path) -> ModuleType:
+    """The folder's ``reference.py``, imported from the folder under a name of its own."""
+    path = folder / "reference.py"
+    if not path.is_file():
+        raise AssignmentError(f"{folder}: no reference.py: not a course problem folder (CS149 / GPU MODE format)")
+    name = f"_course_{re.sub(r'[^A-Za-z0-9_]', '_', str(folder.resolve()))}_reference"
+    with _course_imports(folder):
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise AssignmentError(f"{path}: cannot be imported")
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as e:
+            raise AssignmentError(f"{path}: importing it failed: {type(e).__name__}: {e}") from e
+    for attr in ("generate_input", "ref_kernel", "check_implementation"):
+        if not callable(getattr(module, attr, None)):
+            raise AssignmentError(f"{path}: defines no {attr}(), which the course's harness calls")
+    return module
+
+
+def _tensors(x: Any) -> Iterator[Any]:
+    if isinstance(x, (tuple, list)):
+        for item in x:
+            yield from _tensors(item)
+    elif isinstance(x, dict):
+        for item in x.values():
+            yield from _tensors(item)
+    elif hasattr(x, "element_size") and hasattr(x, "numel"):
+        yield x
+
+
+def tensor_bytes(x: Any) -> int:
+    """Bytes of every tensor in a (nested) input or output."""
+    return sum(int(t.numel()) * int(t.element_size()) for t in _tensors(x))
+
+
+@dataclass
+class CourseTask:
+    """One problem folder, loaded lazily: reading this object's fields imports nothing until a
+    case, a function or a peer is asked for."""
+
+    folder: Path
+    test_file: Path = TEST_FILE
+    benchmark_index: int | None = None  # which line of the test file is the benchmark; default the last
+    _reference: ModuleType | None = field(default=None, init=False, repr=False)
+    _sizes: dict[tuple, tuple[int, int]] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.folder = Path(self.folder)
+
+    def require(self) -> Path:
+        """The folder, or a clear error saying where it was looked for and how to get it."""
+        if not (self.folder / "reference.py").is_file():
+            raise AssignmentError(
+                f"the course problem folder {self.folder} is not on this machine (no reference.py there): "
+                "check out the course's repository (e.g. git clone https://github.com/stanford-cs149/asst5-kernels) "
+                "and point TASK_DIR in this assignment's assignment.py at the problem's folder")
+        return self.folder
+
+    @property
+    def reference(self) -> ModuleType:
+        if self._reference is None:
+            self._reference = load_reference(self.require())
+        return self._reference
+
+    # ---- the assignment interface (see reporter.assignments)
+
+    @property
+    def cases(self) -> dict[str, dict[str, int | str]]:
+        lines = parse_test_file(self.require() / self.test_file)
+        return dict(zip(case_names(len(lines), self.benchmark_index), lines, strict=True))
+
+    @property
+    def title(self) -> str:
+        return problem_title(self.folder)
+
+    def generate_input(self, **case: Any) -> Any:
+        return self.reference.generate_input(**case)
+
+    def ref_kernel(self, data: Any) -> Any:
+        return self.reference.ref_kernel(data)
+
+    def check_implementation(self, data: Any, output: Any) -> tuple[bool, str]:
+        """The course's own check, as its harness calls it (on the input the kernel was given a clone of)."""
+        res = self.reference.check_implementation(data, output)
+        ok, message = (res[0], res[1]) if isinstance(res, tuple) and len(res) == 2 else (bool(res), "")
+        return bool(ok), str(message or "")
+
+    def work_model(self, **case: Any) -> WorkModel:
+        """Bytes the problem must move at least: its input's tensors read once and the reference
+        output's written once, measured on the case's own input (drawn once per case and process).
+        A course folder states no flop count; ``work_model`` in the assignment can give one."""
+        key = tuple(sorted(case.items()))
+        sizes = self._sizes.get(key)
+        if sizes is None:
+            data = self.generate_input(**case)
+            out = self.ref_kernel(data)
+            sizes = self._sizes[key] = (tensor_bytes(data), tensor_bytes(out))
+            del data, out
+        read, written = sizes
+        return WorkModel(flops=0.0, bytes=float(max(read + written, 1)), ceiling="copy",
+                         description=f"the input's tensors ({read:,} bytes) read once and the output "
+                                     f"({written:,} bytes) written once; the course's folder gives no flop count")
+
+    def peers(self) -> dict[str, Peer]:
+        return {"course_reference": Peer(self.ref_kernel, "the course's ref_kernel (its PyTorch reference)")}
+
+    def attribute(self, name: str) -> Any:
+        """A module-level name an assignment over this task does not define itself (its
+        ``__getattr__``): ``CASES``, ``generate_input``, ``ref_kernel``, ``check_implementation``,
+        ``PEERS``, ``TOLERANCE`` (none: the course's check decides)."""
+        getters: dict[str, Callable[[], Any]] = {
+            "CASES": lambda: self.cases, "generate_input": lambda: self.generate_input,
+            "ref_kernel": lambda: self.ref_kernel, "check_implementation": lambda: self.check_implementation,
+            "PEERS": self.peers, "TOLERANCE": lambda: None,
+        }
+        if name not in getters:
+            raise AttributeError(name)
+        return getters[name]()

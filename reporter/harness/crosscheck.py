@@ -1,0 +1,306 @@
+"""`report crosscheck`: one version timed by the course's own harness, by ``do_bench`` and by ours.
+
+A figure is a result only if others reproduce it. In one session on one card this runs, one
+after another and each from a rested card:
+
+1. the course's ``eval.py`` (a checkout of the course's repository, never a copy of ours) on
+   the version exported as ``submission.py``: ``test`` once, ``benchmark`` twice; each peer
+   named with ``--peer`` is submitted too, through a shim that calls it, and the benchmark
+   runs go version, peers, peers, version (ABBA), so a card that warms or cools over the
+   session does not favour either side;
+2. our own harness: ``report run``'s rested timing of the version and the peers on every case
+   of ours that matches a line of the course's test file (recorded as ordinary runs);
+3. ``triton.testing.do_bench`` with its defaults and ``return_mode='median'`` on the same cases.
+
+The harness's printed output is kept whole in the :class:`~reporter.records.CrossCheck`
+record, with the sha256 of the course files that ran.
+
+How the course harness is run: the problem folder, ``eval.py`` and ``utils.py`` are copied to a
+temporary folder, ``submission.py`` is written into the problem's copy, and ``eval.py MODE
+test_cases/test.txt`` runs from there with ``PYTHONPATH`` holding the copy of ``problems/`` and
+an empty entry (the current folder), as the course's README sets it up. Nothing of ours is on
+that path for an exported version, so the export must stand alone as it would on the course's
+machines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import store
+from ..assignments import Assignment, AssignmentError, Version
+from ..records import CourseCase, CourseHarnessRun, CrossCheck, CrossCheckEntry, DeviceInfo, DoBenchResult, Run
+
+EVAL = "eval.py"
+SHARED_FILES = ("eval.py", "utils.py")
+DO_BENCH_WARMUP_MS = 25.0  # triton.testing.do_bench's defaults
+DO_BENCH_REP_MS = 100.0
+
+_BENCH_LINE = re.compile(r"^benchmark\.(\d+): (.*)$", re.M)
+_FIELD = re.compile(r"(\w+)=([\d,.]+)")
+
+
+class CrossCheckError(Exception):
+    """A cross-check that cannot run (no course folder, no COURSE in the assignment); names what is missing."""
+
+
+# --------------------------------------------------------------------------- the course's harness
+
+
+def course_problem(a: Assignment, course_root: Path) -> Path:
+    """The assignment's problem folder inside a checkout of its course's repository."""
+    course = a.course
+    if course is None:
+        raise CrossCheckError(f"{a.path / 'assignment.py'} names no COURSE (a CourseSource): there is no course "
+                              "harness to check against")
+    folder = course.locate(course_root)
+    if not (folder / "reference.py").is_file() or not (folder.parent / EVAL).is_file():
+        raise CrossCheckError(f"{folder}: no course problem folder there (reference.py, and {EVAL} one folder up); "
+                              f"check out {course.url} and pass its root with --course-root")
+    return folder
+
+
+def parse_output(text: str) -> tuple[str | None, list[CourseCase]]:
+    """The harness's closing verdict and its per-case lines (``test.N.*``, ``benchmark.N*``)."""
+    verdicts = re.findall(r"^check: (\w+)\s*$", text, re.M)
+    cases: dict[int, CourseCase] = {}
+
+    def case(i: int) -> CourseCase:
+        return cases.setdefault(i, CourseCase(index=i))
+
+    for kind, i, field, value in re.findall(r"^(test|benchmark)\.(\d+)\.(spec|status|error|message): (.*)$",
+                                            text, re.M):
+        c = case(int(i))
+        if field == "spec":
+            c.spec = value.strip()
+        elif field == "status" and value.strip() in ("pass", "fail"):
+            c.status = value.strip()  # type: ignore[assignment]
+        elif field == "error":
+            c.error = value.strip()
+    for i, rest in _BENCH_LINE.findall(text):
+        values = {k: float(v.replace(",", "")) for k, v in _FIELD.findall(rest)}
+        c = case(int(i))
+        c.runs = int(values["runs"]) if "runs" in values else None
+        c.mean_ms, c.std_ms, c.err_ms = values.get("mean"), values.get("std"), values.get("err")
+        c.best_ms, c.worst_ms = values.get("best"), values.get("worst")
+    return (verdicts[-1] if verdicts else None), [cases[i] for i in sorted(cases)]
+
+
+def match_cases(a: Assignment, lines: Sequence[dict[str, Any]]) -> dict[int, str]:
+    """Course test-file line index -> our case with exactly those parameters (extra keys of ours
+    must be absent or at their defaults: a case of ours with ``contention`` is not a course case)."""
+    out: dict[int, str] = {}
+    for i, line in enumerate(lines):
+        for name, case in a.cases().items():
+            if all(case.get(k) == v for k, v in line.items()) and set(case) <= set(line):
+                out[i] = name
+                break
+    return out
+
+
+def run_course_harness(problem: Path, submission_text: str, mode: str, *, submission: str,
+                       extra_path: Sequence[str] = (), timeout_s: float = 600.0,
+                       started: float | None = None) -> CourseHarnessRun:
+    """``eval.py MODE test_cases/test.txt`` on a copy of the problem with ``submission_text`` as its
+    ``submission.py``, as the course sets it up (see the module's docstring)."""
+    t_start = time.time()
+    with tempfile.TemporaryDirectory(prefix="crosscheck_") as tmp_name:
+        tmp = Path(tmp_name)
+        for name in SHARED_FILES:
+            if (problem.parent / name).is_file():
+                shutil.copy2(problem.parent / name, tmp / name)
+        work = tmp / problem.name
+        shutil.copytree(problem, work, ignore=shutil.ignore_patterns("submission.py", "__pycache__"))
+        (work / "submission.py").write_text(submission_text, encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "POPCORN_SEED")}
+        env["PYTHONPATH"] = os.pathsep.join([str(tmp), *extra_path, ""])
+        command = [sys.executable, str(tmp / EVAL), mode, "test_cases/test.txt"]
+        try:
+            res = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=timeout_s,
+                                 check=False)
+            out, err, rc = res.stdout, res.stderr, res.returncode
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            err, rc = f"timed out after {timeout_s:.0f} s", -9
+    verdict, cases = parse_output(out)
+    shown = [Path(command[0]).name, EVAL, mode, "test_cases/test.txt"]
+    return CourseHarnessRun(mode=mode, submission=submission, command=shown, returncode=rc,
+                            wall_s=round(time.time() - t_start, 3), verdict=verdict, cases=cases, output=out,
+                            stderr_tail=err[-4000:], started_s=round(t_start - (started or t_start), 3))
+
+
+def harness_hashes(problem: Path) -> dict[str, str]:
+    """sha256 of the course files that define the check and the timing."""
+    files = [problem.parent / n for n in SHARED_FILES] + [problem / "reference.py", problem / "task.py",
+                                                           problem / "test_cases" / "test.txt"]
+    return {p.relative_to(problem.parent).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in files if p.is_file()}
+
+
+def course_commit(course_root: Path) -> str | None:
+    """The checkout's commit: ``git rev-parse HEAD``, else a ``COMMIT`` file beside it."""
+    try:
+        res = subprocess.run(["git", "rev-parse", "HEAD"], cwd=course_root, capture_output=True, text=True,
+                             timeout=10, check=False)
+        if res.returncode == 0 and res.stdout.strip():
+            return res.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    marker = course_root / "COMMIT"
+    return marker.read_text(encoding="utf-8").strip() or None if marker.is_file() else None
+
+
+PEER_SHIM = '''"""A shim that submits the peer {peer!r} of {assignment}: the library call itself, for comparison."""
+import sys
+
+sys.path[:0] = {paths!r}
+from assignment import PEERS  # noqa: E402
+
+_peer = PEERS[{peer!r}].fn
+
+
+def custom_kernel(data):
+    return _peer(data)
+'''
+
+
+def peer_shim(a: Assignment, peer: str, repo: Path) -> tuple[str, list[str]]:
+    """The shim's text and the path entries it needs (the project, for the assignment's imports)."""
+    paths = [str(repo), str(a.path), *[p for p in sys.path if p.endswith("site-packages") or p == "/tmp/site"]]
+    return PEER_SHIM.format(peer=peer, assignment=a.name, paths=paths), [str(repo)]
+
+
+# --------------------------------------------------------------------------- the session
+
+
+@dataclass
+class CrossCheckOptions:
+    course_root: Path | None
+    peers: Sequence[str] = ()
+    rest_s: float = 5.0
+    harness_timeout_s: float = 600.0
+    do_bench: bool = True
+    ours: bool = True
+
+
+def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossCheckOptions,
+               run_ours: Callable[[list[str]], list[Path]],
+               do_bench: Callable[[Callable[[Any], Any], Any], float] | None,
+               info: DeviceInfo, rest: Callable[[float], None],
+               say: Callable[[str], None] = print) -> tuple[Path, CrossCheck]:
+    """The session described in the module's docstring; returns the record's path and the record.
+
+    ``run_ours(cases)`` runs our harness on the version and the peers for those cases and returns
+    the records written; ``do_bench(fn, data)`` returns ``triton.testing.do_bench``'s median (None:
+    skip it); ``rest(seconds)`` leaves the GPU idle.
+    """
+    from ..export import render as render_export
+    from ..course import parse_test_file
+
+    for p in opts.peers:
+        if p not in (getattr(a.spec, "PEERS", {}) or {}):
+            raise CrossCheckError(f"no peer '{p}' in {a.path / 'assignment.py'} "
+                                  f"(have: {', '.join(getattr(a.spec, 'PEERS', {}) or {}) or 'none'})")
+    t0 = time.time()
+    entries = {v.name: CrossCheckEntry(name=v.name)}
+    entries.update({p: CrossCheckEntry(name=p, peer=True) for p in opts.peers})
+    notes: list[str] = []
+    lines: list[dict[str, Any]] = []
+    problem = course_problem(a, opts.course_root) if opts.course_root is not None else None
+    if problem is not None:
+        lines = parse_test_file(problem / "test_cases" / "test.txt")
+        matched = match_cases(a, lines)
+        export_text = render_export(repo, logs, a, v).text
+        subs: dict[str, tuple[str, list[str], str]] = {v.name: (export_text, [], f"export of {v.name}")}
+        for p in opts.peers:
+            text, extra = peer_shim(a, p, repo)
+            subs[p] = (text, extra, f"peer {p} (a shim calling it)")
+
+        def harness(name: str, mode: str) -> None:
+            text, extra, what = subs[name]
+            say(f"course harness: {mode} · {what}")
+            res = run_course_harness(problem, text, mode, submission=what, extra_path=extra,
+                                     timeout_s=opts.harness_timeout_s, started=t0)
+            for c in res.cases:
+                c.case_name = matched.get(c.index)
+            entries[name].course.append(res)
+            say(f"  → {res.verdict or 'no verdict'} (exit {res.returncode}, {res.wall_s:.0f} s)"
+                + "".join(f"; {c.case_name or c.index}: {c.mean_ms:g} ms" for c in res.cases if c.mean_ms))
+
+        harness(v.name, "test")
+        order = [v.name, *opts.peers, *reversed(opts.peers), v.name] if opts.peers else [v.name, v.name]
+        for name in order:
+            harness(name, "benchmark")
+        cases = [matched[i] for i in sorted(matched)]
+        if len(matched) < len(lines):
+            notes.append(f"{len(lines) - len(matched)} line(s) of the course's test file match no case of ours "
+                         "and were timed by the course's harness only")
+    else:
+        cases = [a.benchmark_case]
+        notes.append("no course harness: only do_bench and our harness")
+
+    if opts.ours and cases:
+        say(f"our harness: rested runs of {v.name}" + (f" and {', '.join(opts.peers)}" if opts.peers else ""))
+        for path in run_ours(cases):
+            r = store.load(path)
+            if not isinstance(r, Run) or r.version != v.name:
+                continue
+            if r.timing is not None:
+                entries[v.name].runs[r.case_name] = r.run_id
+                entries[v.name].figures_ms[r.case_name] = r.timing.median_ms
+            for peer in r.peers:
+                if peer.name in entries and peer.timing is not None:
+                    entries[peer.name].runs[r.case_name] = r.run_id
+                    entries[peer.name].figures_ms[r.case_name] = peer.timing.median_ms
+
+    if do_bench is not None and opts.do_bench:
+        mod = v.load()
+        fns = {v.name: mod.custom_kernel, **{p: a.spec.PEERS[p].fn for p in opts.peers}}
+        for case in cases:
+            data = a.spec.generate_input(**a.case(case))
+            for name, fn in fns.items():
+                rest(opts.rest_s)
+                started = time.time() - t0
+                median = do_bench(fn, data)
+                entries[name].do_bench.append(DoBenchResult(
+                    case_name=case, median_ms=median, warmup_ms=DO_BENCH_WARMUP_MS, rep_ms=DO_BENCH_REP_MS,
+                    rest_s=opts.rest_s, started_s=round(started, 3)))
+                say(f"do_bench: {name} on {case}: median {median:.5g} ms")
+            del data
+
+    course = a.course
+    check = CrossCheck(run_id=f"{store.utc_stamp()}_{info.slug}", assignment=a.name, version=v.name,
+                       created_utc=datetime.now(timezone.utc), device=info,
+                       command="report " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
+                       course_repo=course.repo if course else None, course_folder=course.folder if course else None,
+                       course_commit=course_commit(opts.course_root) if opts.course_root else None,
+                       harness_sha256=harness_hashes(problem) if problem else {}, rest_s=opts.rest_s,
+                       entries=list(entries.values()), notes=notes)
+    return store.save(check, store.crosscheck_path(logs, check)), check
+
+
+def require_course_root(a: Assignment, course_root: Path | None, repo: Path) -> Path | None:
+    """The course checkout: as given, else ``<repo>/.course/<repository name>`` when it is there."""
+    if course_root is not None:
+        return course_root
+    course = a.course
+    if course is None:
+        return None
+    guess = repo / ".course" / course.repo.split("/")[-1]
+    if (guess / course.folder).is_dir():
+        return guess
+    raise AssignmentError(f"no checkout of {course.url} found at {guess}: clone it there "
+                          f"(git clone {course.url} {guess}) or pass --course-root")

@@ -1,0 +1,228 @@
+"""A course's problem folder as an assignment (reporter.course, `report new --from-task`), and exports
+run the way a course harness runs them: a 'spawn' worker that imports ``submission``.
+
+The course used here is tests/fixtures/course/problems: a problem (scaled_sum) and a harness
+(eval.py) written for these tests in the CS149 / GPU MODE format, runnable on the CPU. The real
+course's harness runs our exports on the GPU (`report crosscheck`, and tests/test_gpu_versions.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+torch = pytest.importorskip("torch")
+
+from conftest import ROOT  # noqa: E402
+from reporter.assignments import AssignmentError, get_assignment  # noqa: E402
+from reporter.cli import app  # noqa: E402
+from reporter.course import CourseTask, case_names, parse_test_file, problem_title, tensor_bytes  # noqa: E402
+from reporter.harness.check import check_output  # noqa: E402
+from reporter.harness.crosscheck import match_cases, parse_output, run_course_harness  # noqa: E402
+
+runner = CliRunner()
+COURSE = ROOT / "tests" / "fixtures" / "course"
+PROBLEM = COURSE / "problems" / "scaled_sum"
+
+
+# --------------------------------------------------------------------------- the test file
+
+
+def test_test_file_lines_become_cases(tmp_path):
+    f = tmp_path / "test.txt"
+    f.write_text("n: 4; seed: 11\n\nn: -8; mode: fast ; seed: +3\n")
+    assert parse_test_file(f) == [{"n": 4, "seed": 11}, {"n": -8, "mode": "fast", "seed": 3}]
+    assert case_names(3) == ["test_0", "test_1", "benchmark"]
+    assert case_names(3, 0) == ["benchmark", "test_1", "test_2"]
+    with pytest.raises(AssignmentError, match="outside"):
+        case_names(2, 5)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("n: 4; seed 11\n", "test.txt:1: 'seed 11' is not 'key: value'"),
+    ("n: 4\nn: 1.5\n", "test.txt:2: 'n: 1.5'"),
+    ("n: 4; n: 5\n", "key 'n' appears twice"),
+    ("\n\n", "no test cases"),
+])
+def test_bad_test_files_name_file_and_line(tmp_path, text, message):
+    f = tmp_path / "test.txt"
+    f.write_text(text)
+    with pytest.raises(AssignmentError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        parse_test_file(f)
+
+
+# --------------------------------------------------------------------------- the task
+
+
+def test_course_task_is_the_folder_s_own_functions():
+    task = CourseTask(PROBLEM)
+    assert task.title == "Scaled row sums" == problem_title(PROBLEM)
+    assert list(task.cases) == ["test_0", "test_1", "benchmark"]
+    assert task.cases["benchmark"] == {"rows": 1000, "cols": 257, "seed": 13}
+    data = task.generate_input(**task.cases["test_1"])
+    x, scale = data
+    assert tuple(x.shape) == (64, 100) and scale == 0.5
+    ref = task.ref_kernel(data)
+    assert task.check_implementation(data, ref) == (True, "")
+    ok, message = task.check_implementation(data, ref + 1)
+    assert not ok and "64 mismatched" in message
+    w = task.work_model(**task.cases["benchmark"])
+    assert w.bytes == 1000 * 257 * 4 + 1000 * 4
+    assert tensor_bytes(data) == 64 * 100 * 4  # the float scale is no tensor
+    assert w.flops == 0 and w.ceiling == "copy" and "no flop count" in w.description
+    assert list(task.peers()) == ["course_reference"]
+
+
+def test_two_problems_in_one_process_keep_their_own_task_modules(tmp_path):
+    """Both folders import a module named 'task'; neither sees the other's, and nothing stays behind."""
+    other = tmp_path / "problems" / "other"
+    (other / "test_cases").mkdir(parents=True)
+    (other / "task.py").write_text("FACTOR = 3\n")
+    (other / "reference.py").write_text(
+        "from task import FACTOR\n"
+        "def generate_input(n, seed):\n    return n\n"
+        "def ref_kernel(data):\n    return data * FACTOR\n"
+        "def check_implementation(data, output):\n    return output == data * FACTOR, ''\n")
+    (other / "test_cases" / "test.txt").write_text("n: 2; seed: 1\n")
+    before = {name: sys.modules.get(name) for name in ("task", "reference", "utils")}
+    a, b = CourseTask(PROBLEM), CourseTask(other)
+    assert b.ref_kernel(b.generate_input(n=2, seed=1)) == 6
+    assert a.ref_kernel(a.generate_input(rows=2, cols=2, seed=1)).shape == (2,)
+    assert {name: sys.modules.get(name) for name in ("task", "reference", "utils")} == before
+
+
+def test_a_missing_folder_says_where_and_how_to_get_it(tmp_path):
+    task = CourseTask(tmp_path / "nowhere" / "swiglu")
+    with pytest.raises(AssignmentError, match=r"nowhere/swiglu is not on this machine.*git clone"):
+        _ = task.cases
+
+
+# --------------------------------------------------------------------------- report new --from-task
+
+
+def new_course_assignment(project: Path, *extra: str) -> Path:
+    result = runner.invoke(app, ["new", "scaled", "v01_reference", "--from-task", str(PROBLEM), "--root",
+                                 str(project), *extra])
+    assert result.exit_code == 0, result.output
+    return project / "kernels" / "scaled"
+
+
+def test_new_from_task_makes_an_assignment_that_loads_the_folder(tmp_path):
+    folder = new_course_assignment(tmp_path)
+    text = (folder / "assignment.py").read_text()
+    assert "TASK_DIR = " + repr(os.path.relpath(PROBLEM, folder)) in text  # relative: the project can move
+    assert "def generate_input" not in text and "torch.rand" not in text  # nothing of the course's copied
+    a = get_assignment(tmp_path / "kernels", "scaled")
+    assert a.title == "Scaled row sums" and a.benchmark_case == "benchmark"
+    assert list(a.cases()) == ["test_0", "test_1", "benchmark"]
+    spec = a.spec
+    assert spec.TOLERANCE is None and callable(spec.check_implementation)
+    data = spec.generate_input(**a.case("test_0"))
+    assert check_output(spec, data, spec.ref_kernel(data), spec.ref_kernel(data)).passed
+    assert (folder / "v01_reference.py").is_file() and "## v01_reference" in (folder / "worklog.md").read_text()
+
+
+def test_new_from_task_benchmark_line_and_refusals(tmp_path):
+    folder = new_course_assignment(tmp_path, "--benchmark-line", "0")
+    assert list(get_assignment(tmp_path / "kernels", "scaled").cases()) == ["benchmark", "test_1", "test_2"]
+    again = runner.invoke(app, ["new", "scaled", "v02_x", "--from-task", str(PROBLEM), "--root", str(tmp_path)])
+    assert again.exit_code == 2 and "exists already" in again.output
+    bad = runner.invoke(app, ["new", "other", "v01_x", "--from-task", str(tmp_path), "--root", str(tmp_path)])
+    assert bad.exit_code == 2 and "no reference.py there" in bad.output
+    stray = runner.invoke(app, ["new", "other", "v01_x", "--benchmark-line", "1", "--root", str(tmp_path)])
+    assert stray.exit_code == 2 and "--benchmark-line goes with --from-task" in stray.output
+    assert folder.is_dir()
+
+
+def test_course_check_decides_and_error_figures_stay(tmp_path):
+    new_course_assignment(tmp_path)
+    spec = get_assignment(tmp_path / "kernels", "scaled").spec
+    data = spec.generate_input(rows=8, cols=5, seed=2)
+    ref = spec.ref_kernel(data)
+    good = check_output(spec, data, ref + 1e-7, ref, seed=2)
+    assert good.passed and good.by == "check_implementation" and good.max_abs_error is not None
+    bad = check_output(spec, data, ref * 2, ref, seed=2)
+    assert not bad.passed and bad.message.startswith("check_implementation: 8 mismatched") and bad.mismatches == 8
+    wrong_shape = check_output(spec, data, ref[:3], ref)
+    assert not wrong_shape.passed and not wrong_shape.shape_ok
+
+
+# --------------------------------------------------------------------------- exports in a course-format harness
+
+
+VERSION = '''"""Row sums in float64, then scaled: the plainest correct version, written for the test."""
+
+
+def custom_kernel(data):
+    x, scale = data
+    return (x.double().sum(dim=1) * scale).float()
+'''
+
+
+def _export(project: Path, assignment: str, version: str, out: Path | None = None) -> str:
+    out = out or project / "exported" / assignment / version
+    result = runner.invoke(app, ["export", assignment, version, "-o", str(out), "--root", str(project)])
+    assert result.exit_code == 0, result.output
+    return (out / "submission.py").read_text()
+
+
+def test_an_export_passes_the_course_format_harness_and_a_wrong_one_fails(tmp_path):
+    folder = new_course_assignment(tmp_path)
+    (folder / "v02_float64_sum.py").write_text(VERSION)
+    (folder / "v03_wrong.py").write_text(VERSION.replace("* scale", "* scale * 1.01"))
+    good = _export(tmp_path, "scaled", "v02")
+    test = run_course_harness(PROBLEM, good, "test", submission="export of v02")
+    assert test.returncode == 0 and test.verdict == "pass", test.output + test.stderr_tail
+    assert [c.status for c in test.cases] == ["pass", "pass", "pass"]
+    assert test.cases[2].spec == "rows: 1000; cols: 257; seed: 13"
+    bench = run_course_harness(PROBLEM, good, "benchmark", submission="export of v02")
+    assert bench.verdict == "pass" and all(c.runs == 5 and c.mean_ms > 0 for c in bench.cases)
+    wrong = run_course_harness(PROBLEM, _export(tmp_path, "scaled", "v03"), "test", submission="export of v03")
+    assert wrong.verdict == "fail" and wrong.returncode == 112
+    assert wrong.cases[0].status == "fail" and "mismatched" in (wrong.cases[0].error or "")
+
+
+@pytest.mark.parametrize("assignment,version", [("flashattn", "v16"), ("histogram", "v07")])
+def test_best_exports_import_in_a_spawned_worker_as_the_harness_does(assignment, version, tmp_path):
+    """Without a GPU the kernels cannot run; what can be checked is that the harness's worker
+    process, with nothing of this project on its path, imports submission and finds custom_kernel."""
+    text = _export(ROOT, assignment, version, out=tmp_path / "hand-in")
+    res = run_course_harness(PROBLEM, text, "import", submission=f"export of {version}")
+    assert res.returncode == 0 and "import: ok" in res.output, res.output + res.stderr_tail
+
+
+# --------------------------------------------------------------------------- reading the real harness's output
+
+
+REAL_OUTPUT = """benchmark-count: 3
+benchmark.0.spec: batch_size: 1; num_heads: 64; seq_len: 1024; head_dim: 128; seed: 1118
+benchmark.0: runs=62, mean=0.085 ms, std=0.001 ms, err=0.000 ms, best=0.084 ms, worst=0.087 ms
+benchmark.1.spec: batch_size: 2; num_heads: 64; seq_len: 4096; head_dim: 128; seed: 1118
+benchmark.1.status: fail
+benchmark.1.error: mismatch found! custom implementation doesn't match reference: Number of mismatched elements: 3
+benchmark.2.spec: batch_size: 4; num_heads: 64; seq_len: 8192; head_dim: 128; seed: 1118
+benchmark.2: runs=100, mean=13,885.000 ms, std=0.760 ms, err=0.076 ms, best=12.210 ms, worst=16.119 ms
+check: fail
+"""
+
+
+def test_harness_output_is_parsed_case_by_case():
+    verdict, cases = parse_output(REAL_OUTPUT)
+    assert verdict == "fail" and [c.index for c in cases] == [0, 1, 2]
+    assert (cases[0].runs, cases[0].mean_ms, cases[0].best_ms) == (62, 0.085, 0.084)
+    assert cases[1].status == "fail" and cases[1].error.startswith("mismatch found!") and cases[1].mean_ms is None
+    assert cases[2].mean_ms == 13885.0 and cases[2].spec.endswith("seed: 1118")
+
+
+def test_course_lines_match_our_cases_by_their_parameters():
+    fa = get_assignment(ROOT / "kernels", "flashattn")
+    lines = [dict(batch_size=b, num_heads=64, seq_len=s, head_dim=128, seed=1118)
+             for b, s in ((1, 1024), (2, 4096), (4, 8192))]
+    assert match_cases(fa, lines) == {0: "test_small", 1: "test_medium", 2: "benchmark"}
+    hist = get_assignment(ROOT / "kernels", "histogram")
+    line = dict(length=1048576, num_channels=512, num_bins=256, seed=1001)
+    assert match_cases(hist, [line, {**line, "seed": 7}]) == {0: "benchmark"}  # not 'contention', not seed 7
