@@ -49,6 +49,9 @@ def run_cmd(
     budget_s: Annotated[float, typer.Option(help="wall-time budget per version and case, seconds")] = 10.0,
     target_rel_stderr: Annotated[float, typer.Option(help="stop once stderr/mean falls under this")] = 1e-3,
     warmup: Annotated[int, typer.Option(help="untimed calls before timing")] = 3,
+    rest_s: Annotated[float, typer.Option(
+        "--rest-s", help="seconds of idle GPU before timing each version and peer (before each case's rounds when "
+                         "interleaving), so each starts from a rested card as in a course harness; 0: no rest")] = 5.0,
     remeasure_ceilings: Annotated[bool, typer.Option(help="measure device ceilings again instead of reusing logs/devices/")] = False,
     profile: Annotated[bool, typer.Option("--profile", help="also profile one call of each checked version under Nsight Compute (ncu); slow")] = False,
     profile_timeout_s: Annotated[float, typer.Option(help="give up on one ncu profile after this many seconds")] = 1800.0,
@@ -73,7 +76,7 @@ def run_cmd(
         for c in cases:
             a.case(c)
         rule = StoppingRule(min_reps=min_reps, max_reps=max_reps, budget_s=budget_s,
-                            target_rel_stderr=target_rel_stderr, warmup_reps=warmup)
+                            target_rel_stderr=target_rel_stderr, warmup_reps=warmup, rest_s=rest_s)
         written = run(repo, logs_dir, a, versions, cases, RunOptions(ranked=ranked, rule=rule, peers=peers,
                                                                     remeasure_ceilings=remeasure_ceilings,
                                                                     profile=profile,
@@ -116,6 +119,92 @@ def sweep_cmd(
     except (AssignmentError, RecordError, ValueError) as e:
         _fail(str(e))
     console.print(f"sweep written to {path}")
+
+
+@app.command("crosscheck")
+def crosscheck_cmd(
+    assignment: Annotated[str, typer.Argument(help="folder name under kernels/, e.g. flashattn")],
+    version: Annotated[str, typer.Argument(help="version name or vNN")],
+    peer: Annotated[list[str] | None, typer.Option(
+        "--peer", "-p",
+        help="also submit this peer to the course harness (through a shim), ABBA with the version")] = None,
+    course_root: Annotated[Path | None, typer.Option(
+        "--course-root", help="a checkout of the course's repository (default <root>/.course/<its name>)")] = None,
+    no_course: Annotated[bool, typer.Option("--no-course",
+                                            help="skip the course harness: do_bench and ours only")] = False,
+    rest_s: Annotated[float, typer.Option("--rest-s", help="seconds of idle GPU before each of our timings and "
+                                                           "each do_bench call")] = 5.0,
+    root: RootOpt = None, logs: LogsOpt = None,
+) -> None:
+    """Time a version by the course's own harness (its eval.py, test and benchmark, on the export), by
+    triton's do_bench and by ours, in one session; record all three. Needs a GPU."""
+    from .harness.crosscheck import CrossCheckError, CrossCheckOptions, crosscheck, require_course_root
+    from .harness.device import NoGPU, device_info, require_cuda
+    from .harness.run import RunOptions, run
+    from .harness.timing import CudaEventTimer, StoppingRule
+
+    repo, kernels, logs_dir = _paths(root, logs)
+    try:
+        a = get_assignment(kernels, assignment)
+        v = a.version(version)
+        root_dir = None if no_course else require_course_root(a, course_root, repo)
+        require_cuda()
+        info = device_info()
+        timer = CudaEventTimer()
+
+        def ours(cases: list[str]) -> list[Path]:
+            return run(repo, logs_dir, a, [v], cases,
+                       RunOptions(rule=StoppingRule(rest_s=rest_s), peers=True, print_blocks=False), console)
+
+        path, check = crosscheck(repo, logs_dir, a, v, CrossCheckOptions(course_root=root_dir, peers=peer or (),
+                                                                           rest_s=rest_s),
+                                 run_ours=ours, do_bench=_do_bench_median, info=info, rest=timer.rest,
+                                 say=lambda s: console.print(s, highlight=False, markup=False))
+    except NoGPU as e:
+        _fail(str(e), 3)
+        return
+    except (AssignmentError, RecordError, CrossCheckError, ValueError) as e:
+        _fail(str(e))
+        return
+    console.print(_agreement_table(check))
+    console.print(f"cross-check written to {path}")
+
+
+def _agreement_table(check):  # type: ignore[no-untyped-def]
+    from rich.table import Table
+
+    from .analysis.crosscheck import AGREEMENT_PCT, agreements
+    from .analysis.diff import format_ms
+
+    t = Table(title=f"{check.assignment} {check.version} on {check.device.name}: three timers, one session",
+              title_justify="left", box=None, header_style="bold", pad_edge=False)
+    for col in ("callable", "case", "ours (median)", "course harness (mean)", "do_bench (median)", "course test",
+                f"within {AGREEMENT_PCT:g} %"):
+        t.add_column(col, justify="left" if col in ("callable", "case") else "right")
+
+    def gap(x, ref):  # type: ignore[no-untyped-def]
+        return f" ({(x / ref - 1) * 100:+.1f} %)" if x is not None and ref else ""
+
+    for ag in agreements(check):
+        course = ", ".join(format_ms(m) for m in ag.course_means_ms) if ag.course_means_ms else "—"
+        t.add_row(("peer " if ag.peer else "") + ag.name, ag.case, format_ms(ag.ours_ms) if ag.ours_ms else "—",
+                  course + gap(ag.course_ms, ag.ours_ms),
+                  (format_ms(ag.do_bench_ms) if ag.do_bench_ms else "—") + gap(ag.do_bench_ms, ag.ours_ms),
+                  {True: "pass", False: "FAIL", None: "—"}[ag.course_passed],
+                  {True: "yes", False: "NO", None: "—"}[ag.agrees])
+    return t
+
+
+def _do_bench_median(fn, data) -> float:  # type: ignore[no-untyped-def]
+    import torch
+    import triton.testing
+
+    from .harness.crosscheck import DO_BENCH_REP_MS, DO_BENCH_WARMUP_MS
+
+    fn(data)
+    torch.cuda.synchronize()
+    return float(triton.testing.do_bench(lambda: fn(data), warmup=DO_BENCH_WARMUP_MS, rep=DO_BENCH_REP_MS,
+                                         return_mode="median"))
 
 
 @app.command("ceilings")

@@ -59,6 +59,7 @@ from .analysis.diff import format_ms
 from .assignments import Assignment, Version, git_state
 from .iteration import spec_literal
 from .records import Run
+from .standing import figure, standing_run
 
 PACKAGE = __name__.partition(".")[0]  # 'reporter'
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -402,8 +403,9 @@ def source_state(repo: Path, files: list[EmbeddedFile]) -> str:
 
 def measurements(repo: Path, logs: Path, assignment: Assignment, version: Version,
                  benchmark_case: str) -> list[Measured]:
-    """Per GPU, the newest timed benchmark run of the version, preferring one whose recorded
-    sources still match the files on disk; newest GPU first."""
+    """Per GPU, the run that stands for the version on the benchmark case (:mod:`reporter.standing`,
+    the figure the report and `report list` give), and whether every source it recorded still has
+    the sha256 it had then; newest GPU first."""
     shas: dict[str, str | None] = {}
 
     def current(rel: str) -> str | None:
@@ -412,15 +414,13 @@ def measurements(repo: Path, logs: Path, assignment: Assignment, version: Versio
             shas[rel] = hashlib.sha256(p.read_text(encoding="utf-8").encode()).hexdigest() if p.is_file() else None
         return shas[rel]
 
-    runs = [r for r in store.runs(logs, assignment.name, version.name) if r.case_name == benchmark_case and r.ok]
-    by_gpu: dict[str, list[Run]] = {}
-    for r in runs:
-        by_gpu.setdefault(r.device.slug, []).append(r)
+    runs = [r for r in store.runs(logs, assignment.name, version.name, legacy=assignment.legacy_case_keys or None)
+            if r.case_name == benchmark_case]
     out = []
-    for gpu_runs in by_gpu.values():
-        same = [r for r in gpu_runs if all(current(f.path) == f.sha256 for f in r.code.files)]
-        chosen = max(same or gpu_runs, key=lambda r: r.created_utc)
-        out.append(Measured(chosen, bool(same)))
+    for gpu in dict.fromkeys(r.device.slug for r in runs):
+        chosen = standing_run(runs, version.name, benchmark_case, gpu=gpu)
+        if chosen is not None and chosen.ok:
+            out.append(Measured(chosen, all(current(f.path) == f.sha256 for f in chosen.code.files)))
     return sorted(out, key=lambda m: m.run.created_utc, reverse=True)
 
 
@@ -437,10 +437,11 @@ def _measured_lines(m: Measured, assignment: str, version: Version) -> list[str]
     assert t is not None
     stale = "" if m.same_code else " -- NOT the code embedded here: the sources changed since this run"
     command = r.command or f"report run {assignment} -v {version.short} -c {r.case_name}"
+    fig = figure(r)
+    assert fig is not None
     return [
-        (f"  {r.device.name}: median {format_ms(t.median_ms, 5)} (n={t.n}, standard error "
-         f"{format_ms(t.stderr_ms, 3)}, {t.way}), "
-         f"case {r.case_name} ({_case_text(r.case)})"),
+        (f"  {r.device.name}: {format_ms(t.median_ms, 5)}, the {fig.how} "
+         f"(standard error of the mean {format_ms(t.stderr_ms, 3)}), case {r.case_name} ({_case_text(r.case)})"),
         f"    run {r.run_id}, {r.created_utc.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC, code {r.code.digest}{stale}",
         f"    measured with `{command}`",
     ]
@@ -541,8 +542,8 @@ def render(repo: Path, logs: Path, assignment: Assignment, version: Version, now
         "",
     ]
     if measured:
-        head.append(f"Measured (per GPU, the newest timed '{benchmark_case}' run under logs/ of the code embedded "
-                    "here, else the newest):")
+        head.append(f"Measured (per GPU, the run under logs/ that stands for {version.name} on '{benchmark_case}', "
+                    "as in the report and `report list`):")
         for m in measured:
             head.extend(_measured_lines(m, assignment.name, version))
     else:

@@ -9,7 +9,7 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from conftest import ROOT
+from conftest import LOGS, ROOT
 from reporter import store
 from reporter.analysis.summary import summarize
 from reporter.assignments import get_assignment
@@ -173,16 +173,29 @@ def test_report_shows_what_the_compiler_said(project):
 
 
 def test_report_says_how_each_run_and_sweep_was_timed(built):
-    """v14's figures come from an interleaved run and its sweep was interleaved; v08's page is
-    refused a verdict against v07's sequential run rather than given a biased one."""
+    """Each version's page says how its figure was taken (the standing rule's words), and a sweep
+    says what it decided, ties included; a verdict across two ways of timing is refused."""
     from bs4 import BeautifulSoup
+
+    from reporter.analysis.summary import summarize
+    from reporter.analysis.sweep import decision
+    from reporter.standing import figure
 
     out, _, _ = built
     soup = BeautifulSoup((out / "worklog.html").read_text(), "html.parser")
+    s = summarize(get_assignment(ROOT / "kernels", "flashattn"), LOGS, "h100")
+    for v in s.versions:
+        text = " ".join(soup.find("section", id=v.name).get_text(" ", strip=True).split())
+        if v.bench is not None and v.bench.timing is not None:
+            assert f"The figure is the {figure(v.bench).how}" in text, v.name
+        if v.sweep is not None:
+            assert decision(v.sweep) in text, v.name
     v14 = " ".join(soup.find("section", id="v14_multicast").get_text(" ", strip=True).split())
-    assert "interleaved with the run's other versions and peers" in v14
     assert "timed interleaved (one call of each per round, in a rotating order)" in v14
     assert "Ranked mode: benchmark: median" in v14 and "interleaved, each on a fresh input" in v14
-    v08 = " ".join(soup.find("section", id="v08_overlap").get_text(" ", strip=True).split())
-    assert "not compared: timed differently (cuda-events, interleaved vs cuda-events)" in v08 \
-        or "not compared: timed differently (cuda-events vs cuda-events, interleaved)" in v08
+    pairs = [(s.previous(v), v) for v in s.versions if s.previous(v) is not None]
+    differ = [(a, b) for a, b in pairs if a.bench and b.bench and b.bench.timing
+              and not b.bench.timing.timed_like(a.bench.timing)]
+    for a, b in differ:
+        text = " ".join(soup.find("section", id=b.name).get_text(" ", strip=True).split())
+        assert f"not compared: timed differently ({a.bench.timing.way} vs {b.bench.timing.way})" in text, b.name

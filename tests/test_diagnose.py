@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from reporter import store
+from reporter.standing import standing_runs
 from reporter.analysis import metrics as M
 from reporter.analysis.diagnose import Observation, observe, timing_crosscheck
 from reporter.harness.profile import profile_from_output
@@ -21,7 +22,7 @@ FIX = ROOT / "tests" / "fixtures" / "ncu"
 
 
 def _latest(version: str, case: str = "test_small", gpu: str = "h100") -> Run:
-    runs = store.latest_runs(store.runs(LOGS, "flashattn", version), gpu=gpu)
+    runs = standing_runs(store.runs(LOGS, "flashattn", version), gpu=gpu)
     if (version, case) not in runs:
         pytest.skip(f"no {gpu} record of {version} on {case} under logs/")
     return runs[(version, case)]

@@ -18,6 +18,7 @@ from reporter.analysis.diff import compare_timing, diff_runs, format_ms
 from reporter.cli import app
 from reporter.iteration import PLACEHOLDER
 from reporter.records import Run
+from reporter.standing import standing_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "logs"
@@ -44,8 +45,8 @@ def _run_file(version: str, case: str = "benchmark", gpu: str = "h100") -> Path:
 
 
 def _latest(version: str, case: str = "benchmark", gpu: str = "h100") -> Run:
-    """The run `list` and `show` pick: the newest of the version on the case and GPU."""
-    found = store.latest_runs(store.runs(LOGS, ASSIGNMENT, version), gpu=gpu).get((version, case))
+    """The run `list` and `show` pick: the one that stands for the version (reporter.standing)."""
+    found = standing_runs(store.runs(LOGS, ASSIGNMENT, version), gpu=gpu).get((version, case))
     if found is None:
         pytest.skip(f"no {gpu} {case} run of {version}")
     return found
@@ -91,7 +92,7 @@ def test_list_shows_every_version_per_gpu():
     versions = sorted(p.name for p in (LOGS / ASSIGNMENT).iterdir() if p.is_dir())
     runs = [x for x in store.runs(LOGS, ASSIGNMENT) if x.case_name == "benchmark"]
     for gpu in dict.fromkeys(x.device.slug for x in runs):
-        latest = store.latest_runs(runs, gpu=gpu)
+        latest = standing_runs(runs, gpu=gpu)
         device = next(x.device.name for x in runs if x.device.slug == gpu)
         table = _list_table(r.stdout, f"flashattn · {device} · case benchmark")
         first = next(latest[(v, "benchmark")] for v in versions

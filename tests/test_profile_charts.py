@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reporter import store
+from reporter.standing import standing_runs
 from reporter.analysis import metrics as M
 from reporter.analysis.hroofline import hierarchical_roofline, version_label
 from reporter.harness.profile import profile_from_output
@@ -21,7 +22,7 @@ FIX = ROOT / "tests" / "fixtures" / "ncu"
 
 
 def _latest(version: str, case: str = "test_small") -> Run:
-    runs = store.latest_runs(store.runs(LOGS, "flashattn", version), gpu="h100")
+    runs = standing_runs(store.runs(LOGS, "flashattn", version), gpu="h100")
     if (version, case) not in runs:
         pytest.skip(f"no h100 record of {version} on {case}")
     return runs[(version, case)].model_copy(deep=True)

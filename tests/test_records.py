@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from reporter import store
+from reporter.standing import standing_runs
 from reporter.records import DeviceCeilings, Run, Sweep, derive, gpu_slug
 
 from conftest import LOGS
@@ -88,32 +89,6 @@ def test_newer_schema_is_refused(tmp_path):
     p.write_text(json.dumps(data))
     with pytest.raises(store.RecordError, match="newer than this tool"):
         store.load(p)
-
-
-def test_latest_run_per_version_and_case():
-    runs = store.runs(LOGS, "flashattn")
-    latest = store.latest_runs(runs, gpu="h100")
-    def is_ranked(x):
-        return x.timing is not None and x.timing.ranked
-
-    def is_interleaved(x):
-        return x.timing is not None and x.timing.interleaved
-
-    saw_ranked_passed_over = saw_alone_passed_over = False
-    for (version, case), r in latest.items():
-        same = [x for x in runs if x.version == version and x.case_name == case and x.device.slug == "h100"]
-        plain = [x for x in same if not is_ranked(x)]
-        fair = [x for x in plain if is_interleaved(x)]
-        # the newest plain interleaved run, else the newest plain one; a ranked one only where there is no plain run
-        assert r.created_utc == max(x.created_utc for x in (fair or plain or same))
-        saw_ranked_passed_over |= any(is_ranked(x) and x.created_utc > r.created_utc for x in same)
-        saw_alone_passed_over |= any(not is_ranked(x) and not is_interleaved(x) and x.created_utc > r.created_utc
-                                     for x in same)
-    assert all(r.device.slug == "h100" for r in latest.values())
-    assert saw_ranked_passed_over  # the committed logs have a ranked run newer than the plain one (v05)
-    assert saw_alone_passed_over  # and v15's profiled run, timed alone, after its interleaved one
-    v15 = latest[("v15_kv176_multicast", "benchmark")]
-    assert v15.timing.interleaved and not v15.timing.ranked
 
 
 def test_derived_figures_follow_from_work_and_time():

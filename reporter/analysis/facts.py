@@ -362,6 +362,24 @@ class VersionFacts(TimingFacts):
             raise BindingError(f"{label}: the sweep has no timed point")
         return ", ".join(f"{k}={v}" for k, v in best.config.items())
 
+    def sweep_ties(self, at: str | None = None) -> str:
+        """The configurations the newest sweep (or the one whose id starts with ``at``) cannot tell
+        apart from its fastest, fastest first, as 'STAGES=3 CLUSTER=2; STAGES=2 CLUSTER=2' (the
+        fastest alone when it is measurably ahead): the same test as `report diff`."""
+        from .sweep import config_name, tied_with_fastest
+
+        label = f"{self.short}.sweep_ties({'' if at is None else repr(at)})"
+        tied = tied_with_fastest(self._sweep(at, label))
+        if not tied:
+            raise BindingError(f"{label}: the sweep has no timed point")
+        return "; ".join(config_name(p.config) for p in tied)
+
+    def sweep_decision(self, at: str | None = None) -> str:
+        """One sentence on what the sweep decided (see reporter.analysis.sweep.decision)."""
+        from .sweep import decision
+
+        return decision(self._sweep(at, f"{self.short}.sweep_decision()"))
+
     def sweep_ms(self, config: str, at: str | None = None) -> Number:
         """The median of one swept configuration, named as 'STAGES=3 CLUSTER=2' (every key, in the
         sweep's order), in the newest sweep or the one whose id starts with ``at``."""

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from .. import store
 from ..assignments import Assignment, ReferenceResult, Version
-from ..records import DeviceCeilings, PeerResult, Run, Sweep
+from ..records import CrossCheck, DeviceCeilings, PeerResult, Run, Sweep
+from ..standing import standing_runs
 
 
 class SummaryError(Exception):
@@ -74,6 +75,12 @@ class AssignmentSummary:
     versions: list[VersionSummary]
     ceilings: DeviceCeilings | None
     references: list[ReferenceResult]
+    crosschecks: list[CrossCheck] = field(default_factory=list)  # on this GPU, oldest first
+
+    def crosscheck(self, version: str) -> CrossCheck | None:
+        """The newest cross-check of a version on this GPU."""
+        found = [c for c in self.crosschecks if c.version == version]
+        return found[-1] if found else None
 
     @property
     def benchmark_case(self) -> str:
@@ -122,16 +129,16 @@ class AssignmentSummary:
 
 
 def summarize(a: Assignment, logs: Path, gpu: str | None = None) -> AssignmentSummary:
-    all_runs = store.runs(logs, a.name)
+    all_runs = store.runs(logs, a.name, legacy=a.legacy_case_keys or None)
     if not all_runs:
         raise SummaryError(f"no records for '{a.name}' under {logs / a.name}: run `report run {a.name}` on a GPU first")
     bench_runs = [r for r in all_runs if r.case_name == a.benchmark_case] or all_runs
     gpu = gpu or max(bench_runs, key=lambda r: r.created_utc).device.slug
-    latest = store.latest_runs(all_runs, gpu=gpu)
+    latest = standing_runs(all_runs, gpu=gpu)
     if not latest:
         have = sorted({r.device.slug for r in all_runs})
         raise SummaryError(f"no '{a.name}' records from GPU '{gpu}' (have: {', '.join(have)})")
-    sweeps = [s for s in store.sweeps(logs, a.name) if s.device.slug == gpu]
+    sweeps = [s for s in store.sweeps(logs, a.name, legacy=a.legacy_case_keys or None) if s.device.slug == gpu]
     versions: list[VersionSummary] = []
     for v in a.versions():
         runs = {case: r for (ver, case), r in latest.items() if ver == v.name}
@@ -152,4 +159,6 @@ def summarize(a: Assignment, logs: Path, gpu: str | None = None) -> AssignmentSu
         found = store.ceilings(logs, gpu)
         ceilings = found[-1] if found else None
     refs = list(getattr(a.spec, "REFERENCE_RESULTS", []) or [])
-    return AssignmentSummary(assignment=a, gpu=gpu, versions=versions, ceilings=ceilings, references=refs)
+    checks = [c for c in store.crosschecks(logs, a.name) if c.device.slug == gpu]
+    return AssignmentSummary(assignment=a, gpu=gpu, versions=versions, ceilings=ceilings, references=refs,
+                             crosschecks=checks)

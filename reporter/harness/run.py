@@ -27,7 +27,7 @@ from ..assignments import Assignment, Version
 from ..cuda import CudaKernel, track_launches
 from ..records import (CheckResult, DeviceCeilings, DeviceInfo, KernelBuild, PeerResult, Run, Sweep, SweepPoint,
                        TimingStats, derive)
-from .check import compare, poison_allocator
+from .check import check_output, clone_input, poison_allocator
 from .device import device_info, device_lines, measure_ceilings, require_cuda
 from .nvtx_ranges import ranges
 from .gpu_state import open_sampler
@@ -95,13 +95,16 @@ def _relative(path: Path, logs: Path) -> str:
         return str(path)
 
 
-def _check_once(fn: Callable[[Any], Any], data: Any, ref: Any, tol: Any, seed: int,
+def _check_once(fn: Callable[[Any], Any], data: Any, ref: Any, spec: Any, seed: int,
                 names: tuple[str, ...]) -> tuple[CheckResult, Any]:
+    """One call on a clone of ``data`` into poisoned memory, judged by :func:`check_output`."""
     poison_allocator(ref)
+    given = clone_input(data)
     with ranges(*names, "check"):
-        out = fn(data)
+        out = fn(given)
         _sync()
-    return compare(out, ref, tol, seed=seed), out
+    del given
+    return check_output(spec, data, out, ref, seed=seed), out
 
 
 class _CaseInputs:
@@ -123,7 +126,7 @@ class _CaseInputs:
 
     def check(self, rep: int, out: Any, into: list[CheckResult] | None) -> None:
         if self.ranked and rep >= 0:
-            res = compare(out, self.ref, self.spec.TOLERANCE, seed=self.seed)
+            res = check_output(self.spec, self.data, out, self.ref, seed=self.seed)
             if into is not None:
                 into.append(res)
             if not res.passed:
@@ -189,7 +192,7 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
         task = progress.add_task(f"peer {name}", total=opts.rule.max_reps)
         names = (a.name, f"peer:{name}")
         try:
-            check, o = _check_once(peer.fn, data, ref, a.spec.TOLERANCE, case["seed"], names)
+            check, o = _check_once(peer.fn, data, ref, a.spec, case["seed"], names)
             del o
             if not check.passed:
                 out.append(PeerResult(name=name, description=peer.description, check=check,
@@ -222,7 +225,7 @@ def _new_run(a: Assignment, v: Version, mod: Any, case_name: str, case: dict, in
                assignment=a.name, version=v.name, case_name=case_name, case=dict(case), seed=int(case["seed"]),
                created_utc=datetime.now(timezone.utc), command=command, device=info,
                code=v.snapshot(repo_root, getattr(mod, "CONFIG", None)),
-               check=CheckResult(passed=False, exact=a.spec.TOLERANCE.exact, n_elements=0, mismatches=0,
+               check=CheckResult(passed=False, exact=bool(getattr(a.spec.TOLERANCE, "exact", False)), n_elements=0, mismatches=0,
                                  message="not run"),
                work=a.spec.work_model(**case), ceilings_ref=ceilings_ref)
 
@@ -264,7 +267,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
         names = (a.name, f"peer:{name}")
         pr = PeerResult(name=name, description=peer.description)
         try:
-            pr.check, o = _check_once(peer.fn, data, ref, spec.TOLERANCE, seed, names)
+            pr.check, o = _check_once(peer.fn, data, ref, spec, seed, names)
             del o
             if pr.check.passed:
                 fns.append(peer.fn)
@@ -279,7 +282,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
         r = _new_run(a, v, mod, case_name, case, info, session, command, repo_root, ceilings_ref)
         try:
             with track_launches() as kernels:
-                r.check, out = _check_once(mod.custom_kernel, data, ref, spec.TOLERANCE, seed, (a.name, v.short))
+                r.check, out = _check_once(mod.custom_kernel, data, ref, spec, seed, (a.name, v.short))
                 del out
             launched[len(runs)] = kernels
             if r.check.passed:
@@ -388,7 +391,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                 launched: list[CudaKernel] = []
                 try:
                     with track_launches() as launched:  # the CUDA kernels this version runs, for r.builds
-                        r.check, out = _check_once(mod.custom_kernel, data, ref, a.spec.TOLERANCE, seed, names)
+                        r.check, out = _check_once(mod.custom_kernel, data, ref, a.spec, seed, names)
                         del out
                         if r.check.passed:
                             r.timing = time_callable(mod.custom_kernel, data, a=a, case=case, ref=ref, names=names,
@@ -470,7 +473,7 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
             p = SweepPoint(config=cfg)
             try:
                 fn = make(cfg)
-                p.check, out = _check_once(fn, data, ref, a.spec.TOLERANCE, int(case["seed"]), (a.name, v.short))
+                p.check, out = _check_once(fn, data, ref, a.spec, int(case["seed"]), (a.name, v.short))
                 del out
                 if not p.check.passed:
                     p.error = p.check.message
@@ -510,14 +513,17 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
               created_utc=datetime.now(timezone.utc), device=info, points=points,
               timing_order="interleaved" if interleave else "sequential")
     best = s.best()
-    s.chosen = best.config if best else None
+    s.chosen = best.config if best else None  # the lowest median; analysis.sweep says which others it ties with
     path = store.save(s, store.sweep_path(logs, s))
+    from ..analysis.sweep import config_name, decision, note, standings
+
     t = Table(title=f"sweep of {v.name} on {case_name} ({s.timing_order})")
     t.add_column("config")
     t.add_column("median ms", justify="right")
-    t.add_column("result")
-    for p in sorted(points, key=lambda p: p.timing.median_ms if p.timing else float("inf")):
-        t.add_row(" ".join(f"{k}={val}" for k, val in p.config.items()),
-                  f"{p.timing.median_ms:.3f}" if p.timing else "-", "best" if p is best else (p.error or ""))
+    t.add_column("against the fastest")
+    for st in sorted(standings(s), key=lambda st: st.point.timing.median_ms if st.point.timing else float("inf")):
+        t.add_row(config_name(st.point.config), f"{st.point.timing.median_ms:.3f}" if st.point.timing else "-",
+                  note(st))
     console.print(t)
+    console.print(decision(s) + ".", highlight=False)
     return path

@@ -2,6 +2,8 @@
 
 The loop is the leaderboards' (GPU MODE's ``eval.py``) made stricter:
 
+0. optionally a rest: the GPU left idle for ``rest_s`` seconds, so that every callable starts
+   from the same rested card (see :class:`StoppingRule`);
 1. warm-up calls (not timed) so compilation, module load and allocator growth stay out;
 2. per repetition: flush L2 (write a buffer larger than L2), record a start event, call,
    record an end event; optionally with the stream held until the whole call is queued
@@ -48,6 +50,8 @@ class HostTimer:
 class CudaEventTimer:
     """torch.cuda events around the call; the L2 flush runs before the start event.
 
+    ``rest(seconds)`` waits for the GPU to finish, then leaves it idle that long.
+
     ``last_enqueue_ms`` is the host time the last call took to queue (from the start event's
     record to the end event's): when it exceeds what was queued ahead of the start event, the
     GPU idled inside the sample, waiting for the host.
@@ -60,6 +64,10 @@ class CudaEventTimer:
 
         self._torch = torch
         self.last_enqueue_ms = 0.0
+
+    def rest(self, seconds: float) -> None:
+        self._torch.cuda.synchronize()
+        time.sleep(seconds)
 
     def time_call(self, fn: Callable[[], Any], before: Callable[[], Any] | None) -> float:
         torch = self._torch
@@ -145,17 +153,30 @@ class L2Flusher:
 
 @dataclass(frozen=True)
 class StoppingRule:
+    """When repetition stops, and what comes before it.
+
+    ``rest_s``: seconds the GPU is left idle before the warm-up. A card at its power cap runs
+    slower as it heats: on the H100, flashattn's benchmark call took 13.5 ms in the first second
+    of back-to-back calls and 15.3 ms after half a minute of them, at the same power. A course
+    harness times each submission in a fresh process, after seconds of start-up with the GPU
+    idle; a rest puts every callable in that same state, so its figure no longer depends on what
+    ran before it, and others reproduce it.
+    """
+
     min_reps: int = 3
     max_reps: int = 100
     target_rel_stderr: float = 1e-3
     budget_s: float = 10.0
     warmup_reps: int = 3
+    rest_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.min_reps < 2:
             raise ValueError("min_reps must be at least 2 (a standard error needs two samples)")
         if self.max_reps < self.min_reps:
             raise ValueError(f"max_reps ({self.max_reps}) is below min_reps ({self.min_reps})")
+        if not 0 <= self.rest_s <= 600:
+            raise ValueError(f"rest_s must be between 0 and 600 seconds, got {self.rest_s}")
 
     def should_stop(self, samples: list[float], elapsed_s: float) -> str | None:
         n = len(samples)
@@ -189,7 +210,8 @@ def quantile(sorted_samples: list[float], q: float) -> float:
 
 def summarize(samples: list[float], *, method: str, l2_flush: bool, rule: StoppingRule,
               stop_reason: str, ranked: bool = False, enqueue_ms: list[float] | None = None,
-              states: list[dict[str, float]] | None = None, interleaved: bool = False) -> TimingStats:
+              states: list[dict[str, float]] | None = None, interleaved: bool = False,
+              rested_s: float = 0.0, start_temp_c: float | None = None) -> TimingStats:
     s = sorted(samples)
     n = len(s)
     return TimingStats(
@@ -203,6 +225,7 @@ def summarize(samples: list[float], *, method: str, l2_flush: bool, rule: Stoppi
         stop_reason=stop_reason, target_rel_stderr=rule.target_rel_stderr, budget_s=rule.budget_s,
         enqueue_ms=list(enqueue_ms) if enqueue_ms else None,
         gpu_state=_state_samples(states) if states else None,
+        rest_s=rested_s, start_temp_c=start_temp_c,
     )
 
 
@@ -278,8 +301,8 @@ def benchmark_interleaved(calls: Sequence[Callable[[int], Any]], *, timer: Timer
     callable of the round gets), ``after(i, rep, result)`` after each call (e.g. re-checking
     callable ``i``'s output) and ``state()`` after each timed one; ``on_sample(i, rep, ms)``
     sees each sample. An ``after`` or a call that raises takes only that callable out of the
-    rounds, with the error kept. ``rule.warmup_reps`` untimed rounds come first, with negative
-    ``rep``. A held timer that gives up its method during warm-up times everything plain; one
+    rounds, with the error kept. ``rule.rest_s`` seconds of idle GPU (the timer's ``rest``) and
+    then ``rule.warmup_reps`` untimed rounds come first, with negative ``rep``. A held timer that gives up its method during warm-up times everything plain; one
     that gives it up later voids the benchmark.
     """
     n = len(calls)
@@ -330,6 +353,13 @@ def benchmark_interleaved(calls: Sequence[Callable[[int], Any]], *, timer: Timer
             if on_sample is not None:
                 on_sample(i, rep, ms)
 
+    rested_s, start_temp = 0.0, None
+    rest = getattr(timer, "rest", None)
+    if rule.rest_s > 0 and rest is not None:
+        rest(rule.rest_s)
+        rested_s = rule.rest_s
+        if state is not None:
+            start_temp = state().get("temp_c")
     for w in range(rule.warmup_reps):
         one_round(-1 - w)
     budget = rule.budget_s * n
@@ -349,7 +379,8 @@ def benchmark_interleaved(calls: Sequence[Callable[[int], Any]], *, timer: Timer
         summarize(samples[i], method=timer.method, l2_flush=flush is not None, rule=rule,
                   stop_reason=str(reasons[i]), ranked=ranked, interleaved=n > 1,
                   enqueue_ms=enqueue[i] if len(enqueue[i]) == len(samples[i]) else None,
-                  states=states[i] if len(states[i]) == len(samples[i]) else None)
+                  states=states[i] if len(states[i]) == len(samples[i]) else None,
+                  rested_s=rested_s, start_temp_c=start_temp)
         if errors[i] is None and samples[i] else None
         for i in range(n)]
     return Interleaved(stats, errors)

@@ -16,6 +16,7 @@ from typing import Any
 import jinja2
 
 from ..analysis.facts import fmt_number
+from ..standing import figure
 from ..analysis.summary import AssignmentSummary, VersionSummary
 from ..harness.device import device_lines
 from ..harness.timing import leaderboard_block
@@ -153,10 +154,13 @@ def _timing_note(r: Run | None) -> str:
     if r is None or r.timing is None:
         return ""
     t = r.timing
-    parts = [f"Benchmark figures from run {r.run_id} ({r.created_utc:%Y-%m-%d}), timed with "
+    fig = figure(r)
+    parts = [f"The figure is the {fig.how} (run {r.run_id}, {r.created_utc:%Y-%m-%d}), timed with "  # type: ignore[union-attr]
              f"{METHOD_WORDS.get(t.method, t.method)}"
              + (", interleaved with the run's other versions and peers (one call of each per round, in a "
                 "rotating order)" if t.interleaved else "")]
+    if t.start_temp_c is not None:
+        parts.append(f"the GPU was at {t.start_temp_c:.0f} °C when timing began")
     if t.enqueue_ms:
         parts.append(f"the host took a median {ms(statistics.median(t.enqueue_ms))} to queue each call")
     g = t.gpu_state
@@ -212,10 +216,13 @@ def _comparisons(v: VersionSummary, s: AssignmentSummary, verdict_fn) -> list[Co
     if first and first is not v and first is not prev and first.median_ms:
         out.append(Comparison(first.name, "first version", ms(first.median_ms), times(first.median_ms / mine),
                               first.median_ms > mine))
-    for p in s.peers:
+    own = [p for p in (v.bench.peers if v.bench else []) if p.timing is not None and v.bench.timing is not None
+           and v.bench.timing.timed_like(p.timing) and (p.check is None or p.check.passed)]
+    for p in own or s.peers:
         t = _peer_time(p)
         if t:
-            out.append(Comparison(p.name, "peer", ms(t), times(t / mine), t > mine))
+            out.append(Comparison(p.name, "peer, same run" if own else "peer, newest run that timed it", ms(t),
+                                  times(t / mine), t > mine))
     for ref in s.references:
         out.append(Comparison(f"{ref.label} ({ref.gpu})", "public result", ms(ref.median_ms),
                               times(ref.median_ms / mine), ref.median_ms > mine))
@@ -226,13 +233,16 @@ def _sweep_view(v: VersionSummary) -> dict[str, Any] | None:
     sw = v.sweep
     if sw is None:
         return None
-    best = sw.best()
+    from ..analysis.sweep import decision, note, standings
+
+    runs_with = v.bench.code.config if v.bench is not None else {}
     rows = []
-    for p in sorted(sw.points, key=lambda p: p.timing.median_ms if p.timing else float("inf")):
+    for st in sorted(standings(sw), key=lambda st: st.point.timing.median_ms if st.point.timing else float("inf")):
+        p = st.point
         rows.append({"config": ", ".join(f"{k}={val}" for k, val in p.config.items()),
                      "median": ms(p.timing.median_ms) if p.timing else "–",
                      "n": p.timing.n if p.timing else "–",
-                     "note": "chosen" if p is best else (p.error or "")[:90]})
+                     "note": note(st) + ("; the version runs this" if runs_with and p.config == runs_with else "")})
     pts = [(" ".join(str(val) for val in p.config.values()), p.timing.median_ms) for p in sw.points if p.timing]
     return {
         "case": sw.case_name, "count": len(sw.points), "timed": len(pts), "rows": rows,
@@ -240,6 +250,7 @@ def _sweep_view(v: VersionSummary) -> dict[str, Any] | None:
         "chart": charts.sweep_chart(pts, f"Sweep of {v.name} on {sw.case_name}: median per configuration"
                                     f" ({' '.join(sw.points[0].config.keys())})") if pts else "",
         "date": sw.created_utc.strftime("%Y-%m-%d"), "run_id": sw.run_id, "order": sw.timing_order,
+        "decision": decision(sw),
     }
 
 
@@ -380,8 +391,10 @@ def _stopping_facts(s: AssignmentSummary) -> list[str]:
     if best is None or best.bench is None or best.bench.derived is None:
         return ["No version has a timed run on the benchmark case yet."]
     r, d = best.bench, best.bench.derived
-    out = [f"The fastest version, {best.name}, runs the benchmark case in {ms(best.median_ms)} "
-           f"(median of {r.timing.n} timed calls, standard error {ms(r.timing.stderr_ms)})."]  # type: ignore[union-attr]
+    fig = figure(r)
+    out = [f"The fastest version, {best.name}, runs the benchmark case in {ms(best.median_ms)}, the "
+           f"{fig.how} (standard error of the mean {ms(r.timing.stderr_ms)})."]  # type: ignore[union-attr]
+    out += _crosscheck_sentences(s, best.name)
     if d.floor_ms and d.ceiling_value:
         unit = d.ceiling_unit or ""
         what = "TFLOP/s" if r.work.flops else "GB/s"
@@ -397,11 +410,65 @@ def _stopping_facts(s: AssignmentSummary) -> list[str]:
         word = "faster" if rel > 1 else "slower"
         out.append(f"The fastest peer, {fastest.name} ({fastest.description}), takes {ms(fastest.timing.median_ms)}: "  # type: ignore[union-attr]
                    f"{best.name} is {times(rel if rel > 1 else 1 / rel)} {word}.")
+    check = s.crosscheck(best.name)
+    course_mine = next((a.course_ms for a in (agreements_of(check) if check else [])
+                        if a.name == best.name and a.case == s.benchmark_case and a.course_ms), None)
     for ref in s.references:
-        rel = ref.median_ms / best.median_ms  # type: ignore[operator]
-        gpu_note = "" if ref.gpu.lower() == s.gpu.lower() else f" (measured on {ref.gpu}, not comparable as is)"
-        out.append(f"{ref.label}: {ms(ref.median_ms)}{gpu_note}; {best.name} is "
-                   f"{times(rel if rel > 1 else 1 / rel)} {'faster' if rel > 1 else 'slower'}.")
+        where = (f"a public result ({ref.source or 'source not named'}), measured on another {ref.gpu} in another "
+                 "session" if ref.gpu.lower() == s.gpu.lower() else
+                 f"a public result measured on a {ref.gpu}, not this GPU: not comparable as is")
+        if course_mine is not None:
+            rel = ref.median_ms / course_mine
+            out.append(f"{ref.label}: {ms(ref.median_ms)}, {where}. Our export under the same course harness "
+                       f"took {ms(course_mine)} on this card: {times(rel if rel > 1 else 1 / rel)} "
+                       f"{'faster' if rel > 1 else 'slower'} than that entry, with that caveat.")
+        else:
+            out.append(f"{ref.label}: {ms(ref.median_ms)}, {where}; no course-harness figure of {best.name} on this "
+                       "card to set beside it yet.")
+    return out
+
+
+def agreements_of(check):  # type: ignore[no-untyped-def]
+    from ..analysis.crosscheck import agreements
+
+    return agreements(check)
+
+
+def _crosscheck_sentences(s: AssignmentSummary, version: str) -> list[str]:
+    """What the newest cross-check of the version says, in sentences: the course harness's verdict
+    and means, do_bench's median, each beside our figure from the same session."""
+    from ..analysis.crosscheck import AGREEMENT_PCT, agreements
+
+    check = s.crosscheck(version)
+    if check is None:
+        return [f"No cross-check of {version} on this GPU yet (`report crosscheck {s.assignment.name} "
+                f"{version.split('_')[0]}` times it with the course's harness and do_bench beside ours)."]
+    rows = [a for a in agreements(check) if a.case == s.benchmark_case]
+    out = []
+    mine = next((a for a in rows if a.name == version), None)
+    if mine is not None and mine.ours_ms:
+        bits = []
+        if mine.course_ms is not None:
+            runs = " and ".join(ms(m) for m in mine.course_means_ms)
+            bits.append(f"the course's own harness (its eval.py benchmark on the export) a mean of {runs} "
+                        f"({mine.gap_pct(mine.course_ms):+.1f} % from ours)")
+        if mine.do_bench_ms is not None:
+            bits.append(f"triton's do_bench a median of {ms(mine.do_bench_ms)} ({mine.gap_pct(mine.do_bench_ms):+.1f} %)")
+        if bits:
+            verdict = ("within" if mine.agrees else "NOT within") + f" {AGREEMENT_PCT:g} %"
+            out.append(f"In one session on this card (cross-check {check.run_id}), ours measured {ms(mine.ours_ms)}, "
+                       + "; ".join(bits) + f": {verdict}.")
+    tests = [r for e in check.entries if e.name == version for r in e.course if r.mode == "test"]
+    if tests:
+        out.append(f"The course's harness in test mode: {tests[-1].verdict or 'no verdict'} on "
+                   f"{len(tests[-1].cases)} case(s)" + (f" ({check.course_repo}, commit {check.course_commit[:10]})"
+                                                       if check.course_repo and check.course_commit else "") + ".")
+    for a in rows:
+        if a.peer and a.course_ms is not None and mine is not None and mine.course_ms:
+            rel = a.course_ms / mine.course_ms
+            out.append(f"Submitted the same way (through a shim), peer {a.name} had a course-harness mean of "
+                       f"{ms(a.course_ms)}: {version} is {times(rel if rel > 1 else 1 / rel)} "
+                       f"{'faster' if rel > 1 else 'slower'} under the course's own timer.")
     return out
 
 
