@@ -51,7 +51,7 @@ def run_cmd(
     warmup: Annotated[int, typer.Option(help="untimed calls before timing")] = 3,
     rest_s: Annotated[float, typer.Option(
         "--rest-s", help="seconds of idle GPU before timing each version and peer (before each case's rounds when "
-                         "interleaving), so each starts from a rested card as in a course harness; 0: no rest")] = 5.0,
+                         "interleaving), so each starts from a rested card as in a course harness; 0: no rest")] = 3.0,
     remeasure_ceilings: Annotated[bool, typer.Option(help="measure device ceilings again instead of reusing logs/devices/")] = False,
     profile: Annotated[bool, typer.Option("--profile", help="also profile one call of each checked version under Nsight Compute (ncu); slow")] = False,
     profile_timeout_s: Annotated[float, typer.Option(help="give up on one ncu profile after this many seconds")] = 1800.0,
@@ -133,7 +133,7 @@ def crosscheck_cmd(
     no_course: Annotated[bool, typer.Option("--no-course",
                                             help="skip the course harness: do_bench and ours only")] = False,
     rest_s: Annotated[float, typer.Option("--rest-s", help="seconds of idle GPU before each of our timings and "
-                                                           "each do_bench call")] = 5.0,
+                                                           "each do_bench call")] = 3.0,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Time a version by the course's own harness (its eval.py, test and benchmark, on the export), by
@@ -295,7 +295,7 @@ def export_cmd(
     if done.measured and done.measured[0].run.timing:
         m = done.measured[0]
         note = "" if m.same_code else " (on earlier code: the sources changed since)"
-        console.print(f"measured: median {m.run.timing.median_ms:.4g} ms on {m.run.device.name}{note}",
+        console.print(f"measured: {m.run.timing.mean_ms:.4g} ms (the version's figure) on {m.run.device.name}{note}",
                       highlight=False, markup=False, soft_wrap=True)
     console.print(f"use: put it beside the {fmt.harness} harness as submission.py; the harness imports it and "
                   "calls custom_kernel(data)", highlight=False, soft_wrap=True)

@@ -152,12 +152,14 @@ def _list_table(rows: list[ListRow]) -> Table:
     narrow = console.width < 100  # 80 columns: peers' names cut, the date without its year
     table = Table(title=f"[bold]{rows[0].assignment}[/bold]{on} · case {rows[0].case}", title_justify="left",
                   box=None, header_style="bold", pad_edge=False, padding=(0, 1),
-                  caption=("* the latest run timed no peers: best peer and vs peer come from the latest run of "
-                           "the same code that did") if earlier else None, caption_justify="left",
+                  caption=("time: each version's figure, the mean of the run that stands for it (rested runs "
+                           "first; report show VERSION says how it was taken)"
+                           + ("\n* that run timed no peers: best peer and vs peer come from the latest run of the "
+                              "same code that did" if earlier else "")), caption_justify="left",
                   collapse_padding=console.width < 100)  # one space between columns keeps 80 columns on one line
     table.add_column("version", no_wrap=True)
     table.add_column("check", no_wrap=True)
-    table.add_column("median", justify="right", no_wrap=True)
+    table.add_column("time", justify="right", no_wrap=True)
     table.add_column(f"vs {first.split('_')[0]}" if first else "vs first", justify="right", no_wrap=True)
     table.add_column("best peer", no_wrap=True)
     table.add_column("vs peer", justify="right", no_wrap=True)
@@ -169,7 +171,7 @@ def _list_table(rows: list[ListRow]) -> Table:
             table.add_row(row.version, "", Text("not run", style="dim"), "", "", "", "", "")
             continue
         check = Text("ok", style="green") if run.check.passed else Text("FAIL", style="bold red")
-        median = format_ms(run.timing.median_ms) if run.timing else "—"
+        median = format_ms(run.timing.mean_ms) if run.timing else "—"
         vs_first = f"{row.speedup_vs_first:.2f}×" if row.speedup_vs_first else "—"
         vs_peer = f"{row.speedup_vs_best_peer:.2f}×" if row.speedup_vs_best_peer else "—"
         peer = row.best_peer or "—"
@@ -310,14 +312,14 @@ def _peers_table(run: Run) -> Table:
     table.add_column("median", justify="right", no_wrap=True)
     table.add_column(f"{run.version.split('_')[0]} vs peer", justify="right")
     table.add_column("what it is", style="dim")
-    ours = run.timing.median_ms if run.timing else None
+    ours = run.timing.mean_ms if run.timing else None
     for p in run.peers:
         if p.timing is None:
             table.add_row(p.name, Text("error", style="red"), "—", "—", p.error or p.description)
             continue
         check = "ok" if p.check is None or p.check.passed else "FAIL"
-        speedup = f"{p.timing.median_ms / ours:.2f}×" if ours else "—"
-        table.add_row(p.name, check, format_ms(p.timing.median_ms), speedup, p.description)
+        speedup = f"{p.timing.mean_ms / ours:.2f}×" if ours else "—"
+        table.add_row(p.name, check, format_ms(p.timing.mean_ms), speedup, p.description)
     return table
 
 

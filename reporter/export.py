@@ -440,7 +440,7 @@ def _measured_lines(m: Measured, assignment: str, version: Version) -> list[str]
     fig = figure(r)
     assert fig is not None
     return [
-        (f"  {r.device.name}: {format_ms(t.median_ms, 5)}, the {fig.how} "
+        (f"  {r.device.name}: {format_ms(fig.ms, 5)}, the {fig.how} "
          f"(standard error of the mean {format_ms(t.stderr_ms, 3)}), case {r.case_name} ({_case_text(r.case)})"),
         f"    run {r.run_id}, {r.created_utc.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC, code {r.code.digest}{stale}",
         f"    measured with `{command}`",

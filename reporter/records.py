@@ -250,8 +250,9 @@ class Derived(Record):
     floor_ms: float | None = Field(None, description="the time at the roofline's bound for this work")
 
 
-def derive(work: WorkModel, median_ms: float, ceilings: DeviceCeilings | None) -> Derived:
-    seconds = median_ms / 1e3
+def derive(work: WorkModel, time_ms: float, ceilings: DeviceCeilings | None) -> Derived:
+    """The figures that follow from one time of the work (the figure: a run's mean)."""
+    seconds = time_ms / 1e3
     tflops = work.flops / seconds / 1e12
     gbps = work.bytes / seconds / 1e9
     out = Derived(tflops=tflops, gbps=gbps, arithmetic_intensity=work.intensity, ceiling=work.ceiling)

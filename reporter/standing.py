@@ -22,9 +22,14 @@ decides first, then the date (the newest of the best kind):
 A run whose check failed has no time; it stands only when it is the newest run of all, so a
 version broken by its latest change shows as broken.
 
-**Which figure.** The standing run's median: robust to the slow samples of a power-cap dip,
-and what ``triton.testing.do_bench`` reports. ``report crosscheck`` records it beside the course
-harness's mean and ``do_bench``'s median, measured in one session on one card.
+**Which figure.** The standing run's mean, the course harness's statistic. A card at its power
+cap dips: on the H100, about a second into back-to-back calls of flashattn's benchmark case the
+SM clock fell from 1515 to 1185 MHz for a few tenths of a second and calls took up to 16.4 ms
+instead of 13.3 ms. A 100-call run (the course's, and ours) spans that dip; the mean counts it,
+as the course's harness does, and the median does not: in one session the course harness gave
+13.70 and 13.75 ms, ``do_bench`` 13.91 ms, our mean 13.82 ms and our median 13.33 ms.
+``report crosscheck`` records all of them side by side. Verdicts between runs (`report diff`)
+test the whole samples and compare medians, which the dip moves less.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .records import Run, TimingStats
+from .records import DeviceCeilings, Derived, PeerResult, Run, TimingStats, derive
+
+STATISTIC = "mean"
 
 KINDS = ("rested", "alone", "interleaved", "held", "ranked")
 KIND_WORDS = {
@@ -84,7 +91,7 @@ def standing_run(runs: Iterable[Run], version: str, case: str, *, gpu: str | Non
 
 @dataclass(frozen=True)
 class Figure:
-    """A version's time on a case: the standing run's median, and how it was taken."""
+    """A version's time on a case: the standing run's mean, and how it was taken."""
 
     run: Run
     ms: float
@@ -92,17 +99,31 @@ class Figure:
 
     @property
     def how(self) -> str:
-        """E.g. 'median of 100 calls timed alone from a rested card (5 s idle, then 3 warm-up calls), L2
+        """E.g. 'mean of 100 calls timed alone from a rested card (5 s idle, then 3 warm-up calls), L2
         cleared before each'."""
         t = self.run.timing
         assert t is not None
         rest = f" ({t.rest_s:g} s idle, then {t.warmup_reps} warm-up calls)" if self.kind == "rested" else ""
         flush = ", L2 cleared before each" if t.l2_flush else ""
-        return f"median of {t.n} calls {KIND_WORDS[self.kind]}{rest}{flush}"
+        return f"{STATISTIC} of {t.n} calls {KIND_WORDS[self.kind]}{rest}{flush}"
+
+    def derived(self, ceilings: DeviceCeilings | None) -> Derived:
+        """TFLOP/s, GB/s, share of the roof: from this figure (records made before figures were means
+        derived theirs from the median)."""
+        return derive(self.run.work, self.ms, ceilings)
 
 
 def figure(run: Run | None) -> Figure | None:
     """The figure a run gives its version, None when it has no time (its check failed)."""
     if run is None or run.timing is None:
         return None
-    return Figure(run=run, ms=run.timing.median_ms, kind=kind_of(run.timing))
+    return Figure(run=run, ms=run.timing.mean_ms, kind=kind_of(run.timing))
+
+
+def figure_ms(t: TimingStats | None) -> float | None:
+    """The figure of any timing (a peer's in a run, a sweep point's): its mean."""
+    return t.mean_ms if t is not None else None
+
+
+def peer_ms(p: PeerResult) -> float | None:
+    return figure_ms(p.timing)

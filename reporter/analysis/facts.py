@@ -1,5 +1,9 @@
-"""The names worklog.md may bind: ``{{ v03.median_ms }}``, ``{{ v03.speedup_over('v02') }}``,
-``{{ v03.dram_throughput_pct }}``, ``{{ peers.sdpa_cudnn.median_ms }}``, ``{{ best.short }}``...
+"""The names worklog.md may bind: ``{{ v03.ms }}``, ``{{ v03.speedup_over('v02') }}``,
+``{{ v03.dram_throughput_pct }}``, ``{{ peers.sdpa_cudnn.ms }}``, ``{{ best.short }}``...
+
+``ms`` is a version's figure (reporter.standing: the mean of the run that stands for it), and
+``speedup_over``, ``tflops``, ``gbps``, ``roof_pct`` and ``x_from_floor`` follow from it;
+``median_ms``, ``min_ms`` and the rest describe the same run's samples.
 
 Every value is a :class:`Number` that prints with sensible precision, so prose never carries
 a typed figure. Anything that does not exist raises :class:`BindingError`, which the
@@ -13,7 +17,7 @@ import statistics
 import math
 from typing import Any
 
-from ..records import PeerResult, Run, Sweep
+from ..records import DeviceCeilings, PeerResult, Run, Sweep, derive
 from .summary import AssignmentSummary, VersionSummary
 
 
@@ -65,14 +69,24 @@ def _need(value: float | None, what: str) -> Number:
 
 
 class TimingFacts(_Facts):
-    def __init__(self, run: Run | None, label: str) -> None:
+    def __init__(self, run: Run | None, label: str, ceilings: DeviceCeilings | None = None) -> None:
         self._run = run
         self._what = label
+        self._ceilings = ceilings
 
     def _t(self):
         if self._run is None or self._run.timing is None:
             raise BindingError(f"{self._what} has no timed run on the benchmark case")
         return self._run.timing
+
+    @property
+    def ms(self) -> Number:
+        """The figure: the run's mean (see reporter.standing)."""
+        return Number(self._t().mean_ms)
+
+    @property
+    def us(self) -> Number:
+        return Number(self._t().mean_ms * 1e3)
 
     @property
     def median_ms(self) -> Number:
@@ -122,6 +136,16 @@ class TimingFacts(_Facts):
         if not q:
             raise BindingError(f"{self._what} kept no host queuing times (recorded before they were)")
         return Number(statistics.median(q))
+
+    def peer_ms(self, name: str) -> Number:
+        """A peer's figure (its mean) timed in this same run (so under the same conditions)."""
+        if self._run is None:
+            raise BindingError(f"{self._what} has no run")
+        for p in self._run.peers:
+            if p.name == name and p.timing is not None:
+                return Number(p.timing.mean_ms)
+        have = ", ".join(p.name for p in self._run.peers if p.timing) or "none"
+        raise BindingError(f"{self._what}: no timed peer '{name}' in this run (have: {have})")
 
     def peer_median_ms(self, name: str) -> Number:
         """A peer's median timed in this same run (so under the same conditions)."""
@@ -178,7 +202,11 @@ class TimingFacts(_Facts):
         return self._state().limited_samples()
 
     def _derived(self):
-        if self._run is None or self._run.derived is None:
+        if self._run is None or self._run.timing is None:
+            raise BindingError(f"{self._what} has no derived figures")
+        if self._ceilings is not None:  # from the figure, as the report derives them
+            return derive(self._run.work, self._run.timing.mean_ms, self._ceilings)
+        if self._run.derived is None:
             raise BindingError(f"{self._what} has no derived figures")
         return self._run.derived
 
@@ -202,7 +230,7 @@ class TimingFacts(_Facts):
 
     @property
     def x_from_floor(self) -> Number:
-        return Number(self._t().median_ms / float(self.floor_ms), 3)
+        return Number(self._t().mean_ms / float(self.floor_ms), 3)
 
 
 class PeerFacts(TimingFacts):
@@ -228,7 +256,7 @@ def _config_names(sw: Sweep) -> list[str]:
 
 class VersionFacts(TimingFacts):
     def __init__(self, v: VersionSummary, summary: AssignmentSummary) -> None:
-        super().__init__(v.bench, v.short)
+        super().__init__(v.bench, v.short, summary.ceilings)
         self._v = v
         self._s = summary
 
@@ -258,22 +286,25 @@ class VersionFacts(TimingFacts):
         return self._v.short
 
     def speedup_over(self, other: str) -> Number:
-        """How many times faster this version is than another version or a peer (×)."""
-        mine = float(self.median_ms)
+        """How many times faster this version is than another version or a peer (×), by their figures;
+        a peer from this version's own run when it timed that peer the same way."""
+        mine = float(self.ms)
         try:
-            theirs = float(VersionFacts(self._s.get(other), self._s).median_ms)
+            theirs = float(VersionFacts(self._s.get(other), self._s).ms)
         except KeyError:
-            peer = self._s.peer(other)
+            own = next((p for p in (self._run.peers if self._run else []) if p.name == other and p.timing
+                        and self._run.timing and self._run.timing.timed_like(p.timing)), None)  # type: ignore[union-attr]
+            peer = own or self._s.peer(other)
             if peer is None:
                 raise BindingError(f"speedup_over('{other}'): no version or peer named '{other}'") from None
-            theirs = float(PeerFacts(peer).median_ms)
+            theirs = float(PeerFacts(peer).ms)
         return Number(theirs / mine, 3)
 
     def case(self, case_name: str) -> TimingFacts:
         run = self._v.runs.get(case_name)
         if run is None:
             raise BindingError(f"{self.short} has no run on case '{case_name}' (have: {', '.join(self._v.runs)})")
-        return TimingFacts(run, f"{self.short}.case('{case_name}')")
+        return TimingFacts(run, f"{self.short}.case('{case_name}')", self._s.ceilings)
 
     def ranked(self, case_name: str | None = None, held: bool | None = None) -> TimingFacts:
         """The newest --ranked run (fresh input every repetition) on a case, default the benchmark;
@@ -428,10 +459,13 @@ class ReferenceFacts(_Facts):
         self._s = summary
 
     @property
-    def median_ms(self) -> Number:
+    def ms(self) -> Number:
+        """The public result's time as published (a leaderboard's mean, for the course boards)."""
         if not self._s.references:
             raise BindingError("the assignment defines no REFERENCE_RESULTS")
         return Number(self._s.references[0].median_ms)
+
+    median_ms = ms  # the name REFERENCE_RESULTS rows use
 
     @property
     def label(self) -> str:

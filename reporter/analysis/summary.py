@@ -13,7 +13,7 @@ from pathlib import Path
 from .. import store
 from ..assignments import Assignment, ReferenceResult, Version
 from ..records import CrossCheck, DeviceCeilings, PeerResult, Run, Sweep
-from ..standing import standing_runs
+from ..standing import Figure, figure, standing_runs
 
 
 class SummaryError(Exception):
@@ -45,6 +45,16 @@ class VersionSummary:
     def median_ms(self) -> float | None:
         r = self.bench
         return r.timing.median_ms if r and r.timing else None
+
+    @property
+    def figure(self) -> Figure | None:
+        """The version's time on the benchmark case (reporter.standing)."""
+        return figure(self.bench)
+
+    @property
+    def figure_ms(self) -> float | None:
+        f = self.figure
+        return f.ms if f else None
 
     @property
     def ok(self) -> bool:
@@ -93,7 +103,7 @@ class AssignmentSummary:
     @property
     def best(self) -> VersionSummary | None:
         ok = self.measured
-        return min(ok, key=lambda v: v.median_ms or float("inf")) if ok else None
+        return min(ok, key=lambda v: v.figure_ms or float("inf")) if ok else None
 
     @property
     def peers(self) -> list[PeerResult]:

@@ -190,7 +190,7 @@ def peer_shim(a: Assignment, peer: str, repo: Path) -> tuple[str, list[str]]:
 class CrossCheckOptions:
     course_root: Path | None
     peers: Sequence[str] = ()
-    rest_s: float = 5.0
+    rest_s: float = 3.0
     harness_timeout_s: float = 600.0
     do_bench: bool = True
     ours: bool = True

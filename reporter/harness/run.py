@@ -207,7 +207,7 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
                                   timer=timer, on_sample=lambda i, ms: progress.update(task, completed=i + 1),
                                   state=state)
                 out.append(PeerResult(name=name, description=peer.description, check=check, timing=t,
-                                      derived=derive(work, t.median_ms, ceilings)))
+                                      derived=derive(work, t.mean_ms, ceilings)))
         except RankedCheckFailed as e:
             out.append(PeerResult(name=name, description=peer.description, check=e.result, error=str(e)))
         except Exception as e:  # a peer missing on this torch build must not stop the run
@@ -318,7 +318,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
                     pr.error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
                 else:
                     pr.timing = st
-                    pr.derived = derive(work, st.median_ms, ceilings) if st else None
+                    pr.derived = derive(work, st.mean_ms, ceilings) if st else None
             else:
                 r = runs[j]
                 r.ranked_checks = ranked_checks[i]
@@ -328,7 +328,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
                     r.error = f"{type(err).__name__}: {err}"
                 else:
                     r.timing = st
-                    r.derived = derive(work, st.median_ms, ceilings) if st else None
+                    r.derived = derive(work, st.mean_ms, ceilings) if st else None
     for j, r in enumerate(runs):
         r.peers = peer_results
         r.builds = kernel_builds(launched.get(j, []))
@@ -400,7 +400,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                                                      on_sample=lambda i, ms, t=task: progress.update(t, completed=i + 1),
                                                      state=state)
                     if r.check.passed:
-                        r.derived = derive(r.work, r.timing.median_ms, ceilings)  # type: ignore[union-attr]
+                        r.derived = derive(r.work, r.timing.mean_ms, ceilings)  # type: ignore[union-attr]
                         if opts.profile:
                             _profile(r, repo_root, a, v, opts, console, progress)
                     else:
@@ -423,13 +423,15 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
 
 def summary_table(runs: list[Run]) -> Table:
     t = Table(title="runs written")
-    for col in ("version", "case", "check", "median ms", "± stderr", "n", "TFLOP/s", "GB/s", "% of roof", "best peer ms"):
+    for col in ("version", "case", "check", "mean ms", "± stderr", "median ms", "n", "TFLOP/s", "GB/s", "% of roof",
+                "best peer ms"):
         t.add_column(col, justify="right" if col not in ("version", "case", "check") else "left")
     for r in runs:
-        best_peer = min((p.timing.median_ms for p in r.peers if p.timing), default=None)
+        best_peer = min((p.timing.mean_ms for p in r.peers if p.timing), default=None)
         t.add_row(
             r.version, r.case_name, "[green]pass[/green]" if r.check.passed else f"[red]FAIL[/red] {r.error or ''}",
-            f"{r.timing.median_ms:.4f}" if r.timing else "-", f"{r.timing.stderr_ms:.4f}" if r.timing else "-",
+            f"{r.timing.mean_ms:.4f}" if r.timing else "-", f"{r.timing.stderr_ms:.4f}" if r.timing else "-",
+            f"{r.timing.median_ms:.4f}" if r.timing else "-",
             str(r.timing.n) if r.timing else "-",
             f"{r.derived.tflops:.1f}" if r.derived else "-", f"{r.derived.gbps:.0f}" if r.derived else "-",
             f"{100 * r.derived.fraction_of_ceiling:.1f}" if r.derived and r.derived.fraction_of_ceiling else "-",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -16,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 from ..analysis.summary import AssignmentSummary  # noqa: E402
+from ..records import Derived, WorkModel, derive  # noqa: E402
 
 VERSION_COLOR = "#1f5aa6"
 PEER_COLOR = "#c0392b"
@@ -47,18 +49,18 @@ def _fmt_ms(ms: float) -> str:
 
 
 def time_per_version(s: AssignmentSummary) -> str:
-    """Median time of each version and peer on the benchmark case (whiskers: 5th–95th
+    """Each version's and peer's figure (the mean) on the benchmark case (whiskers: 5th–95th
     percentile), with the public reference and the roofline floor as vertical lines."""
     rows: list[tuple[str, float, float, float, str]] = []
     for v in s.versions:
         r = v.bench
         if r and r.timing:
             q = r.timing.quantiles_ms
-            rows.append((v.name, r.timing.median_ms, q["p05"], q["p95"], VERSION_COLOR))
+            rows.append((v.name, r.timing.mean_ms, q["p05"], q["p95"], VERSION_COLOR))
     for p in s.peers:
         if p.timing:
             q = p.timing.quantiles_ms
-            rows.append((f"peer: {p.name}", p.timing.median_ms, q["p05"], q["p95"], PEER_COLOR))
+            rows.append((f"peer: {p.name}", p.timing.mean_ms, q["p05"], q["p95"], PEER_COLOR))
     fig, ax = plt.subplots(figsize=(6.6, 0.34 * len(rows) + 1.3))
     if not rows:
         ax.text(0.5, 0.5, "no timed runs", ha="center", va="center", transform=ax.transAxes)
@@ -82,8 +84,9 @@ def time_per_version(s: AssignmentSummary) -> str:
             ax.axvline(ref.median_ms, color=REF_COLOR, ls="--", lw=1)
             lines.append((ref.median_ms, f"{ref.label} ({ref.gpu})", REF_COLOR))
     best = s.best
-    if best and best.bench and best.bench.derived and best.bench.derived.floor_ms:
-        f = best.bench.derived.floor_ms
+    floor = best.figure.derived(s.ceilings).floor_ms if best and best.figure else None
+    if floor:
+        f = floor
         ax.axvline(f, color=FLOOR_COLOR, ls=":", lw=1.2)
         lines.append((f, "roofline floor (measured peaks)", FLOOR_COLOR))
     from matplotlib.lines import Line2D
@@ -92,18 +95,24 @@ def time_per_version(s: AssignmentSummary) -> str:
         handles = [Line2D([], [], color=c, ls="--" if c == REF_COLOR else ":", lw=1.2) for _, _, c in lines]
         ax.legend(handles, [f"{label}: {_fmt_ms(x)}" for x, label, _ in lines], loc="lower right", fontsize=7,
                   frameon=True, framealpha=0.9)
-    ax.set_xlabel(f"median time on the benchmark case ({s.gpu.upper()}), lower is better")
+    ax.set_xlabel(f"time on the benchmark case ({s.gpu.upper()}; mean, whiskers 5th–95th percentile), lower is better")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_ms(v) if v > 0 else "0"))
     ax.set_xlim(right=max(med + [x for x, _, _ in lines]) * (2.2 if spread > 20 else 1.18))
     ax.set_title("Time per version")
     return svg_text(fig)
 
 
+@dataclass(frozen=True)
+class _Point:
+    work: WorkModel
+    derived: Derived
+
+
 def roofline(s: AssignmentSummary) -> str:
     """Log-log roofline from the measured ceilings: one point per version at its
     work-model intensity, arrows from each version to the next, peers as crosses."""
     c = s.ceilings
-    pts = [(v.name, v.bench) for v in s.versions if v.bench and v.bench.derived]
+    pts = [(v.name, _Point(v.figure.run.work, v.figure.derived(c))) for v in s.versions if v.figure is not None]
     fig, ax = plt.subplots(figsize=(6.6, 3.9))
     if c is None or not pts:
         ax.text(0.5, 0.5, "no ceilings or no timed runs recorded", ha="center", va="center", transform=ax.transAxes)
@@ -148,9 +157,10 @@ def roofline(s: AssignmentSummary) -> str:
                                                                   "lw": 0.9, "shrinkA": 4, "shrinkB": 4})
         prev = (x, yv)
     for p in s.peers:
-        if p.derived and p.derived.tflops > 0:
-            ax.plot([p.derived.arithmetic_intensity], [p.derived.tflops], "x", color=PEER_COLOR, ms=6, mew=1.5)
-            ax.annotate(p.name, (p.derived.arithmetic_intensity, p.derived.tflops), textcoords="offset points",
+        pd = derive(work, p.timing.mean_ms, c) if p.timing else None
+        if pd and pd.tflops > 0:
+            ax.plot([pd.arithmetic_intensity], [pd.tflops], "x", color=PEER_COLOR, ms=6, mew=1.5)
+            ax.annotate(p.name, (pd.arithmetic_intensity, pd.tflops), textcoords="offset points",
                         xytext=(-7, 0), ha="right", va="center", fontsize=7, color=PEER_COLOR)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -159,7 +169,7 @@ def roofline(s: AssignmentSummary) -> str:
     bottom = min([r.derived.tflops for _, r in pts] + [top]) / 10
     ax.set_ylim(bottom, top * 2.2)
     ax.set_xlabel("arithmetic intensity of the work model (flop per DRAM byte)")
-    ax.set_ylabel("TFLOP/s (work model flops / median time)")
+    ax.set_ylabel("TFLOP/s (work model flops / time)")
     ax.set_title(f"Roofline on the {s.gpu.upper()}, measured ceilings")
     ax.grid(True, which="major", lw=0.3, color="#ccc")
     return svg_text(fig)
@@ -168,8 +178,10 @@ def roofline(s: AssignmentSummary) -> str:
 def _bandwidth_chart(s: AssignmentSummary) -> str:
     """For work with no flops: achieved GB/s per version against the copy ceiling."""
     c = s.ceilings
-    rows = [(v.name, v.bench.derived.gbps, VERSION_COLOR) for v in s.versions if v.bench and v.bench.derived]
-    rows += [(f"peer: {p.name}", p.derived.gbps, PEER_COLOR) for p in s.peers if p.derived]
+    rows = [(v.name, v.figure.derived(c).gbps, VERSION_COLOR) for v in s.versions if v.figure is not None]
+    work = next((v.figure.run.work for v in s.versions if v.figure is not None), None)
+    rows += [(f"peer: {p.name}", derive(work, p.timing.mean_ms, c).gbps, PEER_COLOR) for p in s.peers
+             if p.timing and work is not None]
     fig, ax = plt.subplots(figsize=(6.6, 0.34 * len(rows) + 1.3))
     y = list(range(len(rows)))[::-1]
     ax.barh(y, [r[1] for r in rows], color=[r[2] for r in rows], height=0.62)
@@ -180,7 +192,7 @@ def _bandwidth_chart(s: AssignmentSummary) -> str:
                 fontsize=7, transform=ax.get_xaxis_transform())
     for yi, (_, g, _) in zip(y, rows):
         ax.text(g, yi, f" {g:,.0f}", va="center", fontsize=7.5)
-    ax.set_xlabel("achieved bandwidth (work-model bytes / median time), GB/s")
+    ax.set_xlabel("achieved bandwidth (work-model bytes / time), GB/s")
     ax.set_title(f"Bandwidth against the measured copy ceiling ({s.gpu.upper()})")
     return svg_text(fig)
 

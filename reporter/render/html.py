@@ -16,11 +16,11 @@ from typing import Any
 import jinja2
 
 from ..analysis.facts import fmt_number
-from ..standing import figure
+from ..standing import figure, peer_ms
 from ..analysis.summary import AssignmentSummary, VersionSummary
 from ..harness.device import device_lines
 from ..harness.timing import leaderboard_block
-from ..records import PeerResult, Run
+from ..records import PeerResult, Run, derive
 from . import charts, code
 from .worklog import Worklog, markdown_to_html
 
@@ -102,8 +102,9 @@ def _shape(case: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in case.items() if k != "seed") + f"; seed {case.get('seed')}"
 
 
-def _row(r: Run) -> CaseRow:
-    t, d, c = r.timing, r.derived, r.check
+def _row(r: Run, ceilings: Any = None) -> CaseRow:
+    t, c = r.timing, r.check
+    d = derive(r.work, t.mean_ms, ceilings) if t is not None else None
     if c.passed:
         err = f"max abs err {c.max_abs_error:.2g}" if c.max_abs_error is not None and not c.exact else "exact"
         check = f"pass ({err})"
@@ -197,25 +198,25 @@ def _build_lines(r: Run | None) -> list[str]:
 
 
 def _peer_time(p: PeerResult) -> float | None:
-    return p.timing.median_ms if p.timing else None
+    return peer_ms(p)
 
 
 def _comparisons(v: VersionSummary, s: AssignmentSummary, verdict_fn) -> list[Comparison]:
-    mine = v.median_ms
+    mine = v.figure_ms
     if mine is None:
         return []
     out: list[Comparison] = []
     prev = s.previous(v)
-    if prev and prev.median_ms:
+    if prev and prev.figure_ms:
         verdict = ""
         if verdict_fn and prev.bench and prev.bench.timing and v.bench and v.bench.timing:
             verdict = verdict_fn(prev.bench.timing, v.bench.timing)
-        out.append(Comparison(prev.name, "previous version", ms(prev.median_ms), times(prev.median_ms / mine),
-                              prev.median_ms > mine, verdict))
+        out.append(Comparison(prev.name, "previous version", ms(prev.figure_ms), times(prev.figure_ms / mine),
+                              prev.figure_ms > mine, verdict))
     first = next((x for x in s.versions if x.ok), None)
-    if first and first is not v and first is not prev and first.median_ms:
-        out.append(Comparison(first.name, "first version", ms(first.median_ms), times(first.median_ms / mine),
-                              first.median_ms > mine))
+    if first and first is not v and first is not prev and first.figure_ms:
+        out.append(Comparison(first.name, "first version", ms(first.figure_ms), times(first.figure_ms / mine),
+                              first.figure_ms > mine))
     own = [p for p in (v.bench.peers if v.bench else []) if p.timing is not None and v.bench.timing is not None
            and v.bench.timing.timed_like(p.timing) and (p.check is None or p.check.passed)]
     for p in own or s.peers:
@@ -288,14 +289,16 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
             prev_run = prev.bench.model_copy(update={"profile": pp.profile}) if pp else prev.bench
         obs = hooks.observations(obs_run, prev_run, s.ceilings) if hooks.observations and obs_run else []
         headline = ""
-        if v.median_ms and bench and bench.derived:
-            headline = f"{ms(v.median_ms)} median on the benchmark case"
+        fig = v.figure
+        if fig is not None and bench is not None:
+            der = fig.derived(s.ceilings)
+            headline = f"{ms(fig.ms)} on the benchmark case"
             if bench.work.flops:
-                headline += f", {fmt_number(bench.derived.tflops, 3)} TFLOP/s"
+                headline += f", {fmt_number(der.tflops, 3)} TFLOP/s"
             else:
-                headline += f", {fmt_number(bench.derived.gbps, 4)} GB/s"
-            if bench.derived.fraction_of_ceiling is not None:
-                headline += f" ({pct(bench.derived.fraction_of_ceiling)} of the measured roof)"
+                headline += f", {fmt_number(der.gbps, 4)} GB/s"
+            if der.fraction_of_ceiling is not None:
+                headline += f" ({pct(der.fraction_of_ceiling)} of the measured roof)"
         snap = bench.code if bench else (next(iter(v.runs.values())).code if v.runs else None)
         views.append(VersionView(
             name=v.name, short=v.short, anchor=v.name,
@@ -303,7 +306,7 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
             excerpt_html=ex.html(), excerpt_path=ex.path, excerpt_line=ex.first_line,
             excerpt_truncated=ex.truncated,
             config=", ".join(f"{k}={val}" for k, val in (snap.config.items() if snap else [])),
-            rows=[_row(r) for r in cases],
+            rows=[_row(r, s.ceilings) for r in cases],
             ranked=[_ranked_line(rr) for c in s.assignment.cases() if (rr := v.ranked(c)) is not None],
             comparisons=_comparisons(v, s, hooks.verdict),
             notes_html=markdown_to_html(section.markdown) if section else "",
@@ -388,12 +391,12 @@ def _stopping_facts(s: AssignmentSummary) -> list[str]:
     """Computed sentences for Part 2: where the best version stands against the roof,
     the peers and the public results."""
     best = s.best
-    if best is None or best.bench is None or best.bench.derived is None:
+    fig = best.figure if best is not None else None
+    if best is None or fig is None:
         return ["No version has a timed run on the benchmark case yet."]
-    r, d = best.bench, best.bench.derived
-    fig = figure(r)
-    out = [f"The fastest version, {best.name}, runs the benchmark case in {ms(best.median_ms)}, the "
-           f"{fig.how} (standard error of the mean {ms(r.timing.stderr_ms)})."]  # type: ignore[union-attr]
+    r, d = fig.run, fig.derived(s.ceilings)
+    out = [f"The fastest version, {best.name}, runs the benchmark case in {ms(fig.ms)}, the "
+           f"{fig.how} (standard error {ms(r.timing.stderr_ms)}; median {ms(r.timing.median_ms)})."]  # type: ignore[union-attr]
     out += _crosscheck_sentences(s, best.name)
     if d.floor_ms and d.ceiling_value:
         unit = d.ceiling_unit or ""
@@ -401,14 +404,17 @@ def _stopping_facts(s: AssignmentSummary) -> list[str]:
         got = d.tflops if r.work.flops else d.gbps
         out.append(f"It reaches {fmt_number(got, 4)} {what}, {pct(d.fraction_of_ceiling)} of the measured ceiling "
                    f"({d.ceiling}: {fmt_number(d.ceiling_value, 4)} {unit}); the roofline floor for this work is "
-                   f"{ms(d.floor_ms)}, so it is {times(best.median_ms / d.floor_ms)} from the roof "  # type: ignore[operator]
-                   f"and at most {ms(best.median_ms - d.floor_ms)} remain to be won.")  # type: ignore[operator]
-    timed = [p for p in s.peers if p.timing]
+                   f"{ms(d.floor_ms)}, so it is {times(fig.ms / d.floor_ms)} from the roof "
+                   f"and at most {ms(fig.ms - d.floor_ms)} remain to be won.")
+    own = [p for p in r.peers if p.timing is not None and r.timing.timed_like(p.timing)]  # type: ignore[union-attr]
+    timed = own or [p for p in s.peers if p.timing]
     if timed:
-        fastest = min(timed, key=lambda p: p.timing.median_ms)  # type: ignore[union-attr]
-        rel = fastest.timing.median_ms / best.median_ms  # type: ignore[union-attr,operator]
+        fastest = min(timed, key=lambda p: peer_ms(p))  # type: ignore[arg-type,return-value]
+        theirs = peer_ms(fastest)
+        rel = theirs / fig.ms  # type: ignore[operator]
         word = "faster" if rel > 1 else "slower"
-        out.append(f"The fastest peer, {fastest.name} ({fastest.description}), takes {ms(fastest.timing.median_ms)}: "  # type: ignore[union-attr]
+        where = "timed the same way in the same run" if own else "from the newest run that timed the peers"
+        out.append(f"The fastest peer, {fastest.name} ({fastest.description}), takes {ms(theirs)} ({where}): "
                    f"{best.name} is {times(rel if rel > 1 else 1 / rel)} {word}.")
     check = s.crosscheck(best.name)
     course_mine = next((a.course_ms for a in (agreements_of(check) if check else [])
