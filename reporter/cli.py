@@ -178,7 +178,7 @@ def _agreement_table(check):  # type: ignore[no-untyped-def]
 
     t = Table(title=f"{check.assignment} {check.version} on {check.device.name}: three timers, one session",
               title_justify="left", box=None, header_style="bold", pad_edge=False)
-    for col in ("callable", "case", "ours (median)", "course harness (mean)", "do_bench (median)", "course test",
+    for col in ("callable", "case", "ours (mean)", "course harness (mean)", "do_bench (median)", "course test",
                 f"within {AGREEMENT_PCT:g} %"):
         t.add_column(col, justify="left" if col in ("callable", "case") else "right")
 

@@ -471,7 +471,8 @@ class CrossCheckEntry(Record):
     runs: dict[str, str] = Field(default_factory=dict,
                                  description="case name -> id of our own run of it made in this cross-check")
     figures_ms: dict[str, float] = Field(default_factory=dict,
-                                         description="case name -> our figure (that run's median), for reading")
+                                         description="case name -> our figure (that run's mean, see "
+                                                     "reporter.standing), copied for reading")
 
 
 class CrossCheck(Record):

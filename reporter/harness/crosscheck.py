@@ -42,6 +42,7 @@ from typing import Any
 
 from .. import store
 from ..assignments import Assignment, AssignmentError, Version
+from ..standing import figure_ms
 from ..records import CourseCase, CourseHarnessRun, CrossCheck, CrossCheckEntry, DeviceInfo, DoBenchResult, Run
 
 EVAL = "eval.py"
@@ -260,11 +261,11 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
                 continue
             if r.timing is not None:
                 entries[v.name].runs[r.case_name] = r.run_id
-                entries[v.name].figures_ms[r.case_name] = r.timing.median_ms
+                entries[v.name].figures_ms[r.case_name] = figure_ms(r.timing)  # type: ignore[assignment]
             for peer in r.peers:
                 if peer.name in entries and peer.timing is not None:
                     entries[peer.name].runs[r.case_name] = r.run_id
-                    entries[peer.name].figures_ms[r.case_name] = peer.timing.median_ms
+                    entries[peer.name].figures_ms[r.case_name] = figure_ms(peer.timing)  # type: ignore[assignment]
 
     if do_bench is not None and opts.do_bench:
         mod = v.load()
