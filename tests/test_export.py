@@ -129,7 +129,7 @@ def test_header_states_the_recorded_measurement(exported, key):
     same = all(hashlib.sha256((ROOT / f.path).read_text(encoding="utf-8").encode()).hexdigest() == f.sha256
                for f in chosen.code.files if (ROOT / f.path).is_file())
     text = " ".join(header(path).split())
-    assert f"{chosen.device.name}: {format_ms(chosen.timing.median_ms, 5)}, the {figure(chosen).how}" in text
+    assert f"{chosen.device.name}: {format_ms(figure(chosen).ms, 5)}, the {figure(chosen).how}" in text
     assert f"run {chosen.run_id}" in text
     assert f"measured with `{chosen.command}`" in text
     assert f"Re-measure: report run {assignment} -v {handle} -c benchmark" in text
