@@ -218,10 +218,10 @@ def resolve_pair(kernels: Path, logs: Path, args: list[str], case: str | None,
     """The two runs `report diff` compares, from its positional arguments:
     ``A.json B.json`` or ``ASSIGNMENT A B`` where A and B are versions, ``version@run-id`` or files.
 
-    A bare version means its latest run on the case; when both sides are bare versions and
-    ran on a GPU in common, the latest runs on the newest such GPU (``gpu`` forces one), so
-    that a run on another card does not silently become the baseline. ``v03 v03`` compares
-    the latest run with the one before it on the same GPU.
+    A bare version means the run that stands for it on the case (reporter.standing, as in the
+    report); when both sides are bare versions and ran on a GPU in common, on the GPU of the
+    newest such run (``gpu`` forces one), so that a run on another card does not silently become
+    the baseline. ``v03 v03`` compares the latest run with the one before it on the same GPU.
     """
     if len(args) == 2:
         specs = [parse_run_spec(t) for t in args]
@@ -271,10 +271,13 @@ def _latest_pair(logs: Path, assignment: str, va: str, vb: str, case: str, gpu: 
         return (_on_gpu(runs_b[:-1], latest.device.slug) or runs_b[:-1])[-1], latest
     runs_a = candidate_runs(logs, assignment, va, case, gpu, kernels=kernels)
     common = {r.device.slug for r in runs_a} & {r.device.slug for r in runs_b}
-    if common:
-        slug = _newest([r for r in runs_a + runs_b if r.device.slug in common]).device.slug
-        runs_a, runs_b = _on_gpu(runs_a, slug), _on_gpu(runs_b, slug)
-    return runs_a[-1], runs_b[-1]
+    slug = (_newest([r for r in runs_a + runs_b if r.device.slug in common]) if common
+            else _newest(runs_b)).device.slug
+    # each side is the run that stands for its version (reporter.standing), as in the report and `list`
+    a = standing_run(_on_gpu(runs_a, slug) or runs_a, va, case)
+    b = standing_run(_on_gpu(runs_b, slug) or runs_b, vb, case)
+    assert a is not None and b is not None
+    return a, b
 
 
 # --------------------------------------------------------------------------- worklog.md

@@ -92,12 +92,13 @@ def test_without_profile_only_timing_rules(v01, ceilings):
     v02 = _latest("v02_fused_triton")
     assert v02.profile is None
     obs = observe(v02, v01, ceilings)
-    assert _rules(obs) == ["roof", "change"]
+    assert _rules(obs)[:2] == ["roof", "change"] and set(_rules(obs)) <= {"roof", "change", "host"}
     roof = obs[0]
     assert "fp16 matmul ceiling" in roof.text and f"{roof.metrics['fraction_of_ceiling']:.0%}" in roof.text
-    assert obs[1].text.startswith("Runs 6.20× faster than v01_naive") and obs[1].metrics["speedup"] > 1
+    ratio = v01.timing.mean_ms / v02.timing.mean_ms  # the versions' figures
+    assert obs[1].text.startswith(f"Runs {ratio:.2f}× faster than v01_naive") and obs[1].metrics["speedup"] > 1
     # without ceilings the run's stored derived figures still give the roof
-    assert _rules(observe(v02, None, None)) == ["roof"]
+    assert _rules(observe(v02, None, None))[0] == "roof" and set(_rules(observe(v02, None, None))) <= {"roof", "host"}
 
 
 def test_failed_check_gives_nothing(v02, ceilings):

@@ -25,7 +25,7 @@ def _run(minute: int, *, median: float = 10.0, rest: float = 0.0, interleaved: b
         r.check = r.check.model_copy(update={"passed": False})
         return r
     r.timing = r.timing.model_copy(update={
-        "median_ms": median, "rest_s": rest, "interleaved": interleaved, "ranked": ranked,
+        "median_ms": median, "mean_ms": median, "rest_s": rest, "interleaved": interleaved, "ranked": ranked,
         "method": "cuda-events+hold" if held else "cuda-events"})
     return r
 
@@ -46,7 +46,7 @@ def test_a_rested_run_stands_before_newer_runs_of_other_kinds():
     assert chosen.run_id == "run001"
     f = figure(chosen)
     assert (f.ms, f.kind) == (13.7, "rested")
-    assert f.how.startswith(f"median of {chosen.timing.n} calls timed alone from a rested card (5 s idle")
+    assert f.how.startswith(f"mean of {chosen.timing.n} calls timed alone from a rested card (5 s idle")
 
 
 def test_newest_of_the_best_kind_and_fallbacks():

@@ -142,9 +142,9 @@ def _roof(run: Run, ceilings: DeviceCeilings | None) -> Observation | None:
 def _speedup(run: Run, previous: Run | None) -> Observation | None:
     if previous is None or previous.timing is None or run.timing is None or previous.case_name != run.case_name:
         return None
-    old, new = previous.timing.median_ms, run.timing.median_ms
+    old, new = previous.timing.mean_ms, run.timing.mean_ms  # the figures (reporter.standing: means)
     noise = math.hypot(previous.timing.stderr_ms, run.timing.stderr_ms)
-    cited = {"median_ms": new, "previous_median_ms": old}
+    cited = {"mean_ms": new, "previous_mean_ms": old}
     if abs(old - new) < 2 * noise:
         return Observation(f"No clear change against {previous.version}: {_ms(old)} → {_ms(new)}, "
                            f"within twice the combined standard error ({_ms(noise)}).", cited, "change")
