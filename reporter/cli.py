@@ -170,30 +170,36 @@ def crosscheck_cmd(
     except (AssignmentError, RecordError, CrossCheckError, ValueError) as e:
         _fail(str(e))
         return
-    console.print(_agreement_table(check))
+    from .analysis.crosscheck import runs_of
+
+    console.print(_agreement_table(check, runs_of(check, logs_dir)))
     console.print(f"cross-check written to {path}")
 
 
-def _agreement_table(check):  # type: ignore[no-untyped-def]
+def _agreement_table(check, runs=None):  # type: ignore[no-untyped-def]
     from rich.table import Table
 
     from .analysis.crosscheck import AGREEMENT_PCT, agreements
     from .analysis.diff import format_ms
 
     t = Table(title=f"{check.assignment} {check.version} on {check.device.name}: three timers, one session",
-              title_justify="left", box=None, header_style="bold", pad_edge=False)
-    for col in ("callable", "case", "ours (mean)", "course harness (mean)", "do_bench (median)", "course test",
+              title_justify="left", box=None, header_style="bold", pad_edge=False,
+              caption="course runs that stopped early (its standard-error rule) are set against our mean over "
+                      "as many first calls", caption_justify="left")
+    for col in ("callable", "case", "ours (mean)", "course harness (mean, calls)", "do_bench (median)", "course test",
                 f"within {AGREEMENT_PCT:g} %"):
         t.add_column(col, justify="left" if col in ("callable", "case") else "right")
 
     def gap(x, ref):  # type: ignore[no-untyped-def]
         return f" ({(x / ref - 1) * 100:+.1f} %)" if x is not None and ref else ""
 
-    for ag in agreements(check):
-        course = ", ".join(format_ms(m) for m in ag.course_means_ms) if ag.course_means_ms else "—"
-        t.add_row(("peer " if ag.peer else "") + ag.name, ag.case, format_ms(ag.ours_ms) if ag.ours_ms else "—",
-                  course + gap(ag.course_ms, ag.ours_ms),
-                  (format_ms(ag.do_bench_ms) if ag.do_bench_ms else "—") + gap(ag.do_bench_ms, ag.ours_ms),
+    for ag in agreements(check, runs):
+        course = "\n".join(f"{format_ms(mean)} [{n or '?'}]{gap(mean, ours)}"
+                           + ("" if ours is ag.ours_ms or ours is None else f" vs {format_ms(ours)}")
+                           for (mean, ours, _), n in zip(ag.course_pairs(), ag.course_calls or [None] * 9)) or "—"
+        t.add_row(("peer " if ag.peer else "") + ag.name, ag.case,
+                  (format_ms(ag.ours_ms) + (f" [{ag.ours_calls}]" if ag.ours_calls else "")) if ag.ours_ms else "—",
+                  course, (format_ms(ag.do_bench_ms) if ag.do_bench_ms else "—") + gap(ag.do_bench_ms, ag.ours_ms),
                   {True: "pass", False: "FAIL", None: "—"}[ag.course_passed],
                   {True: "yes", False: "NO", None: "—"}[ag.agrees])
     return t

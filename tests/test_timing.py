@@ -190,3 +190,25 @@ def test_interleaved_rounds_share_one_prepared_input_and_drop_a_callable_whose_c
     assert res.errors[0] is None and res.stats[0].n == 6 and res.stats[0].ranked
     assert res.stats[2].n == 6
     assert not any(i == 1 and rep > 2 for i, rep, _ in seen)
+
+
+def test_the_cyclic_collector_stays_out_of_the_timed_rounds():
+    """A collection inside a host-heavy call's window lengthens the sample: the rounds run with
+    Python's collector off, and it is back on afterwards (or stays off if it was off)."""
+    import gc
+
+    seen: list[bool] = []
+
+    def call(rep):
+        seen.append(gc.isenabled())
+        return rep
+
+    assert gc.isenabled()
+    benchmark(call, timer=HostTimer(), rule=StoppingRule(min_reps=3, max_reps=5, warmup_reps=1))
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()
+    try:
+        benchmark(call, timer=HostTimer(), rule=StoppingRule(min_reps=3, max_reps=3, warmup_reps=0))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -417,7 +417,8 @@ def _stopping_facts(s: AssignmentSummary) -> list[str]:
         out.append(f"The fastest peer, {fastest.name} ({fastest.description}), takes {ms(theirs)} ({where}): "
                    f"{best.name} is {times(rel if rel > 1 else 1 / rel)} {word}.")
     check = s.crosscheck(best.name)
-    course_mine = next((a.course_ms for a in (agreements_of(check) if check else [])
+    course_mine = next((a.course_ms for a in (agreements_of(check, {r.run_id: r for v in s.versions
+                                                                  for r in v.all_runs}) if check else [])
                         if a.name == best.name and a.case == s.benchmark_case and a.course_ms), None)
     for ref in s.references:
         where = (f"a public result ({ref.source or 'source not named'}), measured on another {ref.gpu} in another "
@@ -434,10 +435,10 @@ def _stopping_facts(s: AssignmentSummary) -> list[str]:
     return out
 
 
-def agreements_of(check):  # type: ignore[no-untyped-def]
+def agreements_of(check, runs):  # type: ignore[no-untyped-def]
     from ..analysis.crosscheck import agreements
 
-    return agreements(check)
+    return agreements(check, runs)
 
 
 def _crosscheck_sentences(s: AssignmentSummary, version: str) -> list[str]:
@@ -449,15 +450,18 @@ def _crosscheck_sentences(s: AssignmentSummary, version: str) -> list[str]:
     if check is None:
         return [f"No cross-check of {version} on this GPU yet (`report crosscheck {s.assignment.name} "
                 f"{version.split('_')[0]}` times it with the course's harness and do_bench beside ours)."]
-    rows = [a for a in agreements(check) if a.case == s.benchmark_case]
+    runs = {r.run_id: r for v in s.versions for r in v.all_runs}
+    rows = [a for a in agreements(check, runs) if a.case == s.benchmark_case]
     out = []
     mine = next((a for a in rows if a.name == version), None)
     if mine is not None and mine.ours_ms:
         bits = []
-        if mine.course_ms is not None:
-            runs = " and ".join(ms(m) for m in mine.course_means_ms)
-            bits.append(f"the course's own harness (its eval.py benchmark on the export) a mean of {runs} "
-                        f"({mine.gap_pct(mine.course_ms):+.1f} % from ours)")
+        parts = []
+        for (mean, ours, against), n in zip(mine.course_pairs(), mine.course_calls or (None,) * 9):
+            gap = f"{(mean / ours - 1) * 100:+.1f} % from {against}" if ours else "nothing of ours to set against"
+            parts.append(f"{ms(mean)} over {n or '?'} calls ({gap})")
+        if parts:
+            bits.append("the course's own harness (its eval.py benchmark on the export) means of " + ", ".join(parts))
         if mine.do_bench_ms is not None:
             bits.append(f"triton's do_bench a median of {ms(mine.do_bench_ms)} ({mine.gap_pct(mine.do_bench_ms):+.1f} %)")
         if bits:
