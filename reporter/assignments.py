@@ -32,6 +32,7 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -237,13 +238,38 @@ class Assignment:
                                       f"got {type(tol).__name__}")
         return self.module
 
-    @property
+    @cached_property
     def title(self) -> str:
-        return getattr(self.spec, "TITLE", self.name)
+        """TITLE, read from the source when it is a literal (no import: a report needs no GPU
+        libraries, and no course folder for an assignment over one)."""
+        missing = object()
+        value = read_literal(self.path / "assignment.py", "TITLE", missing)
+        return str(value) if value is not missing else getattr(self.spec, "TITLE", self.name)
 
-    @property
+    @cached_property
     def benchmark_case(self) -> str:
-        return getattr(self.spec, "BENCHMARK_CASE", "benchmark")
+        missing = object()
+        value = read_literal(self.path / "assignment.py", "BENCHMARK_CASE", missing)
+        return str(value) if value is not missing else getattr(self.spec, "BENCHMARK_CASE", "benchmark")
+
+    def references(self) -> list[ReferenceResult]:
+        """REFERENCE_RESULTS; an empty list when the assignment cannot be imported here (its course
+        folder is elsewhere, say): a report reads its figures from the records."""
+        literal = read_literal(self.path / "assignment.py", "REFERENCE_RESULTS", None)
+        if literal == []:
+            return []
+        try:
+            return list(getattr(self.spec, "REFERENCE_RESULTS", []) or [])
+        except AssignmentError:
+            return []
+
+    def case_order(self, recorded: list[str]) -> list[str]:
+        """The case names in the assignment's order, or, when it cannot be imported here, in the
+        order the records give them."""
+        try:
+            return [c for c in self.cases() if c in recorded] + [c for c in recorded if c not in self.cases()]
+        except AssignmentError:
+            return list(dict.fromkeys(recorded))
 
     @property
     def worklog_path(self) -> Path:

@@ -257,7 +257,7 @@ def _facts_grid(run: Run) -> Table:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     c = run.check
-    tol = "exact" if c.exact else f"rtol {c.rtol:g}, atol {c.atol:g}"
+    tol = c.criterion
     verdict = Text("✔ passed" if c.passed else "✘ FAILED", style="green" if c.passed else "bold red")
     verdict.append(f": {c.mismatches:,} of {c.n_elements:,} elements out of tolerance ({tol}, seed {c.seed})")
     errors = [f"{label} {value:.3g}" for label, value in (("max abs error", c.max_abs_error),

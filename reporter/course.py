@@ -177,8 +177,8 @@ class CourseTask:
         if not (self.folder / "reference.py").is_file():
             raise AssignmentError(
                 f"the course problem folder {self.folder} is not on this machine (no reference.py there): "
-                "check out the course's repository (e.g. git clone https://github.com/stanford-cs149/asst5-kernels) "
-                "and point TASK_DIR in this assignment's assignment.py at the problem's folder")
+                "check out the course's repository so that the folder is there, or point TASK_DIR in this "
+                "assignment's assignment.py at the problem's folder")
         return self.folder
 
     @property

@@ -475,7 +475,7 @@ def _plan_course_assignment(folder: Path, assignment: str, version: str, task: P
     title = problem_title(task)
     bench = names.index("benchmark")
     ctx = dict(assignment=assignment, version=version, short=short_handle(version), source=None, source_short=None,
-               title=title, title_literal=repr(title), task_arg=str(task), task_shown=str(task.resolve()),
+               title=title, title_literal=repr(title), task_arg=str(task),
                task_dir_literal=repr(rel), test_file=TEST_FILE.as_posix(),
                bench_word="last" if bench == len(names) - 1 else f"{bench}th (0-based)",
                benchmark_index=None if benchmark_line is None else bench)

@@ -129,6 +129,16 @@ class CheckResult(Record):
     shape_ok: bool = True
     message: str = ""
     seed: int | None = None
+    @property
+    def criterion(self) -> str:
+        """How this check judged, for people: 'exact', 'rtol 0.01, atol 0.01', or the course's check."""
+        if self.by == "check_implementation":
+            tol = "" if self.rtol is None else f" and rtol {self.rtol:g}, atol {self.atol:g}"
+            return f"the assignment's check_implementation{tol}"
+        if self.exact:
+            return "exact"
+        return f"rtol {self.rtol:g}, atol {self.atol:g}" if self.rtol is not None and self.atol is not None else "—"
+
     by: Literal["tolerance", "check_implementation"] = Field(
         "tolerance", description="what decided ``passed``: the elementwise tolerance (or exact match) against the "
                                  "reference, or the assignment's check_implementation (a course's own check), "

@@ -97,7 +97,7 @@ def test_two_problems_in_one_process_keep_their_own_task_modules(tmp_path):
 
 def test_a_missing_folder_says_where_and_how_to_get_it(tmp_path):
     task = CourseTask(tmp_path / "nowhere" / "swiglu")
-    with pytest.raises(AssignmentError, match=r"nowhere/swiglu is not on this machine.*git clone"):
+    with pytest.raises(AssignmentError, match=r"nowhere/swiglu is not on this machine.*check out the course.s repository"):
         _ = task.cases
 
 

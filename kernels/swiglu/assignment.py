@@ -1,16 +1,20 @@
-"""SwiGLU: a course problem, loaded from its own folder at run time.
+"""SwiGLU (CS149 assignment 5): a course problem, loaded from its own folder at run time.
 
-Scaffolded by `report new swiglu v01_reference --from-task .course/asst5-kernels/problems/swiglu`. The
-problem's folder, /work/main/.course/asst5-kernels/problems/swiglu, is in the CS149 / GPU MODE format: this file copies
-nothing from it. Each process that runs a version imports the folder's reference.py, and
-generate_input, ref_kernel and check_implementation are the course's own; the cases are the
-lines of its test_cases/test.txt, named test_0, test_1, … by line, the last line being
-the benchmark. So an exported version (`report export swiglu vNN`) meets, in the
-course's eval.py, the input, the cases and the check it met here.
+Scaffolded by `report new swiglu v01_reference --from-task .course/asst5-kernels/problems/swiglu`.
+The problem's folder (TASK_DIR below, relative to this file: a checkout of the course's
+repository at ``.course/asst5-kernels`` in the project root, which git ignores) is in the
+CS149 / GPU MODE format, and this file copies nothing from it. Each process that runs a version
+imports the folder's reference.py, so generate_input, ref_kernel and check_implementation are the
+course's own: out = Swish(x·W + b) ⊙ (x·V + c) in fp32, x of shape [batch_size, seq, in_features],
+checked with ``torch.allclose(rtol=1e-2, atol=1e-2)``. The cases are the lines of its
+test_cases/test.txt, named test_0, test_1, … by line, the last line being the benchmark (the
+course gives one: batch_size 256, seq 64, in_features 2048, hidden_size 4096, seed 8846). So an
+exported version meets, in the course's eval.py, the input, the cases and the check it met here.
 
-The folder must be on the machine that runs the versions; TASK_DIR is relative to this file.
-EDIT ME: the work model counts the bytes of the input and output tensors only;
-give it the flops the problem must do (and the ceiling, e.g. 'matmul_fp32') if it has any.
+The work model counts the two matrix products (4·M·K·N flops for M = batch_size·seq rows,
+K = in_features, N = hidden_size; the elementwise gate is a few flops per output) against the
+measured fp32 matrix peak, and the bytes of the input and output tensors. Reading records or
+building the report needs no course folder; running a version does.
 """
 
 from __future__ import annotations
@@ -31,7 +35,12 @@ REFERENCE_RESULTS: list = []
 
 
 def work_model(**case: Any) -> WorkModel:
-    return TASK.work_model(**case)
+    moved = TASK.work_model(**case)  # the input's and output's tensors, measured on the case's input
+    m = int(case["batch_size"]) * int(case.get("seq") or 1)
+    k, n = int(case["in_features"]), int(case["hidden_size"])
+    return WorkModel(flops=4.0 * m * k * n, bytes=moved.bytes, ceiling="matmul_fp32",
+                     description=f"two fp32 products x·W and x·V ({m}×{k} by {k}×{n}, 2 flops per multiply-add); "
+                                 + moved.description.split(";")[0])
 
 
 def __getattr__(name: str) -> Any:

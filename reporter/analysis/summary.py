@@ -168,7 +168,7 @@ def summarize(a: Assignment, logs: Path, gpu: str | None = None) -> AssignmentSu
     if ceilings is None:
         found = store.ceilings(logs, gpu)
         ceilings = found[-1] if found else None
-    refs = list(getattr(a.spec, "REFERENCE_RESULTS", []) or [])
+    refs = a.references()
     checks = [c for c in store.crosschecks(logs, a.name) if c.device.slug == gpu]
     return AssignmentSummary(assignment=a, gpu=gpu, versions=versions, ceilings=ceilings, references=refs,
                              crosschecks=checks)

@@ -273,7 +273,7 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
         ex = code.key_excerpt(v.version, repo_root)
         section = wl.versions.get(v.short)
         bench = v.bench
-        cases = [v.runs[c] for c in s.assignment.cases() if c in v.runs]
+        cases = [v.runs[c] for c in s.assignment.case_order(list(v.runs))]
         failed = None
         if bench is None:
             failed = "no run on the benchmark case recorded for this GPU"
@@ -307,7 +307,7 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
             excerpt_truncated=ex.truncated,
             config=", ".join(f"{k}={val}" for k, val in (snap.config.items() if snap else [])),
             rows=[_row(r, s.ceilings) for r in cases],
-            ranked=[_ranked_line(rr) for c in s.assignment.cases() if (rr := v.ranked(c)) is not None],
+            ranked=[_ranked_line(rr) for c in s.assignment.case_order(list(v.runs)) if (rr := v.ranked(c)) is not None],
             comparisons=_comparisons(v, s, hooks.verdict),
             notes_html=markdown_to_html(section.markdown) if section else "",
             notes_missing=section is None, observations=obs, sweep=_sweep_view(v),
@@ -344,7 +344,9 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "last_run": max((r.created_utc for v in s.versions for r in v.runs.values())).strftime("%Y-%m-%d %H:%M UTC"),
         "benchmark_case": s.benchmark_case,
-        "benchmark_shape": _shape(s.assignment.case(s.benchmark_case)),
+        "benchmark_shape": _shape(best.bench.case if best and best.bench else
+                                  next((r.case for v in s.versions for r in v.runs.values()
+                                        if r.case_name == s.benchmark_case), {})),
         "leaderboard": leaderboard,
         "best": best.name if best else None,
         "best_headline": next((x.headline for x in views if best and x.name == best.name), ""),
@@ -384,7 +386,7 @@ def _method(s: AssignmentSummary) -> dict[str, Any]:
     t = r.timing
     return {"method": t.method, "l2_flush": t.l2_flush, "warmup": t.warmup_reps,
             "target": f"{t.target_rel_stderr * 100:g} %", "budget": f"{t.budget_s:g} s", "ranked": t.ranked,
-            "tolerance": (f"exact" if r.check.exact else f"rtol {r.check.rtol:g}, atol {r.check.atol:g}")}
+            "tolerance": r.check.criterion}
 
 
 def _stopping_facts(s: AssignmentSummary) -> list[str]:
