@@ -51,7 +51,16 @@ class Agreement:
 
     @property
     def course_ms(self) -> float | None:
-        return statistics.fmean(self.course_means_ms) if self.course_means_ms else None
+        """The mean of the course runs that timed as many calls as our figure did (the same window),
+        else of all of them."""
+        full = self.full_window_means()
+        chosen = full or list(self.course_means_ms)
+        return statistics.fmean(chosen) if chosen else None
+
+    def full_window_means(self) -> list[float]:
+        """The course runs' means that cover our figure's window (as many calls or more)."""
+        return [m for m, n in zip(self.course_means_ms, self.course_calls or (None,) * len(self.course_means_ms))
+                if n is None or self.ours_calls is None or n >= self.ours_calls]
 
     def gap_pct(self, other: float | None) -> float | None:
         """How far ``other`` is from ours, in percent of ours (positive: other is slower)."""

@@ -393,6 +393,16 @@ class VersionFacts(TimingFacts):
             raise BindingError(f"{label}: the sweep has no timed point")
         return ", ".join(f"{k}={v}" for k, v in best.config.items())
 
+    def crosscheck(self, at: str | None = None) -> CrossCheckFacts:
+        """The newest cross-check of this version on the report's GPU (or the one whose id starts with ``at``)."""
+        found = [c for c in self._s.crosschecks if c.version == self._v.name
+                 and (at is None or c.run_id.startswith(at))]
+        label = f"{self.short}.crosscheck({'' if at is None else repr(at)})"
+        if not found:
+            raise BindingError(f"{label}: no such cross-check of {self._v.name} on this GPU")
+        runs = {r.run_id: r for v in self._s.versions for r in v.all_runs}
+        return CrossCheckFacts(found[-1], runs, label)
+
     def sweep_ties(self, at: str | None = None) -> str:
         """The configurations the newest sweep (or the one whose id starts with ``at``) cannot tell
         apart from its fastest, fastest first, as 'STAGES=3 CLUSTER=2; STAGES=2 CLUSTER=2' (the
@@ -431,6 +441,57 @@ class VersionFacts(TimingFacts):
         if config not in names:
             raise BindingError(f"{label}: no such configuration (have: {'; '.join(names)})")
         return names.index(config) + 1
+
+
+class CrossCheckFacts(_Facts):
+    """A version's cross-check (`report crosscheck`): what the course's harness, do_bench and ours
+    said in one session, per case; ``peer`` names a peer submitted beside it."""
+
+    def __init__(self, check: Any, runs: dict[str, Run], label: str) -> None:
+        from .crosscheck import agreements
+
+        self._check = check
+        self._rows = agreements(check, runs)
+        self._what = label
+
+    def _row(self, case: str, peer: str | None):
+        name = peer or self._check.version
+        for a in self._rows:
+            if a.case == case and a.name == name:
+                return a
+        have = sorted({(a.name, a.case) for a in self._rows})
+        raise BindingError(f"{self._what}: nothing for {name} on case '{case}' (have: {have})")
+
+    @property
+    def run_id(self) -> str:
+        return self._check.run_id
+
+    def ours_ms(self, case: str, peer: str | None = None) -> Number:
+        return _need(self._row(case, peer).ours_ms, f"{self._what}.ours_ms('{case}')")
+
+    def course_ms(self, case: str, which: int = 0, peer: str | None = None) -> Number:
+        """The mean of the course harness's ``which``-th benchmark run (0-based) on the case."""
+        means = self._row(case, peer).course_means_ms
+        if not 0 <= which < len(means):
+            raise BindingError(f"{self._what}.course_ms('{case}', {which}): {len(means)} course run(s)")
+        return Number(means[which])
+
+    def course_calls(self, case: str, which: int = 0, peer: str | None = None) -> int:
+        calls = self._row(case, peer).course_calls
+        if not 0 <= which < len(calls) or calls[which] is None:
+            raise BindingError(f"{self._what}.course_calls('{case}', {which}): not recorded")
+        return int(calls[which])  # type: ignore[arg-type]
+
+    def do_bench_ms(self, case: str, peer: str | None = None) -> Number:
+        return _need(self._row(case, peer).do_bench_ms, f"{self._what}.do_bench_ms('{case}')")
+
+    @property
+    def course_test(self) -> str:
+        """The course harness's closing verdict in test mode on the version's export ('pass'/'fail')."""
+        tests = [r for e in self._check.entries if e.name == self._check.version for r in e.course if r.mode == "test"]
+        if not tests:
+            raise BindingError(f"{self._what}: the course harness's test mode did not run")
+        return tests[-1].verdict or "no verdict"
 
 
 class PeersFacts(_Facts):

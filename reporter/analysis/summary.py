@@ -89,8 +89,12 @@ class AssignmentSummary:
 
     def crosscheck(self, version: str) -> CrossCheck | None:
         """The newest cross-check of a version on this GPU."""
-        found = [c for c in self.crosschecks if c.version == version]
+        found = self.crosschecks_of(version)
         return found[-1] if found else None
+
+    def crosschecks_of(self, version: str) -> list[CrossCheck]:
+        """Every cross-check of a version on this GPU, oldest first."""
+        return [c for c in self.crosschecks if c.version == version]
 
     @property
     def benchmark_case(self) -> str:

@@ -418,10 +418,11 @@ def _stopping_facts(s: AssignmentSummary) -> list[str]:
         where = "timed the same way in the same run" if own else "from the newest run that timed the peers"
         out.append(f"The fastest peer, {fastest.name} ({fastest.description}), takes {ms(theirs)} ({where}): "
                    f"{best.name} is {times(rel if rel > 1 else 1 / rel)} {word}.")
-    check = s.crosscheck(best.name)
-    course_mine = next((a.course_ms for a in (agreements_of(check, {r.run_id: r for v in s.versions
-                                                                  for r in v.all_runs}) if check else [])
-                        if a.name == best.name and a.case == s.benchmark_case and a.course_ms), None)
+    all_runs = {r.run_id: r for v in s.versions for r in v.all_runs}
+    course_mine = next((statistics.fmean(a.full_window_means())
+                        for check in reversed(s.crosschecks_of(best.name))
+                        for a in agreements_of(check, all_runs)
+                        if a.name == best.name and a.case == s.benchmark_case and a.full_window_means()), None)
     for ref in s.references:
         where = (f"a public result ({ref.source or 'source not named'}), measured on another {ref.gpu} in another "
                  "session" if ref.gpu.lower() == s.gpu.lower() else
@@ -432,8 +433,8 @@ def _stopping_facts(s: AssignmentSummary) -> list[str]:
                        f"took {ms(course_mine)} on this card: {times(rel if rel > 1 else 1 / rel)} "
                        f"{'faster' if rel > 1 else 'slower'} than that entry, with that caveat.")
         else:
-            out.append(f"{ref.label}: {ms(ref.median_ms)}, {where}; no course-harness figure of {best.name} on this "
-                       "card to set beside it yet.")
+            out.append(f"{ref.label}: {ms(ref.median_ms)}, {where}; no course-harness run of {best.name} over "
+                       "the full window on this card to set beside it.")
     return out
 
 
@@ -448,11 +449,28 @@ def _crosscheck_sentences(s: AssignmentSummary, version: str) -> list[str]:
     and means, do_bench's median, each beside our figure from the same session."""
     from ..analysis.crosscheck import AGREEMENT_PCT, agreements
 
-    check = s.crosscheck(version)
-    if check is None:
+    checks = s.crosschecks_of(version)
+    if not checks:
         return [f"No cross-check of {version} on this GPU yet (`report crosscheck {s.assignment.name} "
                 f"{version.split('_')[0]}` times it with the course's harness and do_bench beside ours)."]
     runs = {r.run_id: r for v in s.versions for r in v.all_runs}
+
+    def full(c: Any) -> bool:
+        return any(a.full_window_means() for a in agreements(c, runs) if a.name == version and a.case == s.benchmark_case)
+
+    out = []
+    # the newest cross-check, and, when the course's rule cut every run of it short, the newest one whose
+    # course runs covered the same window as ours
+    shown = [checks[-1]] + ([c] if not full(checks[-1]) and (c := next((x for x in reversed(checks) if full(x)),
+                                                                         None)) is not None else [])
+    for check in shown:
+        out += _one_crosscheck(check, runs, s, version)
+    return out
+
+
+def _one_crosscheck(check: Any, runs: dict[str, Run], s: AssignmentSummary, version: str) -> list[str]:
+    from ..analysis.crosscheck import AGREEMENT_PCT, agreements
+
     rows = [a for a in agreements(check, runs) if a.case == s.benchmark_case]
     out = []
     mine = next((a for a in rows if a.name == version), None)
@@ -460,10 +478,15 @@ def _crosscheck_sentences(s: AssignmentSummary, version: str) -> list[str]:
         bits = []
         parts = []
         for (mean, ours, against), n in zip(mine.course_pairs(), mine.course_calls or (None,) * 9):
-            gap = f"{(mean / ours - 1) * 100:+.1f} % from {against}" if ours else "nothing of ours to set against"
-            parts.append(f"{ms(mean)} over {n or '?'} calls ({gap})")
+            if ours is None:
+                parts.append(f"{ms(mean)} over {n or '?'} calls")
+            elif against == "our figure":
+                parts.append(f"{ms(mean)} over {n} calls ({(mean / ours - 1) * 100:+.1f} %)")
+            else:
+                parts.append(f"{ms(mean)} over only {n} calls, the course's rule having stopped it "
+                             f"({(mean / ours - 1) * 100:+.1f} % from the mean of our first {n})")
         if parts:
-            bits.append("the course's own harness (its eval.py benchmark on the export) means of " + ", ".join(parts))
+            bits.append("the course's own harness (its eval.py benchmark on the export) " + "; ".join(parts))
         if mine.do_bench_ms is not None:
             bits.append(f"triton's do_bench a median of {ms(mine.do_bench_ms)} ({mine.gap_pct(mine.do_bench_ms):+.1f} %)")
         if bits:
@@ -476,11 +499,13 @@ def _crosscheck_sentences(s: AssignmentSummary, version: str) -> list[str]:
                    f"{len(tests[-1].cases)} case(s)" + (f" ({check.course_repo}, commit {check.course_commit[:10]})"
                                                        if check.course_repo and check.course_commit else "") + ".")
     for a in rows:
-        if a.peer and a.course_ms is not None and mine is not None and mine.course_ms:
-            rel = a.course_ms / mine.course_ms
+        theirs, ours_full = a.full_window_means(), mine.full_window_means() if mine is not None else []
+        if a.peer and theirs and ours_full:
+            rel = statistics.fmean(theirs) / statistics.fmean(ours_full)
             out.append(f"Submitted the same way (through a shim), peer {a.name} had a course-harness mean of "
-                       f"{ms(a.course_ms)}: {version} is {times(rel if rel > 1 else 1 / rel)} "
-                       f"{'faster' if rel > 1 else 'slower'} under the course's own timer.")
+                       f"{ms(statistics.fmean(theirs))} over its full runs: {version} is "
+                       f"{times(rel if rel > 1 else 1 / rel)} {'faster' if rel > 1 else 'slower'} under the "
+                       "course's own timer.")
     return out
 
 
