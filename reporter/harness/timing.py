@@ -318,9 +318,9 @@ def benchmark_interleaved(calls: Sequence[Callable[[int], Any]], *, timer: Timer
     if n == 0:
         return Interleaved([], [])
     # Python's cyclic collector runs when allocations cross a threshold, wherever that happens: in a
-    # harness process that holds many records, a full collection takes up to a millisecond, and inside
-    # a host-heavy call's window it lengthens the sample (cuDNN's test_small samples whose host
-    # queuing took 0.2-0.8 ms instead of 0.1). Collect once now, then keep it out of the rounds.
+    # harness process that holds many records a collection can take a millisecond, and inside a
+    # host-heavy call's window it lengthens the sample (cuDNN's slowest test_small samples are the
+    # ones whose host queuing took 0.2-0.8 ms instead of 0.1). Collect once now, then keep it out.
     gc_was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
