@@ -444,11 +444,15 @@ def plan_new(kernels: Path, assignment: str, version: str, from_version: str | N
     return plan
 
 
-def _plan_assignment(folder: Path, assignment: str, version: str) -> ScaffoldPlan:
-    ctx = dict(assignment=assignment, version=version, short=short_handle(version), source=None, source_short=None)
+def _plan_assignment(folder: Path, assignment: str, version: str, template: str = "assignment.py.j2",
+                     **extra: Any) -> ScaffoldPlan:
+    """A new assignment folder: assignment.py from ``template`` (with ``extra`` in its context), the
+    first version and worklog.md."""
+    ctx = dict(assignment=assignment, version=version, short=short_handle(version), source=None, source_short=None,
+               **extra)
     section = _render("worklog_section.md.j2", questions=DEFAULT_QUESTIONS, **ctx)
     files = [
-        PlannedFile(folder / "assignment.py", _render("assignment.py.j2", **ctx), create=True),
+        PlannedFile(folder / "assignment.py", _render(template, **ctx), create=True),
         PlannedFile(folder / f"{version}.py", _render("first_version.py.j2", **ctx), create=True),
         PlannedFile(folder / "worklog.md", _render("worklog.md.j2", section=section.strip("\n"), **ctx), create=True),
     ]
@@ -474,18 +478,11 @@ def _plan_course_assignment(folder: Path, assignment: str, version: str, task: P
     rel = os.path.relpath(task.resolve(), folder.resolve())
     title = problem_title(task)
     bench = names.index("benchmark")
-    ctx = dict(assignment=assignment, version=version, short=short_handle(version), source=None, source_short=None,
-               title=title, title_literal=repr(title), task_arg=str(task),
-               task_dir_literal=repr(rel), test_file=TEST_FILE.as_posix(),
-               bench_word="last" if bench == len(names) - 1 else f"{bench}th (0-based)",
-               benchmark_index=None if benchmark_line is None else bench)
-    section = _render("worklog_section.md.j2", questions=DEFAULT_QUESTIONS, **ctx)
-    files = [
-        PlannedFile(folder / "assignment.py", _render("course_assignment.py.j2", **ctx), create=True),
-        PlannedFile(folder / f"{version}.py", _render("first_version.py.j2", **ctx), create=True),
-        PlannedFile(folder / "worklog.md", _render("worklog.md.j2", section=section.strip("\n"), **ctx), create=True),
-    ]
-    return ScaffoldPlan(assignment, version, None, True, files)
+    return _plan_assignment(folder, assignment, version, "course_assignment.py.j2",
+                            title=title, title_literal=repr(title), task_arg=str(task),
+                            task_dir_literal=repr(rel), test_file=TEST_FILE.as_posix(),
+                            bench_word="last" if bench == len(names) - 1 else f"number {bench} (0-based)",
+                            benchmark_index=None if benchmark_line is None else bench)
 
 
 def _plan_version(folder: Path, assignment: str, version: str, from_version: str | None) -> ScaffoldPlan:

@@ -137,25 +137,23 @@ class TimingFacts(_Facts):
             raise BindingError(f"{self._what} kept no host queuing times (recorded before they were)")
         return Number(statistics.median(q))
 
-    def peer_ms(self, name: str) -> Number:
-        """A peer's figure (its mean) timed in this same run (so under the same conditions)."""
+    def _peer_timing(self, name: str):
+        """A peer's timing in this same run (so under the same conditions)."""
         if self._run is None:
             raise BindingError(f"{self._what} has no run")
         for p in self._run.peers:
             if p.name == name and p.timing is not None:
-                return Number(p.timing.mean_ms)
+                return p.timing
         have = ", ".join(p.name for p in self._run.peers if p.timing) or "none"
         raise BindingError(f"{self._what}: no timed peer '{name}' in this run (have: {have})")
 
+    def peer_ms(self, name: str) -> Number:
+        """A peer's figure (its mean) timed in this same run."""
+        return Number(self._peer_timing(name).mean_ms)
+
     def peer_median_ms(self, name: str) -> Number:
-        """A peer's median timed in this same run (so under the same conditions)."""
-        if self._run is None:
-            raise BindingError(f"{self._what} has no run")
-        for p in self._run.peers:
-            if p.name == name and p.timing is not None:
-                return Number(p.timing.median_ms)
-        have = ", ".join(p.name for p in self._run.peers if p.timing) or "none"
-        raise BindingError(f"{self._what}: no timed peer '{name}' in this run (have: {have})")
+        """A peer's median timed in this same run."""
+        return Number(self._peer_timing(name).median_ms)
 
     @property
     def enqueue_corr(self) -> Number:
