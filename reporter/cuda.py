@@ -347,6 +347,21 @@ class CudaModule:
             self.resources = {k.name: k for k in report.kernels}
             self.advisories = report.advisories
 
+    def global_array(self, name: str, dtype: Any, count: int) -> Any:
+        """The module's ``__device__`` variable ``name`` as a CuPy array of ``count`` ``dtype`` items
+        (a view: writes go to the device variable), e.g. to clear or read back instrumentation."""
+        import cupy
+
+        try:
+            ptr = self._module.get_global(name)
+        except Exception as e:
+            raise CudaCompileError(f"{self.path}: no __device__ variable named '{name}' in the module "
+                                   f"(compiled with {' '.join(self.options)}): {e}") from e
+        itemsize = cupy.dtype(dtype).itemsize
+        if ptr.mem.size and count * itemsize > ptr.mem.size:
+            raise ValueError(f"{name} holds {ptr.mem.size} bytes, not {count} x {itemsize}")
+        return cupy.ndarray((count,), dtype=dtype, memptr=ptr)
+
     def kernel(self, name: str, *, max_dynamic_shared_memory: int | None = None) -> CudaKernel:
         k = self._kernels.get(name)
         if k is None:

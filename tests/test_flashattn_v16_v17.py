@@ -93,10 +93,12 @@ def _check(mod, b: int, h: int, s: int, seed: int) -> None:
     (1, 67, 2816),   # 737 units, a tail of 11 extra units
     (4, 8, 8192),    # the benchmark's sequence length
 ])
-def test_persistent_matches_the_reference(v17, b, h, s):
+@pytest.mark.parametrize("version", ["v17", "v18"])
+def test_persistent_matches_the_reference(version, b, h, s):
+    """v17, and v18 (v17 with a prefetch warp) on the same shapes."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    _check(v17, b, h, s, seed=11 + s + h)
+    _check(ASSIGNMENT.version(version).load(), b, h, s, seed=11 + s + h)
 
 
 @pytest.mark.gpu

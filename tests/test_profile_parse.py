@@ -516,6 +516,47 @@ def test_profile_target_runs_warm_then_inside_the_range(tmp_path, monkeypatch):
     assert pushed == ["toy", "v01", "profile"]
 
 
+def test_profile_target_profiles_a_peer_by_name(tmp_path, monkeypatch, capsys):
+    """--peer: the second argument names one of PEERS, profiled inside <assignment>/<peer>/profile;
+    an unknown peer is a clear error listing the ones there are."""
+    import reporter.harness.profile_target as target
+
+    folder = tmp_path / "kernels" / "toy"
+    folder.mkdir(parents=True)
+    log = tmp_path / "calls.txt"
+    (folder / "assignment.py").write_text(textwrap.dedent(f"""
+        from reporter.assignments import Peer, Tolerance
+        from reporter.records import WorkModel
+        CASES = {{"tiny": {{"n": 3, "seed": 1}}}}
+        TOLERANCE = Tolerance()
+        def generate_input(n, seed):
+            return list(range(n))
+        def ref_kernel(data):
+            return data
+        def work_model(n, seed=1):
+            return WorkModel(flops=0, bytes=n, ceiling="copy")
+        def _lib(data):
+            with open({str(log)!r}, "a") as f:
+                f.write("lib\\n")
+            return data
+        PEERS = {{"lib": Peer(_lib, "a library")}}
+    """))
+    (folder / "v01_toy.py").write_text("def custom_kernel(data):\n    return data\n")
+    pushed: list[str] = []
+    monkeypatch.setattr(target, "_sync", lambda: None)
+    monkeypatch.setattr("reporter.harness.nvtx_ranges._PUSH", pushed.append)
+    monkeypatch.setattr("reporter.harness.nvtx_ranges._POP", lambda: None)
+    real_stdout = sys.stdout
+    try:
+        assert target.main(["toy", "lib", "tiny", "--peer", "--root", str(tmp_path)]) == 0
+        assert target.main(["toy", "nope", "tiny", "--peer", "--root", str(tmp_path)]) == 2
+    finally:
+        sys.stdout = real_stdout
+    assert log.read_text().splitlines() == ["lib", "lib"]
+    assert pushed == ["toy", "lib", "profile"]
+    assert "no peer 'nope' (peers: lib)" in capsys.readouterr().err
+
+
 def test_profile_target_reports_a_bad_version(tmp_path, capsys):
     import reporter.harness.profile_target as target
 

@@ -1,6 +1,11 @@
 """The process Nsight Compute profiles: one version of one assignment, called once warm.
 
     python -m reporter.harness.profile_target <assignment> <version> <case> [--root R]
+    python -m reporter.harness.profile_target <assignment> <peer> <case> --peer
+
+With ``--peer`` the second argument names one of the assignment's PEERS (e.g. sdpa_cudnn), profiled
+the same way inside ``<assignment>/<peer>/profile``: what a library's kernels are (names, grid,
+block, shared memory) is read off such a profile.
 
 It draws the case's seeded input, calls the version once outside any NVTX range (so
 compilation, autotuning and allocator growth are not profiled), then once inside the
@@ -31,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("version", help="version name or vNN handle")
     p.add_argument("case", help="case name from the assignment's CASES")
     p.add_argument("--root", type=Path, default=None, help="project root holding kernels/")
+    p.add_argument("--peer", action="store_true", help="the second argument names a peer, not a version")
     return p
 
 
@@ -47,19 +53,25 @@ def main(argv: list[str] | None = None) -> int:
     root = (args.root or find_repo_root()).resolve()
     try:
         a = get_assignment(root / "kernels", args.assignment)
-        v = a.version(args.version)
         case = a.case(args.case)
-        mod = v.load()
+        if args.peer:
+            peers = getattr(a.spec, "PEERS", {}) or {}
+            if args.version not in peers:
+                raise AssignmentError(f"{a.name} has no peer '{args.version}' (peers: {', '.join(peers) or 'none'})")
+            fn, label = peers[args.version].fn, args.version
+        else:
+            v = a.version(args.version)
+            fn, label = v.load().custom_kernel, v.short
     except AssignmentError as e:
         print(f"profile_target: {e}", file=sys.stderr)
         return 2
     data = a.spec.generate_input(**case)
     _sync()
-    out = mod.custom_kernel(data)  # warm: compile, autotune, grow the allocator
+    out = fn(data)  # warm: compile, autotune, grow the allocator
     _sync()
     del out
-    with ranges(a.name, v.short, PHASE):
-        out = mod.custom_kernel(data)
+    with ranges(a.name, label, PHASE):
+        out = fn(data)
         _sync()
     del out
     return 0

@@ -1,0 +1,257 @@
+// v18: v17 with the next work unit fetched into L2 while the current one runs. A second warp of
+// the producer warpgroup (idle in v17) watches the Q barrier: once a unit's Q has landed, it asks
+// the copy engine to prefetch the next unit's inputs into L2 (cp.async.bulk.prefetch.tensor: no
+// shared memory, no barrier): this CTA's Q block of that unit (both 64-column halves) and, of its
+// first PREFETCH_KV K and V tiles, the 64-column half this CTA multicasts (its cluster neighbour
+// prefetches the other half). When the consumers release Q and the ring frees its slots, the
+// loads that follow hit L2 instead of waiting for DRAM; the producer lane's loop is v17's.
+//
+// Everything else is v17's persistent kernel over v15's steps (included, not copied). With
+// TRACE 1 the kernel stamps its timeline into g_trace (trace.cuh); TRACE 0 compiles the marks out.
+
+#include "v15_kv176_multicast.cu"
+#include "trace.cuh"
+
+#ifndef PREFETCH
+#define PREFETCH 1               // 0: no L2 prefetch (v17's kernel, with the trace marks)
+#endif
+#ifndef PREFETCH_KV
+#define PREFETCH_KV 8            // K/V tiles of the next unit prefetched (from its first; capped at its tiles)
+#endif
+
+// Prefetch one box of a 3-D tensor map (as tma_load_box would copy it) into L2.
+__device__ __forceinline__ void tma_prefetch_l2(const TmaDesc* map, int c0, int c1, int c2)
+{
+    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];"
+                 ::"l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
+attn_fwd_prefetch(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ TmaDesc tm_k,
+                    const __grid_constant__ TmaDesc tm_v, u16* __restrict__ O, int seqlen, float scale_log2,
+                    int n_heads)
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    TRACE_ENTRY();
+    const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    const u32 sQ = base;
+    const u32 sK = base + TILE_BYTES;
+    const u32 sV = sK + STAGES * KV_TILE_BYTES;
+    const u32 bars = sV + STAGES * KV_TILE_BYTES;
+    // v15's barrier block, with the Q empty barrier in the slot that follows it (SMEM_BYTES has
+    // room: the host adds 8 bytes)
+    const u32 bar_q = bars;
+    const u32 bar_full_k = bars + 8;
+    const u32 bar_full_v = bars + 8 * (1 + STAGES);
+    const u32 bar_empty_k = bars + 8 * (1 + 2 * STAGES);
+    const u32 bar_empty_v = bars + 8 * (1 + 3 * STAGES);
+    const u32 bar_q_empty = bars + 8 * NUM_BARRIERS;
+
+    const int n_tiles = (seqlen + BLOCK_N - 1) / BLOCK_N;
+    const int tail = seqlen - (n_tiles - 1) * BLOCK_N;
+    const int blocks_per_head = seqlen / BLOCK_M;
+    const int units_per_head = blocks_per_head / CLUSTER;
+    const int n_units = units_per_head * n_heads;
+    const u32 rank = CLUSTER > 1 ? cluster_rank() : 0u;
+    const int cluster_id = (int)blockIdx.x / CLUSTER;
+    const int n_clusters = (int)gridDim.x / CLUSTER;
+
+    if (threadIdx.x == 0) {
+        mbar_init(bar_q, 1);
+        mbar_init(bar_q_empty, 8);  // the 8 consumer warps of this CTA
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bar_full_k + 8 * s, 1);
+            mbar_init(bar_full_v + 8 * s, 1);
+            mbar_init(bar_empty_k + 8 * s, 8 * CLUSTER);
+            mbar_init(bar_empty_v + 8 * s, 8 * CLUSTER);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+#if CLUSTER > 1
+    cluster_sync_all();
+#else
+    __syncthreads();
+#endif
+
+    const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
+
+    if (wg == 2) {
+        // ------------------------------------------------------------------- producer
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+        if (threadIdx.x % 128 < 32) {
+            const bool leader = (threadIdx.x & 31) == 0;
+            if (leader) {
+                prefetch_tensor_map(&tm_q);
+                prefetch_tensor_map(&tm_k);
+                prefetch_tensor_map(&tm_v);
+            }
+            int g = 0;  // kv tiles loaded so far, all units
+            int local = 0;
+            for (int w = cluster_id; w < n_units; w += n_clusters, ++local) {
+                const int head = w / units_per_head;
+                const int q0 = ((w % units_per_head) * CLUSTER + (int)rank) * BLOCK_M;
+                if (local > 0) mbar_wait(bar_q_empty, (u32)(local - 1) & 1u);  // the last S of the unit before
+                if (leader) {
+                    mbar_arrive_expect_tx(bar_q, TILE_BYTES);
+                    load_tile_own(sQ, &tm_q, q0, head, bar_q);
+                }
+                TRACE_UNIT(leader, local, TR_Q_ISSUED);
+                for (int j = 0; j < n_tiles; ++j, ++g) {
+                    const int s = g % STAGES;
+                    const u32 phase = (u32)(g / STAGES) & 1u;
+                    mbar_wait(bar_empty_k + 8 * s, phase ^ 1u);
+                    if (leader) {
+                        mbar_arrive_expect_tx(bar_full_k + 8 * s, KV_TILE_BYTES);
+                        load_tile_shared(sK + s * KV_TILE_BYTES, &tm_k, j * BLOCK_N, head, bar_full_k + 8 * s, rank);
+                    }
+                    mbar_wait(bar_empty_v + 8 * s, phase ^ 1u);
+                    if (leader) {
+                        mbar_arrive_expect_tx(bar_full_v + 8 * s, KV_TILE_BYTES);
+                        load_tile_shared(sV + s * KV_TILE_BYTES, &tm_v, j * BLOCK_N, head, bar_full_v + 8 * s, rank);
+                    }
+                }
+            }
+        }
+#if PREFETCH
+        else if (threadIdx.x % 128 < 64) {
+            // the prefetch warp: once unit `local`'s Q has landed, the next unit's inputs into L2
+            const bool leader = (threadIdx.x & 31) == 0;
+            const int nkv = PREFETCH_KV < n_tiles ? PREFETCH_KV : n_tiles;
+            int local = 0;
+            for (int w = cluster_id + n_clusters; w < n_units; w += n_clusters, ++local) {
+                mbar_wait(bar_q, (u32)local & 1u);  // observes the phase only: arrives nowhere
+                const int head = w / units_per_head;
+                const int q0 = ((w % units_per_head) * CLUSTER + (int)rank) * BLOCK_M;
+                if (leader) {
+                    tma_prefetch_l2(&tm_q, 0, q0, head);
+                    tma_prefetch_l2(&tm_q, 64, q0, head);
+                    for (int t = 0; t < nkv; ++t) {
+#if CLUSTER == 1
+                        for (int half = 0; half < 2; ++half) {
+                            tma_prefetch_l2(&tm_k, 64 * half, t * BLOCK_N, head);
+                            tma_prefetch_l2(&tm_v, 64 * half, t * BLOCK_N, head);
+                        }
+#else
+                        tma_prefetch_l2(&tm_k, 64 * (int)rank, t * BLOCK_N, head);
+                        tma_prefetch_l2(&tm_v, 64 * (int)rank, t * BLOCK_N, head);
+#endif
+                    }
+                }
+                TRACE_UNIT(leader, local, TR_PREFETCH);
+            }
+        }
+#endif
+#if CLUSTER > 1
+        cluster_sync_all();
+#endif
+        return;
+    }
+
+    // ----------------------------------------------------------------------- consumers
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+    const int cw = wg;
+    const int tid = threadIdx.x & 127;
+    const int warp = tid >> 5, lane = tid & 31;
+    const int row = cw * 64 + warp * 16 + (lane >> 2);
+    const int col = 2 * (lane & 3);
+    const u32 my_turn = TURN_BAR0 + cw, other_turn = TURN_BAR0 + 1 - cw;
+
+    const u64 desc_q = make_desc(sQ + cw * 64 * 128, K_LBO, K_SBO);
+    const u64 desc_k = make_desc(sK, K_LBO, K_SBO);
+    const u64 desc_v = make_desc(sV, V_LBO, V_SBO);
+    const StepCtx ctx{bar_full_k, bar_full_v, bar_empty_k, bar_empty_v, desc_q, desc_k, desc_v, my_turn, other_turn,
+                      lane, col, tail, n_tiles, scale_log2};
+
+    // consumer 0 takes the first turn: consumer 1's one arrive ahead of everything
+    if (cw == 1 && cluster_id < n_units) turn_arrive(TURN_BAR0);
+
+    int g = 0;  // kv tiles consumed so far, all units: the ring's counter, as the producer's
+    int local = 0;
+    for (int w = cluster_id; w < n_units; w += n_clusters, ++local) {
+        const bool last_unit = w + n_clusters >= n_units;
+        const int head = w / units_per_head;
+        const int q0 = ((w % units_per_head) * CLUSTER + (int)rank) * BLOCK_M;
+
+        float o[64];
+#pragma unroll
+        for (int i = 0; i < 64; ++i) o[i] = 0.f;
+        float m0 = __int_as_float(0xff800000), m1 = __int_as_float(0xff800000);
+        float l0 = 0.f, l1 = 0.f;
+        float sc[S_REGS];
+        u32 p[P_REGS];
+
+        mbar_wait(bar_q, (u32)local & 1u);
+        proxy_fence_async();
+        TRACE_UNIT(tid == 0, local, cw == 0 ? TR_Q_READY : TR_Q_READY_1);
+        {
+            // ---- step 0 of the unit: S_0 only (ring entry g)
+            const int s = g % STAGES;
+            mbar_wait(bar_full_k + 8 * s, (u32)(g / STAGES) & 1u);
+            proxy_fence_async();
+            turn_sync(my_turn);
+            wgmma_fence();
+            issue_qk(sc, desc_q, desc_k + (u64)((s * KV_TILE_BYTES) >> 4));
+            wgmma_commit();
+            turn_arrive(other_turn);
+            wgmma_wait<0>();
+            fence_acc(sc);
+            if (lane == 0) mbar_arrive_cluster(bar_empty_k + 8 * s);
+            if (n_tiles == 1 && tail < BLOCK_N) mask_tail(sc, tail, col);
+            float alpha0, alpha1;
+            TRACE_UNIT(tid == 0 && cw == 0, local, TR_S0_DONE);
+            softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);
+            pack_p(sc, p, 1.f);
+        }
+        // steps 1 .. n-1, at ring entries g + 1 .. g + n - 1 (v15's step, given the ring index)
+        for (int j = 1; j < n_tiles - 1; ++j) {
+            TRACE_UNIT(tid == 0 && cw == 0 && j <= 8, local, TR_STEP1 + j - 1);
+            consumer_step<0>(g + j, ctx, sc, o, p, m0, m1, l0, l1);
+        }
+        if (n_tiles > 1) {
+            TRACE_UNIT(tid == 0 && cw == 0 && n_tiles <= 9, local, TR_STEP1 + n_tiles - 2);
+            consumer_step<1>(g + n_tiles - 1, ctx, sc, o, p, m0, m1, l0, l1);
+        }
+        {
+            // ---- step n: O += P_{n-1} V_{n-1}; every S of the unit has landed, so Q is released first
+            if (lane == 0) mbar_arrive(bar_q_empty);
+            const int gp = g + n_tiles - 1;
+            const int sp = gp % STAGES;
+            mbar_wait(bar_full_v + 8 * sp, (u32)(gp / STAGES) & 1u);
+            proxy_fence_async();
+            fence_acc(o);
+            fence_frag(p);
+            turn_sync(my_turn);
+            wgmma_fence();
+            issue_pv(o, p, desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));
+            wgmma_commit();
+            if (cw == 0 || !last_unit) turn_arrive(other_turn);  // consumer 1's very last step: no arrive
+            wgmma_wait<0>();
+            fence_acc(o);
+            fence_frag(p);
+            if (lane == 0) mbar_arrive_cluster(bar_empty_v + 8 * sp);
+            TRACE_UNIT(tid == 0 && cw == 0, local, TR_LAST_PV);
+        }
+        g += n_tiles;
+
+        // ---- epilogue: O / l, fp16, straight from registers (the producer is already loading the next unit)
+        l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+        l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+        const float inv0 = 1.f / l0, inv1 = 1.f / l1;
+        u16* o0 = O + ((u64)head * (u64)seqlen + q0 + row) * HEAD_DIM + col;
+        u16* o1 = o0 + 8 * HEAD_DIM;
+#pragma unroll
+        for (int jj = 0; jj < 16; ++jj) {
+            st_global_b32(o0 + 8 * jj, pack_half2(o[4 * jj] * inv0, o[4 * jj + 1] * inv0));
+            st_global_b32(o1 + 8 * jj, pack_half2(o[4 * jj + 2] * inv1, o[4 * jj + 3] * inv1));
+        }
+        TRACE_UNIT(tid == 0, local, cw == 0 ? TR_EPI_DONE : TR_EPI_DONE_1);
+    }
+#if CLUSTER > 1
+    cluster_sync_all();
+#endif
+    TRACE_EXIT();
+}
