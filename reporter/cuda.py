@@ -353,14 +353,15 @@ class CudaModule:
         import cupy
 
         try:
-            ptr = self._module.get_global(name)
+            ptr = self._module.get_global_var(name)
         except Exception as e:
             raise CudaCompileError(f"{self.path}: no __device__ variable named '{name}' in the module "
                                    f"(compiled with {' '.join(self.options)}): {e}") from e
-        itemsize = cupy.dtype(dtype).itemsize
-        if ptr.mem.size and count * itemsize > ptr.mem.size:
-            raise ValueError(f"{name} holds {ptr.mem.size} bytes, not {count} x {itemsize}")
-        return cupy.ndarray((count,), dtype=dtype, memptr=ptr)
+        nbytes = count * cupy.dtype(dtype).itemsize
+        if not isinstance(ptr, int):  # a MemoryPointer in CuPy versions that return one
+            ptr = int(ptr.ptr)
+        mem = cupy.cuda.UnownedMemory(ptr, nbytes, self._module)
+        return cupy.ndarray((count,), dtype=dtype, memptr=cupy.cuda.MemoryPointer(mem, 0))
 
     def kernel(self, name: str, *, max_dynamic_shared_memory: int | None = None) -> CudaKernel:
         k = self._kernels.get(name)

@@ -65,16 +65,49 @@ def test_v18_is_v17_s_kernel_plus_the_prefetch_warp_and_trace_marks():
     assert text.count("__device__") == 1, "one helper of its own (the L2 prefetch); the rest is v15's"
 
 
-def test_trace_layout_is_the_same_on_both_sides(v18):
+def test_the_trace_probe_reads_its_layout_from_the_header():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("trace_probe", ROOT / "tools" / "trace_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
     header = (FOLDER / "trace.cuh").read_text()
-    for name in ("TRACE_MAX_CTAS", "TRACE_UNITS", "TRACE_PER_UNIT", "TRACE_UNIT0"):
-        m = re.search(rf"#define {name} (\d+)", header)
-        assert m and int(m.group(1)) == getattr(v18, name), name
-    probe_text = (ROOT / "tools" / "trace_probe.py").read_text()
-    for key, slot in (("q_ready", "TR_Q_READY"), ("s0_done", "TR_S0_DONE"), ("step1", "TR_STEP1"),
-                      ("last_pv", "TR_LAST_PV"), ("epi_done", "TR_EPI_DONE")):
-        m = re.search(rf"#define {slot} (\d+)", header)
-        assert m and re.search(rf"{key}={m.group(1)}\b", probe_text), (key, slot)
+    for name in ("TRACE_MAX_CTAS", "TRACE_UNITS", "TRACE_PER_UNIT", "TRACE_UNIT0", "TR_EPI_DONE", "TR_STEP1"):
+        assert f"#define {name} {probe.L[name]}" in header
+    assert probe.L["TRACE_SLOTS"] == probe.L["TRACE_UNIT0"] + probe.L["TRACE_UNITS"] * probe.L["TRACE_PER_UNIT"]
+    assert probe.SLOT["q_ready"] == probe.L["TR_Q_READY"] and "k0_ready" in probe.SLOT
+    assert len(set(probe.SLOT.values())) == len(probe.SLOT), "two marks share a slot"
+    assert max(probe.SLOT.values()) < probe.L["TRACE_PER_UNIT"]
+
+
+def test_a_traced_launch_reduces_to_unit_times():
+    """A synthetic two-unit CTA at 1 GHz (cycles = ns): the reduction finds the waits and steps."""
+    import importlib.util
+
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("trace_probe", ROOT / "tools" / "trace_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    L, S = probe.L, probe.SLOT
+    raw = np.zeros((1, L["TRACE_SLOTS"]), dtype=np.uint64)
+    raw[0, :4] = [1_000, 1_000, 31_000, 31_000]  # entry ns/clk, exit ns/clk: 30 µs at 1 GHz
+    for u, t0 in enumerate((5_000, 18_000)):  # each unit's Q lands at t0 (cycles)
+        base = L["TRACE_UNIT0"] + u * L["TRACE_PER_UNIT"]
+        marks = {"q_ready": t0, "k0_ready": t0 + 200, "turn0": t0 + 500, "s0_done": t0 + 1_000,
+                 "step1": t0 + 2_000, "step1+1": t0 + 4_000, "last_pv": t0 + 8_000, "epi_done": t0 + 9_000,
+                 "epi_done_1": t0 + 9_500}
+        for k, t in marks.items():
+            slot = S["step1"] + 1 if k == "step1+1" else S[k]
+            raw[0, base + slot] = t
+    out = probe.reduce_launch(raw, 1)
+    assert out["span_us"] == 30.0 and out["clock_ghz"] == 1.0
+    assert out["first_q_us"] == 4.0  # entry at clock 1000, first Q at 5000
+    assert out["q_wait_us"] == 4.0  # unit 0's epilogue at 14000, unit 1's Q at 18000
+    assert out["k0_wait_us"] == 0.2 and out["turn_wait_us"] == 0.3 and out["s0_us"] == 1.0
+    assert out["step_us"] == 2.0 and out["last_step_us"] == 4.0 and out["epilogue_us"] == 1.0
+    assert out["wg1_lag_us"] == 0.5 and out["unit_us"] == 9.0 and out["tail_us"] == 4.0
+    assert out["units_max"] == 2
 
 
 @pytest.mark.skipif(LIBRARY is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
@@ -86,3 +119,35 @@ def test_every_swept_geometry_and_the_traced_build_compile_without_spills(v18):
         report = cuda.parse_ptxas_log(log)
         k = next(k for k in report.kernels if k.name == "attn_fwd_prefetch" and k.entry)
         assert k.spill_stores == 0 and k.spill_loads == 0 and not k.advisories, (defines, k, report.advisories)
+
+
+# --------------------------------------------------------------------------- v19 and v20
+
+
+def test_v20_is_v19_with_only_its_store_hook():
+    text = (FOLDER / "v20_wide_stores.cu").read_text()
+    assert '#include "v19_double_q.cu"' in text and "#define STORE_O store_o_wide" in text
+    assert "__global__" not in text, "v20 adds no kernel: v19's, with the hook"
+    v19 = (FOLDER / "v19_double_q.cu").read_text()
+    assert "#ifndef STORE_O" in v19 and "STORE_O(o," in v19
+
+
+def test_v19_and_v20_share_the_launch_and_refuse_what_does_not_fit():
+    v19 = ASSIGNMENT.version("v19").load()
+    v20 = ASSIGNMENT.version("v20").load()
+    assert v20.CONFIG == v19.CONFIG and v20.KERNEL_NAME == v19.KERNEL_NAME
+    assert v19.smem_bytes(2, 128) <= v19.v15.MAX_DYNAMIC_SMEM < v19.smem_bytes(2, 176)
+    assert v19.smem_bytes(2, 128) == 1024 + 2 * 32768 + 2 * 2 * 128 * 256 + 8 * (4 * 2 + 4)
+
+
+@pytest.mark.skipif(LIBRARY is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
+@pytest.mark.parametrize("name", ["v19_double_q.cu", "v20_wide_stores.cu"])
+def test_v19_and_v20_compile_without_spills_and_refuse_176_row_tiles(name):
+    for defines in ({"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2}, {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 1},
+                    {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2, "TRACE": 1}):
+        ok, log = cuda.nvrtc_compile_offline(FOLDER / name, defines=defines, library=LIBRARY)
+        assert ok, (defines, log[-3000:])
+        k = next(k for k in cuda.parse_ptxas_log(log).kernels if k.name == "attn_fwd_double_q" and k.entry)
+        assert k.spill_stores == 0 and k.spill_loads == 0 and not k.advisories, (name, defines, k)
+    ok, log = cuda.nvrtc_compile_offline(FOLDER / name, defines={"BLOCK_N": 176, "STAGES": 2}, library=LIBRARY)
+    assert not ok and "two Q buffers and this K/V ring do not fit" in log

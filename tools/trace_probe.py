@@ -1,10 +1,12 @@
 """Timeline of a traced persistent flashattn kernel: where a launch's time goes, unit by unit.
 
-    python tools/trace_probe.py --version v18 --case test_small --config '{"PREFETCH": 0}' --config '{}' \\
+    python tools/trace_probe.py --case test_small --config 'v18:{"PREFETCH": 0}' --config v19 \\
         --reps 5 --out trace.json
 
-Each configuration (merged over the version's CONFIG) is built with TRACE=1 (kernels/flashattn/
-trace.cuh), checked once against the reference on fresh inputs, then launched ``--reps`` times,
+Each version and configuration (defines merged over the version's CONFIG; the version's module
+gives ``make_kernel``, ``CONFIG``, ``module(config, device_index, cluster)`` and ``v15``) is
+built with TRACE=1 (kernels/flashattn/trace.cuh, whose layout this reads), checked once against
+the reference on fresh inputs, then launched ``--reps`` times,
 each after a 256 MiB write that evicts L2 (as the course harness does before a timed call) with
 g_trace cleared first. Per launch it reads every CTA's stamps and reduces them to: the span from
 the first CTA's entry to the last one's exit (globaltimer), each CTA's clock rate, the time from
@@ -17,7 +19,9 @@ summary; the table printed last gives medians over CTAs and launches.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -31,15 +35,27 @@ sys.path.insert(0, str(ROOT / "kernels" / "flashattn"))
 
 from reporter.assignments import get_assignment  # noqa: E402
 
-SLOT = dict(q_issued=0, q_ready=1, s0_done=2, step1=3, last_pv=11, epi_done=12, q_ready_1=13, epi_done_1=14,
-            prefetch=15)
+HEADER = ROOT / "kernels" / "flashattn" / "trace.cuh"
+
+
+def layout(header: Path = HEADER) -> dict[str, int]:
+    """Every ``#define NAME <integer>`` of trace.cuh: the sizes (TRACE_SLOTS is computed) and the
+    unit slots (TR_*), so this file never restates the layout."""
+    found = {m.group(1): int(m.group(2)) for m in re.finditer(r"^#define (\w+) (\d+)\b", header.read_text(), re.M)}
+    found["TRACE_SLOTS"] = found["TRACE_UNIT0"] + found["TRACE_UNITS"] * found["TRACE_PER_UNIT"]
+    return found
+
+
+L = layout()
+SLOT = {name[3:].lower(): v for name, v in L.items() if name.startswith("TR_")}
 
 
 def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def reduce_launch(raw: np.ndarray, ctas: int, units: int, per_unit: int, unit0: int) -> dict:
+def reduce_launch(raw: np.ndarray, ctas: int, units: int = L["TRACE_UNITS"], per_unit: int = L["TRACE_PER_UNIT"],
+                  unit0: int = L["TRACE_UNIT0"]) -> dict:
     """Summaries of one launch's stamps (``raw``: ctas x slots, uint64)."""
     t = raw[:ctas].astype(np.int64)
     entry_ns, entry_clk, exit_ns, exit_clk = t[:, 0], t[:, 1], t[:, 2], t[:, 3]
@@ -48,6 +64,7 @@ def reduce_launch(raw: np.ndarray, ctas: int, units: int, per_unit: int, unit0: 
                  "entry_spread_us": float((entry_ns.max() - entry_ns.min()) / 1e3),
                  "clock_ghz": float(np.median(ghz))}
     first_q, q_wait, s0, step, last, epi, tail, unit_time, n_units = [], [], [], [], [], [], [], [], []
+    k0_wait, turn_wait, lag1 = [], [], []
     for c in range(ctas):
         rate = ghz[c] * 1e3  # cycles per µs
         if rate <= 0:
@@ -60,15 +77,21 @@ def reduce_launch(raw: np.ndarray, ctas: int, units: int, per_unit: int, unit0: 
             row = u_slots[u]
             (first_q if u == 0 else q_wait).append((row[SLOT["q_ready"]] - prev_end) / rate)
             s0.append((row[SLOT["s0_done"]] - row[SLOT["q_ready"]]) / rate)
+            if row[SLOT["k0_ready"]] > 0 and row[SLOT["turn0"]] > 0:
+                k0_wait.append((row[SLOT["k0_ready"]] - row[SLOT["q_ready"]]) / rate)
+                turn_wait.append((row[SLOT["turn0"]] - row[SLOT["k0_ready"]]) / rate)
+            if row[SLOT["epi_done_1"]] > 0:
+                lag1.append((row[SLOT["epi_done_1"]] - row[SLOT["epi_done"]]) / rate)
             steps = [x for x in row[SLOT["step1"]:SLOT["step1"] + 8] if x > 0]
-            marks = steps + [row[SLOT["last_pv"]]]
-            step += [(b - a) / rate for a, b in zip(marks, marks[1:])]
-            last.append((row[SLOT["last_pv"]] - marks[-2]) / rate if len(marks) > 1 else 0.0)
+            step += [(b - a) / rate for a, b in itertools.pairwise(steps)]  # full steps, start to start
+            if steps:  # the last step's start to its P.V (and the P.V-only step after it)
+                last.append((row[SLOT["last_pv"]] - steps[-1]) / rate)
             epi.append((row[SLOT["epi_done"]] - row[SLOT["last_pv"]]) / rate)
             unit_time.append((row[SLOT["epi_done"]] - row[SLOT["q_ready"]]) / rate)
             prev_end = row[SLOT["epi_done"]]
         if done:
             tail.append((exit_clk[c] - prev_end) / rate)
+    out.update(k0_wait_us=_median(k0_wait), turn_wait_us=_median(turn_wait), wg1_lag_us=_median(lag1))
     out.update(first_q_us=_median(first_q), q_wait_us=_median(q_wait), q_wait_max_us=max(q_wait, default=None),
                s0_us=_median(s0), step_us=_median(step), last_step_us=_median(last), epilogue_us=_median(epi),
                unit_us=_median(unit_time), tail_us=_median(tail), units_max=max(n_units, default=0),
@@ -78,21 +101,22 @@ def reduce_launch(raw: np.ndarray, ctas: int, units: int, per_unit: int, unit0: 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--version", default="v18")
     ap.add_argument("--case", default="test_small")
-    ap.add_argument("--config", action="append", default=[], help="JSON defines over the version's CONFIG")
+    ap.add_argument("--config", action="append", default=[], metavar="VERSION[:JSON]",
+                    help="a version and JSON defines over its CONFIG, e.g. 'v18:{\"PREFETCH\": 0}' (repeatable)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
 
     a = get_assignment(ROOT / "kernels", "flashattn")
-    v = a.version(args.version)
-    mod = v.load()
     case = a.case(args.case)
     flush = torch.empty(256 * 1024 * 1024 // 8, dtype=torch.int64, device="cuda")
     results = []
-    for text in args.config or ["{}"]:
-        cfg = {**mod.CONFIG, **json.loads(text), "TRACE": 1}
+    for item in args.config:
+        name, _, text = item.partition(":")
+        v = a.version(name)
+        mod = v.load()
+        cfg = {**mod.CONFIG, **json.loads(text or "{}"), "TRACE": 1}
         kernel = mod.make_kernel(cfg)
         data = a.spec.generate_input(**case)
         ref = a.spec.ref_kernel(data)
@@ -100,35 +124,29 @@ def main(argv: list[str] | None = None) -> int:
         torch.cuda.synchronize()
         err = float((out.float() - ref.float()).abs().max())
         q = data[0]
-        b, h, s, _ = q.shape
-        cluster = mod.v15.cluster_for(s, int(cfg.get("CLUSTER", 2)))
-        ctas = mod.v17.grid_ctas(s, b * h, cluster, mod.v17._sm_count(q.device.index))
-        g = mod.module(cfg, q.device.index, cluster).global_array("g_trace", "uint64",
-                                                                   mod.TRACE_MAX_CTAS * mod.TRACE_SLOTS)
+        cluster = mod.v15.cluster_for(q.shape[2], int(cfg.get("CLUSTER", 2)))
+        n_slots = L["TRACE_MAX_CTAS"] * L["TRACE_SLOTS"]
+        g = mod.module(cfg, q.device.index, cluster).global_array("g_trace", "uint64", n_slots)
         launches = []
         for _ in range(args.reps):
             flush.fill_(42)
             g.fill(0)
             torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
             kernel(data)
-            end.record()
             torch.cuda.synchronize()
-            raw = g.get().reshape(mod.TRACE_MAX_CTAS, mod.TRACE_SLOTS)[:ctas]
-            summary = reduce_launch(raw, ctas, mod.TRACE_UNITS, mod.TRACE_PER_UNIT, mod.TRACE_UNIT0)
-            summary["event_us"] = start.elapsed_time(end) * 1e3
-            launches.append({"summary": summary, "raw": raw.tolist()})
-        results.append({"config": cfg, "ctas": ctas, "max_abs_err": err, "launches": launches})
+            raw = g.get().reshape(L["TRACE_MAX_CTAS"], L["TRACE_SLOTS"])
+            ctas = int(np.count_nonzero(raw[:, 0]))  # the CTAs that stamped their entry
+            launches.append({"summary": reduce_launch(raw, ctas), "raw": raw[:ctas].tolist()})
+        results.append({"version": v.name, "config": cfg, "ctas": ctas, "max_abs_err": err, "launches": launches})
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"version": v.name, "case": args.case, "case_args": case,
+    args.out.write_text(json.dumps({"case": args.case, "case_args": case, "layout": L,
                                     "gpu": torch.cuda.get_device_name(), "results": results}))
-    keys = ["event_us", "span_us", "clock_ghz", "first_q_us", "q_wait_us", "q_wait_max_us", "s0_us", "step_us",
-            "last_step_us", "epilogue_us", "unit_us", "tail_us"]
-    print(f"{'config':44s} err    " + " ".join(f"{k[:-3] if k.endswith('_us') else k:>9s}" for k in keys))
+    keys = ["span_us", "clock_ghz", "first_q_us", "q_wait_us", "k0_wait_us", "turn_wait_us", "s0_us", "step_us",
+            "last_step_us", "epilogue_us", "wg1_lag_us", "unit_us", "tail_us"]
+    print(f"{'version config':44s} err    " + " ".join(f"{k.removesuffix('_us'):>9s}" for k in keys))
     for r in results:
         med = {k: _median([x["summary"][k] for x in r["launches"] if x["summary"][k] is not None]) for k in keys}
-        name = json.dumps({k: r["config"][k] for k in r["config"] if k != "TRACE"}, separators=(",", ":"))
+        name = r["version"] + " " + ",".join(f"{k}={v}" for k, v in r["config"].items() if k != "TRACE")
         print(f"{name[:44]:44s} {r['max_abs_err']:.0e} " + " ".join(
             f"{med[k]:9.2f}" if med[k] is not None else f"{'-':>9s}" for k in keys))
     return 0

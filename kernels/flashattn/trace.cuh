@@ -2,7 +2,7 @@
 //
 // With TRACE 1 a kernel owns the module global g_trace: TRACE_SLOTS 64-bit slots per CTA (CTA b at
 // b * TRACE_SLOTS), written by one thread at marked points and read back by the host after the
-// launch (tools/trace_probe.py). Slots 0-4 hold the CTA's %globaltimer (ns) and clock64 at entry
+// launch (tools/trace_probe.py, which reads this layout from this file). Slots 0-4 hold the CTA's %globaltimer (ns) and clock64 at entry
 // and exit, and its SM id; unit u (u < TRACE_UNITS) owns the TRACE_PER_UNIT slots from
 // TRACE_UNIT0 + u * TRACE_PER_UNIT, each a clock64 value (cycles of this SM: intervals are
 // exact within a CTA, while across CTAs only the globaltimer stamps compare). A slot never written
@@ -16,7 +16,7 @@
 
 #define TRACE_MAX_CTAS 160
 #define TRACE_UNITS 8
-#define TRACE_PER_UNIT 16
+#define TRACE_PER_UNIT 24
 #define TRACE_UNIT0 8
 #define TRACE_SLOTS (TRACE_UNIT0 + TRACE_UNITS * TRACE_PER_UNIT)
 
@@ -30,6 +30,10 @@
 #define TR_Q_READY_1 13    // consumer 1: its Q wait returned
 #define TR_EPI_DONE_1 14   // consumer 1: its O stores issued
 #define TR_PREFETCH 15     // producer: the next unit's L2 prefetches issued
+#define TR_K0_READY 16     // consumer 0: its wait for the unit's first K tile returned
+#define TR_TURN0 17        // consumer 0: its turn for the unit's first S began
+#define TR_S0_DONE_1 18    // consumer 1: the unit's first S landed
+#define TR_LAST_PV_1 19    // consumer 1: the last P.V landed
 
 #if TRACE
 __device__ unsigned long long g_trace[TRACE_MAX_CTAS * TRACE_SLOTS];

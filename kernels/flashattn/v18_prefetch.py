@@ -48,10 +48,6 @@ SWEEP: list[dict[str, int]] = [
 ]
 OUT_ARG = 3  # (q map, k map, v map, out, S, scale, heads)
 
-# the trace layout of trace.cuh (TRACE=1 builds)
-TRACE_MAX_CTAS, TRACE_UNITS, TRACE_PER_UNIT, TRACE_UNIT0 = 160, 8, 16, 8
-TRACE_SLOTS = TRACE_UNIT0 + TRACE_UNITS * TRACE_PER_UNIT
-
 
 def module(config: Mapping[str, Any], device_index: int, cluster: int) -> CudaModule:
     """The compiled source for ``config`` (with the cluster size a launch can use)."""
