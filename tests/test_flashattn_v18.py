@@ -137,14 +137,15 @@ def test_v19_and_v20_share_the_launch_and_refuse_what_does_not_fit():
     v20 = ASSIGNMENT.version("v20").load()
     assert v20.CONFIG == v19.CONFIG and v20.KERNEL_NAME == v19.KERNEL_NAME
     assert v19.smem_bytes(2, 128) <= v19.v15.MAX_DYNAMIC_SMEM < v19.smem_bytes(2, 176)
+    assert v19.smem_bytes(2, 176, q_buffers=1) <= v19.v15.MAX_DYNAMIC_SMEM
     assert v19.smem_bytes(2, 128) == 1024 + 2 * 32768 + 2 * 2 * 128 * 256 + 8 * (4 * 2 + 4)
 
 
 @pytest.mark.skipif(LIBRARY is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
 @pytest.mark.parametrize("name", ["v19_double_q.cu", "v20_wide_stores.cu"])
 def test_v19_and_v20_compile_without_spills_and_refuse_176_row_tiles(name):
-    for defines in ({"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2}, {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 1},
-                    {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2, "TRACE": 1}):
+    v19 = ASSIGNMENT.version("v19").load()
+    for defines in [dict(c) for c in v19.SWEEP] + [{**v19.CONFIG, "TRACE": 1}]:
         ok, log = cuda.nvrtc_compile_offline(FOLDER / name, defines=defines, library=LIBRARY)
         assert ok, (defines, log[-3000:])
         k = next(k for k in cuda.parse_ptxas_log(log).kernels if k.name == "attn_fwd_double_q" and k.entry)

@@ -14,6 +14,10 @@
 // is 241 KB, over the 227 KB a block may have, so v19 takes 128-row tiles (193 KB), which on
 // test_small also tile the 1024 keys exactly (8 steps, no masked tail).
 //
+// The first loads of a launch come in the order they are needed (FIRST_LOADS_IN_ORDER): every CTA
+// asks DRAM for its Q and first K tile at the same moment, and the rest of the ring and the second
+// Q would otherwise share that bandwidth with them while the tensor cores wait.
+//
 // The epilogue is a hook: STORE_O names the function that writes a consumer's 64 x 128 block of
 // O (v17's st.global of f16x2 pairs by default); a later version replaces only that. With TRACE 1
 // the kernel stamps its timeline into g_trace (trace.cuh).
@@ -25,11 +29,17 @@
 #include "v15_kv176_multicast.cu"
 #include "trace.cuh"
 
-#define Q_BUFFERS 2
+#ifndef Q_BUFFERS
+#define Q_BUFFERS 2              // 1: v17's single Q buffer (with 176-row tiles the only one that fits)
+#endif
+#ifndef FIRST_LOADS_IN_ORDER
+#define FIRST_LOADS_IN_ORDER 1   // 1: at the start, the K/V lane waits for the first K tile before the
+                                 // rest of the ring, and the Q warp for each Q before the next one
+#endif
 // tiles + v15's K/V barriers and the four Q barriers (full and empty per buffer)
 #define V19_SMEM_BYTES (1024 + Q_BUFFERS * TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * (4 * STAGES + 2 * Q_BUFFERS))
 #if V19_SMEM_BYTES > 227 * 1024
-#error "two Q buffers and this K/V ring do not fit in 227 KB: use BLOCK_N 128 with STAGES 2"
+#error "two Q buffers and this K/V ring do not fit in 227 KB: use BLOCK_N 128 with STAGES 2 (or Q_BUFFERS 1)"
 #endif
 
 // v17's epilogue: O / l to fp16, written from the accumulator registers as f16x2 pairs (each
@@ -120,6 +130,10 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
                         mbar_arrive_expect_tx(bar_full_k + 8 * s, KV_TILE_BYTES);
                         load_tile_shared(sK + s * KV_TILE_BYTES, &tm_k, j * BLOCK_N, head, bar_full_k + 8 * s, rank);
                     }
+#if FIRST_LOADS_IN_ORDER
+                    // the kernel's first S needs Q and this K tile only: let them have DRAM to themselves
+                    if (g == 0) mbar_wait(bar_full_k, 0u);
+#endif
                     mbar_wait(bar_empty_v + 8 * s, phase ^ 1u);
                     if (leader) {
                         mbar_arrive_expect_tx(bar_full_v + 8 * s, KV_TILE_BYTES);
@@ -134,8 +148,12 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
                 const int b = local % Q_BUFFERS;
                 const int head = w / units_per_head;
                 const int q0 = ((w % units_per_head) * CLUSTER + (int)rank) * BLOCK_M;
-                // buffer b last held unit local - 2: wait until its consumers released it
+                // buffer b last held unit local - Q_BUFFERS: wait until its consumers released it
                 if (local >= Q_BUFFERS) mbar_wait(bar_q_empty + 8 * b, (u32)(local / Q_BUFFERS - 1) & 1u);
+#if FIRST_LOADS_IN_ORDER
+                // and for the Q before this one to have landed (it is needed first)
+                else if (local >= 1) mbar_wait(bar_q + 8 * ((local - 1) % Q_BUFFERS), (u32)((local - 1) / Q_BUFFERS) & 1u);
+#endif
                 if (leader) {
                     mbar_arrive_expect_tx(bar_q + 8 * b, TILE_BYTES);
                     load_tile_own(sQ + b * TILE_BYTES, &tm_q, q0, head, bar_q + 8 * b);

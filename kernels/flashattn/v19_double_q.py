@@ -38,16 +38,20 @@ if TYPE_CHECKING:
 
 SOURCE = Path(__file__).with_suffix(".cu")
 KERNEL_NAME = "attn_fwd_double_q"
-CONFIG: dict[str, int] = {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2}
-SWEEP: list[dict[str, int]] = [{"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2}, {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 1}]
+CONFIG: dict[str, int] = {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2, "Q_BUFFERS": 2, "FIRST_LOADS_IN_ORDER": 1}
+SWEEP: list[dict[str, int]] = [
+    {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2, "Q_BUFFERS": 2, "FIRST_LOADS_IN_ORDER": 1},
+    {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2, "Q_BUFFERS": 2, "FIRST_LOADS_IN_ORDER": 0},
+    {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 1, "Q_BUFFERS": 2, "FIRST_LOADS_IN_ORDER": 1},
+    {"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 2, "Q_BUFFERS": 1, "FIRST_LOADS_IN_ORDER": 1},
+]
 OUT_ARG = 3  # (q map, k map, v map, out, S, scale, heads)
-Q_BUFFERS = 2
 
 
-def smem_bytes(stages: int, block_n: int) -> int:
-    """Dynamic shared memory of one CTA (V19_SMEM_BYTES in the .cu): slack, two Q tiles, the K/V
-    ring, the ring's barriers and four Q barriers."""
-    return 1024 + Q_BUFFERS * v15.TILE_BYTES + 2 * stages * block_n * 256 + 8 * (4 * stages + 2 * Q_BUFFERS)
+def smem_bytes(stages: int, block_n: int, q_buffers: int = 2) -> int:
+    """Dynamic shared memory of one CTA (V19_SMEM_BYTES in the .cu): slack, the Q tiles, the K/V
+    ring, the ring's barriers and a full and an empty barrier per Q tile."""
+    return 1024 + q_buffers * v15.TILE_BYTES + 2 * stages * block_n * 256 + 8 * (4 * stages + 2 * q_buffers)
 
 
 def module_of(source: Path, config: Mapping[str, Any], device_index: int, cluster: int) -> CudaModule:
@@ -64,9 +68,10 @@ def plan(source: Path, q: Any, k: Any, v: Any, config: Mapping[str, Any]) -> Lau
     b, h, s, d = v15.check_inputs((q, k, v))
     cluster = v15.cluster_for(s, int(config.get("CLUSTER", 2)))
     block_n, stages = int(config.get("BLOCK_N", 128)), int(config.get("STAGES", 2))
-    nbytes = smem_bytes(stages, block_n)
+    q_buffers = int(config.get("Q_BUFFERS", 2))
+    nbytes = smem_bytes(stages, block_n, q_buffers)
     if nbytes > v15.MAX_DYNAMIC_SMEM:
-        raise ValueError(f"BLOCK_N={block_n} STAGES={stages} with two Q buffers needs {nbytes} B of shared "
+        raise ValueError(f"BLOCK_N={block_n} STAGES={stages} with {q_buffers} Q buffers needs {nbytes} B of shared "
                          f"memory, over {v15.MAX_DYNAMIC_SMEM}")
     kernel = module_of(source, config, q.device.index, cluster).kernel(KERNEL_NAME)
     view = (b * h, s, d)
