@@ -93,9 +93,10 @@ def _check(mod, b: int, h: int, s: int, seed: int) -> None:
     (1, 67, 2816),   # 737 units, a tail of 11 extra units
     (4, 8, 8192),    # the benchmark's sequence length
 ])
-@pytest.mark.parametrize("version", ["v17", "v18", "v19", "v20"])
+@pytest.mark.parametrize("version", ["v17", "v18", "v19", "v20", "v21"])
 def test_persistent_matches_the_reference(version, b, h, s):
-    """v17 and the versions built on its loop (v18 prefetches, v19 double-buffers Q, v20 stores wide)."""
+    """v17 and the versions built on its loop (v18 prefetches, v19 double-buffers Q, v20 and v21
+    change v19's stores)."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     _check(ASSIGNMENT.version(version).load(), b, h, s, seed=11 + s + h)
@@ -106,6 +107,6 @@ def test_a_plan_follows_its_inputs_not_a_stale_address(v16, v17):
     """Inputs freed and re-drawn at other shapes and seeds: each call checks against its own input."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    for mod in (v16, v17, ASSIGNMENT.version("v20").load()):
+    for mod in (v16, v17, ASSIGNMENT.version("v20").load(), ASSIGNMENT.version("v21").load()):
         for b, h, s in ((1, 8, 1024), (1, 8, 2048), (1, 8, 1024), (2, 4, 1024)):
             _check(mod, b, h, s, seed=3 + b + s)

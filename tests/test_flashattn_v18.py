@@ -124,10 +124,11 @@ def test_every_swept_geometry_and_the_traced_build_compile_without_spills(v18):
 # --------------------------------------------------------------------------- v19 and v20
 
 
-def test_v20_is_v19_with_only_its_store_hook():
-    text = (FOLDER / "v20_wide_stores.cu").read_text()
-    assert '#include "v19_double_q.cu"' in text and "#define STORE_O store_o_wide" in text
-    assert "__global__" not in text, "v20 adds no kernel: v19's, with the hook"
+@pytest.mark.parametrize("name,hook", [("v20_wide_stores.cu", "store_o_wide"), ("v21_staged_stores.cu", "store_o_staged")])
+def test_v20_and_v21_are_v19_with_only_their_store_hook(name, hook):
+    text = (FOLDER / name).read_text()
+    assert '#include "v19_double_q.cu"' in text and f"#define STORE_O {hook}" in text
+    assert "__global__" not in text, "no kernel of its own: v19's, with the hook"
     v19 = (FOLDER / "v19_double_q.cu").read_text()
     assert "#ifndef STORE_O" in v19 and "STORE_O(o," in v19
 
@@ -139,16 +140,22 @@ def test_v19_and_v20_share_the_launch_and_refuse_what_does_not_fit():
     assert v19.smem_bytes(2, 128) <= v19.v15.MAX_DYNAMIC_SMEM < v19.smem_bytes(2, 176)
     assert v19.smem_bytes(2, 176, q_buffers=1) <= v19.v15.MAX_DYNAMIC_SMEM
     assert v19.smem_bytes(2, 128) == 1024 + 2 * 32768 + 2 * 2 * 128 * 256 + 8 * (4 * 2 + 4)
+    v21 = ASSIGNMENT.version("v21").load()
+    assert v21.smem_bytes(2, 128) == v19.smem_bytes(2, 128) - 8 * 12 + 1024 + 2 * 16384 <= v19.v15.MAX_DYNAMIC_SMEM
 
 
 @pytest.mark.skipif(LIBRARY is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
-@pytest.mark.parametrize("name", ["v19_double_q.cu", "v20_wide_stores.cu"])
-def test_v19_and_v20_compile_without_spills_and_refuse_176_row_tiles(name):
+@pytest.mark.parametrize("name", ["v19_double_q.cu", "v20_wide_stores.cu", "v21_staged_stores.cu"])
+def test_v19_to_v21_compile_without_spills_and_refuse_176_row_tiles(name):
     v19 = ASSIGNMENT.version("v19").load()
-    for defines in [dict(c) for c in v19.SWEEP] + [{**v19.CONFIG, "TRACE": 1}]:
+    sweep = [c for c in v19.SWEEP if "v21" not in name or c["Q_BUFFERS"] == 2]
+    for defines in [dict(c) for c in sweep] + [{**v19.CONFIG, "TRACE": 1}]:
         ok, log = cuda.nvrtc_compile_offline(FOLDER / name, defines=defines, library=LIBRARY)
         assert ok, (defines, log[-3000:])
         k = next(k for k in cuda.parse_ptxas_log(log).kernels if k.name == "attn_fwd_double_q" and k.entry)
         assert k.spill_stores == 0 and k.spill_loads == 0 and not k.advisories, (name, defines, k)
     ok, log = cuda.nvrtc_compile_offline(FOLDER / name, defines={"BLOCK_N": 176, "STAGES": 2}, library=LIBRARY)
     assert not ok and "two Q buffers and this K/V ring do not fit" in log
+    if "v21" in name:
+        ok, log = cuda.nvrtc_compile_offline(FOLDER / name, defines={"BLOCK_N": 176, "Q_BUFFERS": 1}, library=LIBRARY)
+        assert not ok and "the staging buffers do not fit" in log

@@ -63,13 +63,15 @@ def module(config: Mapping[str, Any], device_index: int, cluster: int) -> CudaMo
     return module_of(SOURCE, config, device_index, cluster)
 
 
-def plan(source: Path, q: Any, k: Any, v: Any, config: Mapping[str, Any]) -> LaunchPlan:
-    """The launch of ``source``'s kernel on (q, k, v): v17's grid, two Q buffers' shared memory."""
+def plan(source: Path, q: Any, k: Any, v: Any, config: Mapping[str, Any],
+         smem: Callable[[int, int, int], int] = smem_bytes) -> LaunchPlan:
+    """The launch of ``source``'s kernel on (q, k, v): v17's grid, ``smem(stages, block_n,
+    q_buffers)`` bytes of shared memory (v19's layout unless a version adds to it)."""
     b, h, s, d = v15.check_inputs((q, k, v))
     cluster = v15.cluster_for(s, int(config.get("CLUSTER", 2)))
     block_n, stages = int(config.get("BLOCK_N", 128)), int(config.get("STAGES", 2))
     q_buffers = int(config.get("Q_BUFFERS", 2))
-    nbytes = smem_bytes(stages, block_n, q_buffers)
+    nbytes = smem(stages, block_n, q_buffers)
     if nbytes > v15.MAX_DYNAMIC_SMEM:
         raise ValueError(f"BLOCK_N={block_n} STAGES={stages} with {q_buffers} Q buffers needs {nbytes} B of shared "
                          f"memory, over {v15.MAX_DYNAMIC_SMEM}")
