@@ -136,7 +136,7 @@ def test_v20_and_v21_are_v19_with_only_their_store_hook(name, hook):
 def test_v19_and_v20_share_the_launch_and_refuse_what_does_not_fit():
     v19 = ASSIGNMENT.version("v19").load()
     v20 = ASSIGNMENT.version("v20").load()
-    assert v20.CONFIG == v19.CONFIG and v20.KERNEL_NAME == v19.KERNEL_NAME
+    assert v20.CONFIG == {**v19.CONFIG, "CLUSTER": 1} and v20.KERNEL_NAME == v19.KERNEL_NAME
     assert v19.smem_bytes(2, 128) <= v19.v15.MAX_DYNAMIC_SMEM < v19.smem_bytes(2, 176)
     assert v19.smem_bytes(2, 176, q_buffers=1) <= v19.v15.MAX_DYNAMIC_SMEM
     assert v19.smem_bytes(2, 128) == 1024 + 2 * 32768 + 2 * 2 * 128 * 256 + 8 * (4 * 2 + 4)
