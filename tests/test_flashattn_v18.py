@@ -1,6 +1,7 @@
-"""flashattn v18_prefetch without a GPU: v17's kernel plus a prefetch warp and trace marks, every
-swept geometry (and the traced build) compiles for sm_90a without spills, and the host's view of
-the trace layout is trace.cuh's."""
+"""flashattn v18-v21 without a GPU: v18 is v17's kernel plus a prefetch warp and trace marks; v20 and
+v21 are v19 with only their STORE_O hook; every swept geometry (and the traced builds) compiles for
+sm_90a without spills, what does not fit in shared memory is refused at compile time; the trace
+probe reads trace.cuh's layout and reduces a launch's stamps as intended."""
 
 from __future__ import annotations
 
