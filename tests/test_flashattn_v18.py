@@ -66,12 +66,18 @@ def test_v18_is_v17_s_kernel_plus_the_prefetch_warp_and_trace_marks():
     assert text.count("__device__") == 1, "one helper of its own (the L2 prefetch); the rest is v15's"
 
 
-def test_the_trace_probe_reads_its_layout_from_the_header():
+@pytest.fixture(scope="module")
+def probe():
+    """tools/trace_probe.py, loaded as the script it is (tools/ is not a package)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("trace_probe", ROOT / "tools" / "trace_probe.py")
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_trace_probe_reads_its_layout_from_the_header(probe):
     header = (FOLDER / "trace.cuh").read_text()
     for name in ("TRACE_MAX_CTAS", "TRACE_UNITS", "TRACE_PER_UNIT", "TRACE_UNIT0", "TR_EPI_DONE", "TR_STEP1"):
         assert f"#define {name} {probe.L[name]}" in header
@@ -81,15 +87,10 @@ def test_the_trace_probe_reads_its_layout_from_the_header():
     assert max(probe.SLOT.values()) < probe.L["TRACE_PER_UNIT"]
 
 
-def test_a_traced_launch_reduces_to_unit_times():
+def test_a_traced_launch_reduces_to_unit_times(probe):
     """A synthetic two-unit CTA at 1 GHz (cycles = ns): the reduction finds the waits and steps."""
-    import importlib.util
-
     import numpy as np
 
-    spec = importlib.util.spec_from_file_location("trace_probe", ROOT / "tools" / "trace_probe.py")
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
     L, S = probe.L, probe.SLOT
     raw = np.zeros((1, L["TRACE_SLOTS"]), dtype=np.uint64)
     raw[0, :4] = [1_000, 1_000, 31_000, 31_000]  # entry ns/clk, exit ns/clk: 30 µs at 1 GHz
