@@ -102,23 +102,75 @@ def define_options(defines: Mapping[str, Any] | None) -> tuple[str, ...]:
     return tuple(out)
 
 
+def include_dirs(path: Path) -> tuple[Path, Path]:
+    """Where ``#include "..."`` of a source is looked for, in order: the source's folder (a sibling:
+    ``v19_double_q.cu``, ``trace.cuh``) and the folder above it, from which shared headers are named
+    by their path (``common/sm90/mbarrier.cuh`` from ``kernels/``). An exported submission places
+    shared headers under its own folder by that same path, so the first entry finds them there."""
+    folder = Path(path).resolve().parent
+    return folder, folder.parent
+
+
 def compile_options(arch: str, path: Path, defines: Mapping[str, Any] | None = None,
                     options: Sequence[str] = ()) -> tuple[str, ...]:
-    """The full NVRTC option list: architecture, defaults, the source's folder on the include
-    path (so a kernel can include a sibling ``.cuh``), defines, then the caller's options."""
-    return (f"--gpu-architecture={arch}", *DEFAULT_OPTIONS, f"-I{path.parent}",
+    """The full NVRTC option list: architecture, defaults, the include folders (:func:`include_dirs`),
+    defines, then the caller's options."""
+    return (f"--gpu-architecture={arch}", *DEFAULT_OPTIONS, *(f"-I{d}" for d in include_dirs(path)),
             *define_options(defines), *options)
 
 
+@dataclass(frozen=True)
+class Include:
+    """One local header a source reaches: the file, the name it is included by (the path from
+    ``root``), and the include folder it was found under."""
+
+    path: Path
+    name: str
+    root: Path
+
+
+def includes(path: str | Path) -> list[Include]:
+    """Every local header ``path`` reaches through ``#include "..."``, transitively, each once, in
+    the order first reached. A name is looked up beside the including file, then in
+    :func:`include_dirs` of ``path`` (the preprocessor's order for quoted includes); a name found
+    nowhere is a system or NVRTC header and is left out. This is the one include scanner: the
+    compile cache key, the records' source closure and the export all use it."""
+    main = Path(path).resolve()
+    dirs = include_dirs(main)
+    out: list[Include] = []
+    seen = {main}
+    todo = [main]
+    while todo:
+        cur = todo.pop(0)
+        for name in _INCLUDE_RE.findall(cur.read_text(encoding="utf-8")):
+            for root in (cur.parent, *dirs):
+                q = (root / name).resolve()
+                if q.is_file():
+                    if q not in seen:
+                        seen.add(q)
+                        out.append(Include(q, name, root.resolve()))
+                        todo.append(q)
+                    break
+    return out
+
+
+def source_files(path: str | Path) -> list[Path]:
+    """The source and every local header it reaches: what a compile of ``path`` reads."""
+    main = Path(path).resolve()
+    return [main, *(i.path for i in includes(main))]
+
+
 def source_digest(path: Path) -> str:
-    """sha256 of the source and of the local headers it includes (one level), for the cache key."""
-    text = path.read_text(encoding="utf-8")
-    h = hashlib.sha256(text.encode())
-    for inc in _INCLUDE_RE.findall(text):
-        p = path.parent / inc
-        if p.is_file():
-            h.update(inc.encode() + b"\0" + p.read_bytes())
+    """sha256 over the source and every local header it reaches (by path and content), for the cache key."""
+    h = hashlib.sha256()
+    for p in source_files(path):
+        h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a source's text, as records and exports state it."""
+    return hashlib.sha256(Path(path).read_text(encoding="utf-8").encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------- launch arguments
@@ -333,6 +385,7 @@ class CudaModule:
     binary: bytes = field(repr=False)
     log: str = field(default="", repr=False)
     compiler: str | None = None  # e.g. 'nvrtc 13.0'
+    sources: dict[str, str] = field(default_factory=dict)  # every file the compile read (absolute path) -> sha256
     resources: dict[str, KernelResources] = field(default_factory=dict, repr=False)  # by function name
     advisories: list[str] = field(default_factory=list)  # ptxas advisories that name no function of the module
     _module: Any = field(default=None, repr=False)
@@ -459,7 +512,8 @@ def load_module(path: str | Path, *, defines: Mapping[str, Any] | None = None,
         if mod is None:
             binary, log = _nvrtc_compile(resolved, opts)
             mod = CudaModule(path=resolved, arch=arch, options=opts, device_index=device_index, binary=binary,
-                             log=log, compiler=nvrtc_version())
+                             log=log, compiler=nvrtc_version(),
+                             sources={str(p): file_sha256(p) for p in source_files(resolved)})
             with cupy.cuda.Device(device_index):
                 m = cupy.cuda.function.Module()
                 m.load(binary)
@@ -637,17 +691,37 @@ def nvrtc_compile_offline(path: str | Path, *, arch: str = "sm_90a", defines: Ma
     ``auto`` parameter, inside a kernel is a host function to it), so a source that nvcc builds can still fail here; this is
     how to find out before a device session does.
     """
-    import ctypes
-
     lib_path = library or find_nvrtc_library()
     if lib_path is None:
         raise FileNotFoundError(f"no libnvrtc found: install the nvidia-cuda-nvrtc wheel or set {NVRTC_LIBRARY_ENV}")
-    for builtins in sorted(lib_path.parent.glob("libnvrtc-builtins.so.*")):
+    ok, log, _ = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path)
+    return ok, log
+
+
+def nvrtc_ptx_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str, Any] | None = None,
+                      library: Path | None = None) -> str:
+    """The PTX NVRTC makes of ``path`` with :func:`load_module`'s options less ``-lineinfo`` (so the
+    text holds no source positions): two sources that give the same PTX compile to the same code.
+    Raises :class:`CudaCompileError` with the log when the compile fails."""
+    lib_path = library or find_nvrtc_library()
+    if lib_path is None:
+        raise FileNotFoundError(f"no libnvrtc found: install the nvidia-cuda-nvrtc wheel or set {NVRTC_LIBRARY_ENV}")
+    ok, log, ptx = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path, drop=("-lineinfo",))
+    if not ok:
+        raise CudaCompileError(f"{path}: NVRTC failed (defines {dict(defines or {})})\n{log[-3000:]}")
+    return ptx
+
+
+def _nvrtc_offline(path: str | Path, *, arch: str, defines: Mapping[str, Any] | None, library: Path,
+                   drop: tuple[str, ...] = ()) -> tuple[bool, str, str]:
+    import ctypes
+
+    for builtins in sorted(library.parent.glob("libnvrtc-builtins.so.*")):
         if ".alt." not in builtins.name:  # NVRTC dlopens its builtins by soname: load them first, globally
             ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
-    lib = ctypes.CDLL(str(lib_path))
+    lib = ctypes.CDLL(str(library))
     resolved = Path(path).resolve()
-    opts = [o.encode() for o in compile_options(arch, resolved, defines)]
+    opts = [o.encode() for o in compile_options(arch, resolved, defines) if o not in drop]
     prog = ctypes.c_void_p()
     src = resolved.read_text(encoding="utf-8").encode()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), src, resolved.name.encode(), 0, None, None) != 0:
@@ -658,7 +732,13 @@ def nvrtc_compile_offline(path: str | Path, *, arch: str = "sm_90a", defines: Ma
         lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
         buf = ctypes.create_string_buffer(size.value)
         lib.nvrtcGetProgramLog(prog, buf)
-        return rc == 0, buf.value.decode(errors="replace")
+        ptx = ""
+        if rc == 0:
+            lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+            out = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetPTX(prog, out)
+            ptx = out.value.decode(errors="replace")
+        return rc == 0, buf.value.decode(errors="replace"), ptx
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
