@@ -37,6 +37,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .closure import Closure, ClosureError, source_closure
 from .records import CodeSnapshot, SourceFile
 
 VERSION_RE = re.compile(r"^v(\d{2,3})[a-z0-9_]*$")
@@ -161,34 +162,17 @@ class Version:
         """'v02' — the handle worklog.md binds numbers with."""
         return f"v{self.number:02d}"
 
+    def closure(self) -> Closure:
+        """The files whose text decides what this version runs (see :mod:`reporter.closure`)."""
+        try:
+            return source_closure(self.path, self.name)
+        except ClosureError as e:
+            raise AssignmentError(str(e)) from e
+
     @property
     def sources(self) -> list[Path]:
-        """The .py file, sources beside it sharing its stem (.cu, .cuh), and the sibling
-        modules it imports (a version built on an earlier one carries that one's code)."""
-        out = [self.path]
-        for ext in (".cu", ".cuh", ".h"):
-            p = self.path.with_suffix(ext)
-            if p.exists():
-                out.append(p)
-        for name in self.sibling_imports():
-            p = self.assignment_dir / f"{name}.py"
-            if p not in out:
-                out.append(p)
-                out.extend(q for ext in (".cu", ".cuh") if (q := p.with_suffix(ext)).exists())
-        return out
-
-    def sibling_imports(self) -> list[str]:
-        try:
-            tree = ast.parse(self.path.read_text(encoding="utf-8"))
-        except SyntaxError:
-            return []
-        names: list[str] = []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names.append(node.module)
-            elif isinstance(node, ast.Import):
-                names.extend(a.name for a in node.names)
-        return [n for n in dict.fromkeys(names) if (self.assignment_dir / f"{n}.py").is_file()]
+        """The paths of :meth:`closure`: the version first, its CUDA sources and headers, its imports."""
+        return self.closure().paths()
 
     def docstring(self) -> str:
         try:
@@ -206,7 +190,7 @@ class Version:
     def snapshot(self, repo_root: Path, config: dict | None = None) -> CodeSnapshot:
         files = []
         for p in self.sources:
-            text = p.read_text(encoding="utf-8")
+            text = p.read_text(encoding="utf-8")  # sha256 of the text, as exports and builds state it
             try:
                 rel = str(p.resolve().relative_to(repo_root.resolve()))
             except ValueError:

@@ -9,9 +9,10 @@ stands. The export carries all of it in one file:
 
 * every local module the version imports, transitively (earlier versions, helpers in the
   assignment's folder), and the version itself;
-* the CUDA sources those modules load: the ``.cu``/``.cuh``/``.h`` sharing a module's stem,
-  a file in the folder named by a string constant in a module, and the local
-  ``#include "..."`` of both;
+* the CUDA sources it compiles and every local header they include, transitively: the
+  version's source closure (:mod:`reporter.closure`, the same files a run record holds), a
+  shared header placed by its path from ``kernels/`` (``common/sm90/wgmma.cuh``) beside the
+  version so that the compiler finds it as it does in the repository;
 * the modules of this package they import: only :mod:`reporter.cuda`, which imports no other
   module of the package; importing any other ``reporter`` module stops the export with an
   error naming the file;
@@ -45,7 +46,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -57,6 +57,7 @@ from typing import Literal
 from . import store
 from .analysis.diff import format_ms
 from .assignments import Assignment, Version, git_state
+from .closure import ClosureError, source_closure
 from .iteration import spec_literal
 from .records import Run
 from .standing import figure, standing_run
@@ -64,10 +65,7 @@ from .standing import figure, standing_run
 PACKAGE = __name__.partition(".")[0]  # 'reporter'
 PACKAGE_DIR = Path(__file__).resolve().parent
 EMBEDDABLE_PACKAGE_MODULES = frozenset({f"{PACKAGE}.cuda"})  # standalone by design: no other reporter imports
-CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp")
 EXPORTED_PREFIX = "Exported:"
-
-_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 
 
 class ExportError(Exception):
@@ -145,12 +143,6 @@ def _imports(tree: ast.Module) -> list[tuple[str, list[str]]]:
     return out
 
 
-def _local_imports(tree: ast.Module, folder: Path) -> list[str]:
-    """Modules of the assignment's folder a file imports (the rule of ``Version.sibling_imports``)."""
-    names = [m for m, _ in _imports(tree)]
-    return [n for n in dict.fromkeys(names) if (folder / f"{n}.py").is_file()]
-
-
 def _package_imports(tree: ast.Module, path: Path) -> list[str]:
     """The modules of this package a file imports: ``from reporter.cuda import x``,
     ``import reporter.cuda``, ``from reporter import cuda`` all give 'reporter.cuda'."""
@@ -167,38 +159,6 @@ def _package_imports(tree: ast.Module, path: Path) -> list[str]:
             else:
                 out.extend(f"{PACKAGE}.{a.name}" for a in node.names)
     return list(dict.fromkeys(out))
-
-
-def _cuda_sources(path: Path, tree: ast.Module) -> list[Path]:
-    """CUDA sources a module loads: same stem, or named by a string constant, in its folder."""
-    found = [q for ext in CUDA_SUFFIXES if (q := path.with_suffix(ext)).is_file()]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(CUDA_SUFFIXES) \
-                and "\n" not in node.value and len(node.value) < 256:
-            q = path.parent / node.value
-            if q.is_file() and _inside(q, path.parent):
-                found.append(q)
-    return list(dict.fromkeys(q.resolve() for q in found))
-
-
-def _includes(path: Path, base: Path) -> list[Path]:
-    """The local headers a CUDA source includes, transitively; one outside ``base`` is refused
-    (the submission's folder holds only ``base``'s files, so NVRTC would not find it)."""
-    out: list[Path] = []
-    todo = [path]
-    while todo:
-        cur = todo.pop()
-        for inc in _INCLUDE_RE.findall(cur.read_text(encoding="utf-8")):
-            q = (cur.parent / inc).resolve()
-            if not q.is_file():
-                continue  # a system or NVRTC header
-            if not _inside(q, base):
-                raise ExportError(f"{cur}: #include \"{inc}\" is outside {base}, so the export cannot place it "
-                                  "beside the source; move the header into the assignment's folder")
-            if q not in out and q != path:
-                out.append(q)
-                todo.append(q)
-    return out
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -251,32 +211,21 @@ def _defines(tree: ast.Module, name: str, folder: Path, seen: set[Path]) -> bool
 
 
 def collect(repo: Path, version: Version) -> tuple[list[EmbeddedFile], list[tuple[str, str]], list[str]]:
-    """The files to embed (the version first), the modules in import order (the version last),
-    and the third-party packages the embedded code imports."""
+    """The files to embed (the version's source closure, then this package's modules it needs),
+    the modules in import order (the version last), and the third-party packages the embedded
+    code imports."""
     folder = version.assignment_dir
+    try:
+        closure = source_closure(version.path, version.name)
+    except ClosureError as e:
+        raise ExportError(str(e)) from e
     texts: dict[str, tuple[Path, str, ast.Module]] = {}  # module name -> (path, text, tree)
-    order: list[str] = []
-    visiting: list[str] = []
-
-    def visit(name: str, path: Path) -> None:
-        if name in order:
-            return
-        if name in visiting:
-            cycle = " -> ".join([*visiting[visiting.index(name):], name])
-            raise ExportError(f"{path}: import cycle between the assignment's modules: {cycle}")
-        visiting.append(name)
-        text = path.read_text(encoding="utf-8")
-        tree = _parse(path, text)
-        texts[name] = (path, text, tree)
-        for dep in _local_imports(tree, folder):
-            if dep != name:
-                visit(dep, folder / f"{dep}.py")
-        visiting.pop()
-        order.append(name)
-
-    visit(version.name, version.path)
-    _, _, version_tree = texts[version.name]
-    if not _defines(version_tree, "custom_kernel", folder, set()):
+    for f in closure.files:
+        if f.module is not None:
+            text = f.path.read_text(encoding="utf-8")
+            texts[f.module] = (f.path, text, _parse(f.path, text))
+    order = closure.module_order
+    if not _defines(texts[version.name][2], "custom_kernel", folder, set()):
         raise ExportError(f"{version.path}: defines no custom_kernel(data), the function the harness calls")
 
     # this package's modules the local modules import, and what those import in turn
@@ -298,17 +247,14 @@ def collect(repo: Path, version: Version) -> tuple[list[EmbeddedFile], list[tupl
             package_modules.insert(0, mod)  # imported by what came before: load it first
             todo.append((mod, p, tree))
 
-    files: list[EmbeddedFile] = []
-    for name in [version.name, *reversed(order[:-1]), *package_modules]:
-        path, text, tree = texts[name]
-        in_package = name.startswith(PACKAGE + ".")
-        base = PACKAGE_DIR.parent if in_package else folder
-        files.append(EmbeddedFile(rel=_origin(path, base), origin=_origin(path, repo), text=text, module=name))
-        for cu in _cuda_sources(path, tree):
-            for q in (cu, *_includes(cu, base)):
-                if all(f.rel != _origin(q, base) for f in files):
-                    files.append(EmbeddedFile(rel=_origin(q, base), origin=_origin(q, repo),
-                                              text=q.read_text(encoding="utf-8")))
+    # the closure's files, each placed as the compiler and the imports find it beside the version
+    files = [EmbeddedFile(rel=f.rel, origin=_origin(f.path, repo),
+                          text=texts[f.module][1] if f.module else f.path.read_text(encoding="utf-8"),
+                          module=f.module) for f in closure.files]
+    for name in package_modules:
+        path, text, _ = texts[name]
+        files.append(EmbeddedFile(rel=_origin(path, PACKAGE_DIR.parent), origin=_origin(path, repo), text=text,
+                                  module=name))
 
     packages = sorted({".".join(m.split(".")[:i]) for m in package_modules for i in range(1, m.count(".") + 1)})
     modules = [(p, p.replace(".", "/") + "/__init__.py") for p in packages]

@@ -317,6 +317,9 @@ class KernelBuild(Record):
     compiler: str | None = Field(None, description="e.g. 'nvrtc 13.0'")
     arch: str = Field(description="the target, e.g. 'sm_90a'")
     options: str = Field("", description="the compile options and defines, space-separated, without include paths")
+    sources: dict[str, str] = Field(default_factory=dict, description="every file the compile read (the source and "
+                                    "the headers it reached; path relative to the repository root) -> sha256 of its "
+                                    "text; empty in records made before it was kept")
     registers: int | None = Field(None, description="registers per thread")
     spill_stores: int = Field(0, description="bytes per thread stored to local memory by register spills")
     spill_loads: int = Field(0, description="bytes per thread loaded back from local memory after spills")

@@ -286,9 +286,10 @@ TOY = {
     "v01_base.cu": '#include "common.cuh"\nextern "C" __global__ void k() {}\n',
     "common.cuh": "#pragma once\n",
     "v02_child.py": '''
-        """Imports v01 as a module and reporter.cuda."""
+        """Imports v01 as a module and reporter.cuda, and compiles v01's source (it names it)."""
         import v01_base
         from reporter.cuda import load_module
+        SOURCE = v01_base.SOURCE
         def helper(x):
             return v01_base.scale(x) + 1
         def custom_kernel(data):

@@ -37,16 +37,22 @@ def test_version_passes_check(assignment, version, case):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
+    from reporter.cuda import track_launches
     from reporter.harness.check import compare, poison_allocator
 
     spec = assignment.spec
     params = assignment.case(case)
     mod = version.load()
-    for seed in (params["seed"], params["seed"] + 13):  # the case's seed and a ranked re-seed
-        data = spec.generate_input(**{**params, "seed": seed})
-        ref = spec.ref_kernel(data)
-        poison_allocator(ref)
-        out = mod.custom_kernel(data)
-        torch.cuda.synchronize()
-        result = compare(out, ref, spec.TOLERANCE, seed=seed)
-        assert result.passed, f"{version.name} on {case} seed {seed}: {result.message}"
+    with track_launches() as launched:
+        for seed in (params["seed"], params["seed"] + 13):  # the case's seed and a ranked re-seed
+            data = spec.generate_input(**{**params, "seed": seed})
+            ref = spec.ref_kernel(data)
+            poison_allocator(ref)
+            out = mod.custom_kernel(data)
+            torch.cuda.synchronize()
+            result = compare(out, ref, spec.TOLERANCE, seed=seed)
+            assert result.passed, f"{version.name} on {case} seed {seed}: {result.message}"
+    # every file the CUDA compiler read for the kernels it ran is in the version's source closure
+    compiled = {Path(p) for k in launched for p in k.module.sources}
+    missing = compiled - set(version.closure().paths())
+    assert not missing, f"{version.name} compiled files its source closure does not hold: {sorted(map(str, missing))}"

@@ -3,7 +3,8 @@ GPU machine (same options, sm_90a), without a GPU: through ctypes on the nvidia-
 the test extra installs. nvcc is not enough: NVRTC's JIT mode refused v15's first step, a generic
 lambda (a host function to it), after nvcc had built it, and the device session was spent finding out.
 
-Each source is built with its own defaults, and with every CONFIG and SWEEP entry whose keys
+Each source a version compiles (its source closure's entry points; the headers come along
+through their includes) is built with its own defaults, and with every CONFIG and SWEEP entry whose keys
 are macros of that source (the flashattn versions pass their configs as defines). A CONFIG
 build must also be free of ptxas's C7512 advisory (a serialised wgmma pipeline)."""
 
@@ -26,7 +27,7 @@ def _builds() -> list:
     out = []
     for a in list_assignments(ROOT / "kernels"):
         for v in a.versions():
-            for src in (p for p in v.sources if p.suffix == ".cu"):
+            for src in (f.path for f in v.closure().files if f.role == "cuda"):  # what it compiles
                 out.append(pytest.param(src, None, False, id=f"{a.name}-{v.short}-{src.stem}-defaults"))
                 text = src.read_text()
                 macros = set(re.findall(r"^\s*#\s*ifndef\s+([A-Z_][A-Z0-9_]*)", text, re.MULTILINE))

@@ -172,7 +172,7 @@ def time_callable(fn: Callable[[Any], Any], data: Any, *, a: Assignment, case: d
                          ranked=opts.ranked, on_sample=on_sample, state=state)
 
 
-def kernel_builds(kernels: Iterable[CudaKernel]) -> list[KernelBuild]:
+def kernel_builds(kernels: Iterable[CudaKernel], repo_root: Path | None = None) -> list[KernelBuild]:
     """What the compiler reported for each launched kernel, for the run record.
 
     From ptxas's report in NVRTC's log when there is one; otherwise (NVRTC returned an empty log)
@@ -186,7 +186,8 @@ def kernel_builds(kernels: Iterable[CudaKernel]) -> list[KernelBuild]:
             mod = k.module
             common = dict(kernel=k.name, source=Path(mod.path).name, compiler=mod.compiler,
                           options=" ".join(o for o in mod.options if not o.startswith("-I")),
-                          module_advisories=list(mod.advisories))
+                          module_advisories=list(mod.advisories),
+                          sources={_relative_to(Path(p), repo_root): h for p, h in mod.sources.items()})
             res = k.resources
             if res is not None:
                 out.append(KernelBuild(
@@ -201,6 +202,15 @@ def kernel_builds(kernels: Iterable[CudaKernel]) -> list[KernelBuild]:
         except Exception:
             continue
     return out
+
+
+def _relative_to(path: Path, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            pass
+    return str(path)
 
 
 class RankedCheckFailed(Exception):
@@ -358,7 +368,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
                     r.derived = derive(work, st.mean_ms, ceilings) if st else None
     for j, r in enumerate(runs):
         r.peers = peer_results
-        r.builds = kernel_builds(launched.get(j, []))
+        r.builds = kernel_builds(launched.get(j, []), repo_root)
         if opts.profile and r.timing is not None:
             _profile(r, repo_root, a, versions[j], opts, console, progress)
     return runs
@@ -438,7 +448,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                 except Exception as e:
                     r.error = f"{type(e).__name__}: {e}"
                     console.print(f"[red]{v.name} on {case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
-                r.builds = kernel_builds(launched)
+                r.builds = kernel_builds(launched, repo_root)
                 progress.update(task, completed=opts.rule.max_reps, visible=False)
                 keep(r, case)
                 _free()

@@ -447,7 +447,7 @@ def agreements_of(check, runs):  # type: ignore[no-untyped-def]
 def _crosscheck_sentences(s: AssignmentSummary, version: str) -> list[str]:
     """What the newest cross-check of the version says, in sentences: the course harness's verdict
     and means, do_bench's median, each beside our figure from the same session."""
-    from ..analysis.crosscheck import AGREEMENT_PCT, agreements
+    from ..analysis.crosscheck import agreements
 
     checks = s.crosschecks_of(version)
     if not checks:
@@ -469,7 +469,7 @@ def _crosscheck_sentences(s: AssignmentSummary, version: str) -> list[str]:
 
 
 def _one_crosscheck(check: Any, runs: dict[str, Run], s: AssignmentSummary, version: str) -> list[str]:
-    from ..analysis.crosscheck import AGREEMENT_PCT, agreements
+    from ..analysis.crosscheck import agreements
 
     rows = [a for a in agreements(check, runs) if a.case == s.benchmark_case]
     out = []
