@@ -49,26 +49,21 @@ a later version.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from reporter.cuda import load_module
+from sm90_host import BLOCK_M, BLOCK_N, HEAD_DIM, LOG2E, MAX_DYNAMIC_SMEM, TILE_BYTES, check_inputs, kernel_maker
 
 if TYPE_CHECKING:  # torch is imported lazily: this module must import on a machine without it
     import torch
 
 SOURCE = Path(__file__).with_suffix(".cu")
 KERNEL_NAME = "attn_fwd_wgmma"
-HEAD_DIM = 128
-BLOCK_M = 128  # query rows per CTA (2 consumer warpgroups x 64)
-BLOCK_N = 128  # key/value rows per tile
 THREADS = 384
-TILE_BYTES = 128 * 128 * 2
-MAX_DYNAMIC_SMEM = 227 * 1024  # H100 opt-in limit per block
-LOG2E = 1.4426950408889634
 
 # wgmma matrix-descriptor strides in bytes, as the .cu defaults them (K-major Q/K, N-major V)
 DESCRIPTOR_DEFAULTS: dict[str, int] = {"K_LBO": 16, "K_SBO": 1024, "V_LBO": 16384, "V_SBO": 1024}
@@ -77,44 +72,12 @@ CONFIG: dict[str, int] = {"STAGES": 2}
 SWEEP: list[dict[str, int]] = [{"STAGES": 2}, {"STAGES": 3}]
 
 
+__all__ = ["BLOCK_M", "BLOCK_N", "HEAD_DIM", "CONFIG", "SWEEP", "check_inputs", "custom_kernel", "make_kernel"]
+
+
 def smem_bytes(stages: int) -> int:
     """Dynamic shared memory of one CTA: alignment slack, Q, K and V rings, mbarriers (as SMEM_BYTES in the .cu)."""
     return 1024 + (1 + 2 * stages) * TILE_BYTES + 8 * (1 + 4 * stages)
-
-
-def check_inputs(data: Any) -> tuple[int, int, int, int]:
-    """(B, H, S, D) of a valid (q, k, v), or ValueError; never touches the GPU."""
-    if not isinstance(data, (tuple, list)) or len(data) != 3:
-        raise ValueError(f"expected (q, k, v), got {type(data).__name__}")
-    q, k, v = data
-    for name, t in zip("qkv", (q, k, v)):
-        if not (hasattr(t, "dtype") and hasattr(t, "shape") and hasattr(t, "is_contiguous")):
-            raise ValueError(f"{name} is a {type(t).__name__}, not a tensor")
-        if str(t.dtype) != "torch.float16":
-            raise ValueError(f"{name} is {t.dtype}; this kernel takes float16")
-        if t.dim() != 4:
-            raise ValueError(f"{name} has shape {tuple(t.shape)}; expected (B, H, S, D)")
-        if tuple(t.shape) != tuple(q.shape):
-            raise ValueError(f"{name} has shape {tuple(t.shape)}, q has {tuple(q.shape)}")
-        if not t.is_contiguous():
-            raise ValueError(f"{name} is not contiguous")
-    b, h, s, d = (int(x) for x in q.shape)
-    if d != HEAD_DIM:
-        raise ValueError(f"head dim {d}: this kernel is written for D = {HEAD_DIM}")
-    if s <= 0 or s % BLOCK_N:
-        raise ValueError(f"sequence length {s}: this kernel needs S a positive multiple of {BLOCK_N}")
-    if b * h <= 0 or b * h > 65535:
-        raise ValueError(f"B*H = {b * h}: the grid's y dimension takes 1..65535")
-    if s >= 2**31 // HEAD_DIM:
-        raise ValueError(f"sequence length {s} overflows the kernel's 32-bit row arithmetic")
-    for name, t in zip("qkv", (q, k, v)):
-        if not t.is_cuda:
-            raise ValueError(f"{name} is on {t.device}, not on a CUDA device")
-        if t.device != q.device:
-            raise ValueError(f"{name} is on {t.device}, q on {q.device}")
-        if t.data_ptr() % 16:
-            raise ValueError(f"{name} is not 16-byte aligned (cp.async copies 16 bytes)")
-    return b, h, s, d
 
 
 def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, config: Mapping[str, Any] = CONFIG,
@@ -141,31 +104,5 @@ def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, config: Mapping
            np.float32(LOG2E / math.sqrt(d)), np.float32(1.0 / math.sqrt(d)), shared_mem=nbytes)
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: Mapping[str, Any] = CONFIG,
-              out: torch.Tensor | None = None) -> torch.Tensor:
-    """softmax(q kᵀ / √D) v for fp16 (B, H, S, 128) tensors, S a multiple of 128."""
-    check_inputs((q, k, v))
-    if out is None:
-        import torch
-
-        out = torch.empty_like(q)
-    launch(q, k, v, config=config, out=out)
-    return out
-
-
-def make_kernel(config: Mapping[str, Any]) -> Callable[[Sequence[torch.Tensor]], torch.Tensor]:
-    cfg = dict(config)
-
-    def run(data: Sequence[torch.Tensor]) -> torch.Tensor:
-        check_inputs(data)  # once per call: a clear error before anything is unpacked or allocated
-        q, k, v = data
-        import torch
-
-        out = torch.empty_like(q)
-        launch(q, k, v, config=cfg, out=out)
-        return out
-
-    return run
-
-
+make_kernel = kernel_maker(launch, check_inputs)
 custom_kernel = make_kernel(CONFIG)

@@ -21,14 +21,14 @@ in ranked timing where the card is not at its cap; exact same output as v08.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from reporter.cuda import load_module
-from v06_wgmma import BLOCK_M, BLOCK_N, HEAD_DIM, LOG2E, MAX_DYNAMIC_SMEM, TILE_BYTES, check_inputs
+from sm90_host import BLOCK_M, BLOCK_N, HEAD_DIM, LOG2E, MAX_DYNAMIC_SMEM, TILE_BYTES, check_inputs, kernel_maker
 
 if TYPE_CHECKING:
     import torch
@@ -66,30 +66,5 @@ def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, config: Mapping
            np.float32(LOG2E / math.sqrt(d)), shared_mem=nbytes)
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: Mapping[str, Any] = CONFIG,
-              out: torch.Tensor | None = None) -> torch.Tensor:
-    check_inputs((q, k, v))
-    if out is None:
-        import torch
-
-        out = torch.empty_like(q)
-    launch(q, k, v, config=config, out=out)
-    return out
-
-
-def make_kernel(config: Mapping[str, Any]) -> Callable[[Sequence[torch.Tensor]], torch.Tensor]:
-    cfg = dict(config)
-
-    def run(data: Sequence[torch.Tensor]) -> torch.Tensor:
-        check_inputs(data)  # once per call: a clear error before anything is unpacked or allocated
-        q, k, v = data
-        import torch
-
-        out = torch.empty_like(q)
-        launch(q, k, v, config=cfg, out=out)
-        return out
-
-    return run
-
-
+make_kernel = kernel_maker(launch, check_inputs)
 custom_kernel = make_kernel(CONFIG)

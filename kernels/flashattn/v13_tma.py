@@ -27,15 +27,15 @@ within its own noise (2 stages, timed first on the coolest card, ahead by the le
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from reporter.cuda import encode_tensor_map, load_module
-from v06_wgmma import BLOCK_M, BLOCK_N, HEAD_DIM, LOG2E, MAX_DYNAMIC_SMEM, TILE_BYTES
-from v06_wgmma import check_inputs as _check_v06
+from sm90_host import BLOCK_M, BLOCK_N, HEAD_DIM, LOG2E, MAX_DYNAMIC_SMEM, TILE_BYTES, kernel_maker
+from sm90_host import check_inputs_2d_tma as check_inputs
 
 if TYPE_CHECKING:
     import torch
@@ -53,14 +53,6 @@ BOX = (BLOCK_N, 64)  # rows x columns of one TMA copy: 64 fp16 = the 128-byte sw
 def smem_bytes(stages: int) -> int:
     """Dynamic shared memory of one CTA (as SMEM_BYTES in the .cu): slack, Q, K/V rings, mbarriers."""
     return 1024 + (1 + 2 * stages) * TILE_BYTES + 8 * (1 + 4 * stages)
-
-
-def check_inputs(data: Any) -> tuple[int, int, int, int]:
-    """v06's checks, plus the tensor maps' limit: TMA coordinates are signed 32-bit rows of [B·H·S, 128]."""
-    b, h, s, d = _check_v06(data)
-    if b * h * s >= 2**31:
-        raise ValueError(f"B*H*S = {b * h * s} rows: TMA coordinates are 32-bit, this kernel needs fewer than 2^31")
-    return b, h, s, d
 
 
 __all__ = ["BLOCK_M", "BLOCK_N", "HEAD_DIM", "CONFIG", "SWEEP", "check_inputs", "custom_kernel", "make_kernel"]
@@ -84,30 +76,5 @@ def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, config: Mapping
            np.float32(LOG2E / math.sqrt(d)), shared_mem=nbytes)
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: Mapping[str, Any] = CONFIG,
-              out: torch.Tensor | None = None) -> torch.Tensor:
-    check_inputs((q, k, v))
-    if out is None:
-        import torch
-
-        out = torch.empty_like(q)
-    launch(q, k, v, config=config, out=out)
-    return out
-
-
-def make_kernel(config: Mapping[str, Any]) -> Callable[[Sequence[torch.Tensor]], torch.Tensor]:
-    cfg = dict(config)
-
-    def run(data: Sequence[torch.Tensor]) -> torch.Tensor:
-        check_inputs(data)  # once per call: a clear error before anything is unpacked or allocated
-        q, k, v = data
-        import torch
-
-        out = torch.empty_like(q)
-        launch(q, k, v, config=cfg, out=out)
-        return out
-
-    return run
-
-
+make_kernel = kernel_maker(launch, check_inputs)
 custom_kernel = make_kernel(CONFIG)

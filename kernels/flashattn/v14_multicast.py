@@ -37,15 +37,15 @@ the next sweep checks the choice against the order the card warms up in.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from reporter.cuda import encode_tensor_map, load_module
-from v06_wgmma import BLOCK_M, BLOCK_N, HEAD_DIM, LOG2E, MAX_DYNAMIC_SMEM, TILE_BYTES
-from v13_tma import check_inputs
+from sm90_host import BLOCK_M, BLOCK_N, HEAD_DIM, LOG2E, MAX_DYNAMIC_SMEM, TILE_BYTES, cluster_for, kernel_maker
+from sm90_host import check_inputs_2d_tma as check_inputs
 
 if TYPE_CHECKING:
     import torch
@@ -64,11 +64,6 @@ BOX = (BLOCK_N, 64)  # rows x columns of one TMA copy: 64 fp16 = the 128-byte sw
 def smem_bytes(stages: int) -> int:
     """Dynamic shared memory of one CTA (as SMEM_BYTES in the .cu): slack, Q, K/V rings, mbarriers."""
     return 1024 + (1 + 2 * stages) * TILE_BYTES + 8 * (1 + 4 * stages)
-
-
-def cluster_for(seqlen: int, wanted: int) -> int:
-    """The cluster size a launch can use: ``wanted`` CTAs when they tile the Q blocks of a head, else 1."""
-    return wanted if (seqlen // BLOCK_M) % wanted == 0 else 1
 
 
 __all__ = ["BLOCK_M", "BLOCK_N", "HEAD_DIM", "CONFIG", "SWEEP", "check_inputs", "custom_kernel", "make_kernel"]
@@ -93,30 +88,5 @@ def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, config: Mapping
            np.float32(LOG2E / math.sqrt(d)), shared_mem=nbytes)
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: Mapping[str, Any] = CONFIG,
-              out: torch.Tensor | None = None) -> torch.Tensor:
-    check_inputs((q, k, v))
-    if out is None:
-        import torch
-
-        out = torch.empty_like(q)
-    launch(q, k, v, config=config, out=out)
-    return out
-
-
-def make_kernel(config: Mapping[str, Any]) -> Callable[[Sequence[torch.Tensor]], torch.Tensor]:
-    cfg = dict(config)
-
-    def run(data: Sequence[torch.Tensor]) -> torch.Tensor:
-        check_inputs(data)  # once per call: a clear error before anything is unpacked or allocated
-        q, k, v = data
-        import torch
-
-        out = torch.empty_like(q)
-        launch(q, k, v, config=cfg, out=out)
-        return out
-
-    return run
-
-
+make_kernel = kernel_maker(launch, check_inputs)
 custom_kernel = make_kernel(CONFIG)

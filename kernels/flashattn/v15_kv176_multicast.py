@@ -33,15 +33,14 @@ from this source, and the first build's in-loop test; ``CONFIG`` holds the recor
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from reporter.cuda import encode_tensor_map, load_module
-from v06_wgmma import BLOCK_M, BLOCK_N, HEAD_DIM, LOG2E, MAX_DYNAMIC_SMEM, TILE_BYTES
-from v06_wgmma import check_inputs  # 3-D tensor maps: every coordinate fits 32 bits within v06's limits
+from sm90_host import BLOCK_M, BLOCK_N, HEAD_DIM, LOG2E, MAX_DYNAMIC_SMEM, TILE_BYTES, check_inputs, cluster_for, kernel_maker
 
 if TYPE_CHECKING:
     import torch
@@ -62,11 +61,6 @@ def smem_bytes(stages: int, block_n: int = 176) -> int:
     """Dynamic shared memory of one CTA (as SMEM_BYTES in the .cu): slack, Q, the K/V rings of
     ``block_n``-row tiles, mbarriers."""
     return 1024 + TILE_BYTES + 2 * stages * block_n * 256 + 8 * (1 + 4 * stages)
-
-
-def cluster_for(seqlen: int, wanted: int) -> int:
-    """The cluster size a launch can use: ``wanted`` CTAs when they tile the Q blocks of a head, else 1."""
-    return wanted if (seqlen // BLOCK_M) % wanted == 0 else 1
 
 
 __all__ = ["BLOCK_M", "BLOCK_N", "HEAD_DIM", "CONFIG", "SWEEP", "check_inputs", "custom_kernel", "make_kernel"]
@@ -93,30 +87,5 @@ def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, config: Mapping
            np.float32(LOG2E / math.sqrt(d)), shared_mem=nbytes)
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, config: Mapping[str, Any] = CONFIG,
-              out: torch.Tensor | None = None) -> torch.Tensor:
-    check_inputs((q, k, v))
-    if out is None:
-        import torch
-
-        out = torch.empty_like(q)
-    launch(q, k, v, config=config, out=out)
-    return out
-
-
-def make_kernel(config: Mapping[str, Any]) -> Callable[[Sequence[torch.Tensor]], torch.Tensor]:
-    cfg = dict(config)
-
-    def run(data: Sequence[torch.Tensor]) -> torch.Tensor:
-        check_inputs(data)  # once per call: a clear error before anything is unpacked or allocated
-        q, k, v = data
-        import torch
-
-        out = torch.empty_like(q)
-        launch(q, k, v, config=cfg, out=out)
-        return out
-
-    return run
-
-
+make_kernel = kernel_maker(launch, check_inputs)
 custom_kernel = make_kernel(CONFIG)

@@ -22,17 +22,15 @@ faster than v16, test_medium 5–15 %, the benchmark 0–8 %.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 
 import v15_kv176_multicast as v15
 from launch_plans import planned_kernel
-from reporter.cuda import LaunchPlan, encode_tensor_map, load_module
+from reporter.cuda import LaunchPlan, load_module
+from sm90_host import grid_ctas, persistent_plan  # noqa: F401 (grid_ctas: v17's grid, named here)
 
 if TYPE_CHECKING:
     import torch
@@ -43,19 +41,6 @@ CONFIG: dict[str, int] = {"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 2}
 SWEEP: list[dict[str, int]] = [{"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 2}, {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2},
                                {"BLOCK_N": 128, "STAGES": 3, "CLUSTER": 2}]
 OUT_ARG = 3  # (q map, k map, v map, out, S, scale, heads)
-
-
-@lru_cache(maxsize=None)
-def _sm_count(device_index: int) -> int:
-    import torch
-
-    return int(torch.cuda.get_device_properties(device_index).multi_processor_count)
-
-
-def grid_ctas(seqlen: int, heads: int, cluster: int, sms: int) -> int:
-    """CTAs to launch: one per SM in whole clusters, no more than there are work units' CTAs."""
-    units = (seqlen // v15.BLOCK_M) // cluster * heads
-    return min(sms // cluster, units) * cluster
 
 
 def _plan(q: Any, k: Any, v: Any, config: Mapping[str, Any]) -> LaunchPlan:
@@ -69,12 +54,7 @@ def _plan(q: Any, k: Any, v: Any, config: Mapping[str, Any]) -> LaunchPlan:
         raise ValueError(f"STAGES={defines.get('STAGES')} needs {nbytes} B of shared memory, "
                          f"over {v15.MAX_DYNAMIC_SMEM}")
     kernel = load_module(SOURCE, defines=defines, device_index=q.device.index).kernel(KERNEL_NAME)
-    view = (b * h, s, d)
-    maps = [encode_tensor_map(q, v15.Q_BOX, shape=view)] + [
-        encode_tensor_map(t, (1, block_n, 64), shape=view, swizzle=128, l2_promotion=256) for t in (k, v)]
-    ctas = grid_ctas(s, b * h, cluster, _sm_count(q.device.index))
-    return kernel.plan((ctas,), (v15.THREADS,), *maps, None, np.int32(s), np.float32(v15.LOG2E / math.sqrt(d)),
-                       np.int32(b * h), shared_mem=nbytes)
+    return persistent_plan(kernel, q, k, v, block_n=block_n, cluster=cluster, threads=v15.THREADS, shared_mem=nbytes)
 
 
 def make_kernel(config: Mapping[str, Any]) -> Callable[[Sequence[torch.Tensor]], torch.Tensor]:

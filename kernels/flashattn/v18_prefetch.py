@@ -21,17 +21,15 @@ than v17, test_medium a few percent, the benchmark unchanged (47 steps a unit hi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 
 import v15_kv176_multicast as v15
-import v17_persistent as v17
 from launch_plans import planned_kernel
-from reporter.cuda import CudaModule, LaunchPlan, encode_tensor_map, load_module
+from reporter.cuda import CudaModule, LaunchPlan, load_module
+from sm90_host import persistent_plan
 
 if TYPE_CHECKING:
     import torch
@@ -63,12 +61,7 @@ def _plan(q: Any, k: Any, v: Any, config: Mapping[str, Any]) -> LaunchPlan:
         raise ValueError(f"STAGES={config.get('STAGES')} needs {nbytes} B of shared memory, "
                          f"over {v15.MAX_DYNAMIC_SMEM}")
     kernel = module(config, q.device.index, cluster).kernel(KERNEL_NAME)
-    view = (b * h, s, d)
-    maps = [encode_tensor_map(q, v15.Q_BOX, shape=view)] + [
-        encode_tensor_map(t, (1, block_n, 64), shape=view, swizzle=128, l2_promotion=256) for t in (k, v)]
-    ctas = v17.grid_ctas(s, b * h, cluster, v17._sm_count(q.device.index))
-    return kernel.plan((ctas,), (v15.THREADS,), *maps, None, np.int32(s), np.float32(v15.LOG2E / math.sqrt(d)),
-                       np.int32(b * h), shared_mem=nbytes)
+    return persistent_plan(kernel, q, k, v, block_n=block_n, cluster=cluster, threads=v15.THREADS, shared_mem=nbytes)
 
 
 def make_kernel(config: Mapping[str, Any]) -> Callable[[Sequence[torch.Tensor]], torch.Tensor]:
