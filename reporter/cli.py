@@ -315,6 +315,7 @@ def export_cmd(
 
 
 from .cli_iteration import register as _register_iteration; _register_iteration(app)  # noqa: E402, E702
+from .cli_reverify import register as _register_reverify; _register_reverify(app)  # noqa: E402, E702
 
 
 def main() -> None:  # console-script entry point

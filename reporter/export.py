@@ -58,6 +58,7 @@ from . import store
 from .analysis.diff import format_ms
 from .assignments import Assignment, Version, git_state
 from .closure import ClosureError, source_closure
+from .submission import EmbeddedFile
 from .iteration import spec_literal
 from .records import Run
 from .standing import figure, standing_run
@@ -82,18 +83,6 @@ class ExportFormat(StrEnum):
     @property
     def harness(self) -> str:
         return {"cs149": "CS149", "gpumode": "GPU MODE"}[self.value]
-
-
-@dataclass(frozen=True)
-class EmbeddedFile:
-    rel: str  # where it goes in the submission's folder: 'v04_exp2.py', 'reporter/cuda.py'
-    origin: str  # where it came from, for the header: relative to the project root when inside it
-    text: str
-    module: str | None = None  # the name it is imported under; None for a CUDA source
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.text.encode()).hexdigest()  # as Version.snapshot: records compare
 
 
 @dataclass(frozen=True)

@@ -511,7 +511,47 @@ class CrossCheck(Record):
     notes: list[str] = Field(default_factory=list)
 
 
-AnyRecord = Annotated[Run | DeviceCeilings | Sweep | CrossCheck, Field(discriminator="kind")]
+# --------------------------------------------------------------------------- re-verifications
+
+
+class ReverifyCase(Record):
+    """One case of a re-verification: the version as it is and as it was, checked and timed in
+    the same rounds, and the verdict ``report diff`` gives between them."""
+
+    case_name: str
+    after: Run = Field(description="the version's code now")
+    before: Run = Field(description="the version as it was: its code is the earlier export's embedded files")
+    verdict: str | None = Field(None, description="'same', 'faster' or 'slower' (after against before), as report "
+                                                  "diff judges it; None when either was not timed")
+    summary: str = Field("", description="the verdict's sentence, as report diff prints it")
+
+
+class Reverification(Record):
+    """A rewrite that must not change what a version runs (a helper moved to a shared header, a
+    launcher shared), checked on the card: every case, the rewritten version interleaved in rounds
+    with the version as it was, and a verdict per case."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["reverification"] = "reverification"
+    run_id: str
+    session_id: str
+    assignment: str
+    version: str
+    created_utc: datetime
+    device: DeviceInfo
+    command: str = ""
+    before_export: str = Field(description="the submission file the earlier version was loaded from, as given")
+    before_export_sha256: str
+    before_commit: str | None = Field(None, description="the commit the earlier version was exported from")
+    cases: list[ReverifyCase]
+
+    @property
+    def same(self) -> bool:
+        """Every case timed and judged same within noise."""
+        return bool(self.cases) and all(c.verdict == "same" for c in self.cases)
+
+
+AnyRecord = Annotated[Run | DeviceCeilings | Sweep | CrossCheck | Reverification, Field(discriminator="kind")]
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 

@@ -5,6 +5,7 @@ Layout::
     logs/<assignment>/<version>/<utc-time>_<gpu>_<case>.json     Run
     logs/<assignment>/<version>/sweeps/<utc-time>_<gpu>_<case>.json   Sweep
     logs/<assignment>/<version>/crosschecks/<utc-time>_<gpu>.json    CrossCheck
+    logs/<assignment>/<version>/reverify/<utc-time>_<gpu>.json       Reverification
     logs/devices/<gpu>/<utc-time>.json                             DeviceCeilings
 
 Which of a version's runs stands for it is :mod:`reporter.standing`'s question, not this module's.
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
 
-from .records import SCHEMA_VERSION, AnyRecord, CrossCheck, DeviceCeilings, Run, Sweep
+from .records import SCHEMA_VERSION, AnyRecord, CrossCheck, DeviceCeilings, Reverification, Run, Sweep
 
 if TYPE_CHECKING:
     from .assignments import LegacyCaseKeys
@@ -58,7 +59,7 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def save(record: Run | Sweep | DeviceCeilings | CrossCheck, path: Path) -> Path:
+def save(record: Run | Sweep | DeviceCeilings | CrossCheck | Reverification, path: Path) -> Path:
     write_atomic(path, record.model_dump_json(indent=1) + "\n")
     return path
 
@@ -74,7 +75,7 @@ def _migrate(data: dict, path: Path) -> dict:
     return data
 
 
-def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck:
+def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck | Reverification:
     path = Path(path)
     try:
         raw = path.read_text(encoding="utf-8")
@@ -87,9 +88,9 @@ def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck:
     if not isinstance(data, dict):
         raise RecordError(f"{path}: expected a JSON object, found {type(data).__name__}")
     data = _migrate(data, path)
-    if data.get("kind") not in ("run", "ceilings", "sweep", "crosscheck"):
-        raise RecordError(f"{path}: field 'kind' is {data.get('kind')!r}; expected 'run', 'ceilings', 'sweep' "
-                          "or 'crosscheck'")
+    if data.get("kind") not in ("run", "ceilings", "sweep", "crosscheck", "reverification"):
+        raise RecordError(f"{path}: field 'kind' is {data.get('kind')!r}; expected 'run', 'ceilings', 'sweep', "
+                          "'crosscheck' or 'reverification'")
     try:
         return _ADAPTER.validate_python(data)
     except ValidationError as e:
@@ -114,6 +115,10 @@ def crosscheck_path(logs: Path, check: CrossCheck) -> Path:
     return logs / check.assignment / check.version / "crosschecks" / f"{check.run_id}.json"
 
 
+def reverification_path(logs: Path, rv: Reverification) -> Path:
+    return logs / rv.assignment / rv.version / "reverify" / f"{rv.run_id}.json"
+
+
 def ceilings_path(logs: Path, ceilings: DeviceCeilings) -> Path:
     return logs / "devices" / ceilings.device.slug / f"{utc_stamp(ceilings.created_utc)}.json"
 
@@ -124,7 +129,7 @@ def ceilings_path(logs: Path, ceilings: DeviceCeilings) -> Path:
 @dataclass(frozen=True)
 class Stored:
     path: Path
-    record: Run | Sweep | DeviceCeilings | CrossCheck
+    record: Run | Sweep | DeviceCeilings | CrossCheck | Reverification
 
 
 def _records(folder: Path, pattern: str, legacy: LegacyCaseKeys | None = None) -> Iterable[Stored]:
@@ -160,6 +165,14 @@ def crosschecks(logs: Path, assignment: str, version: str | None = None) -> list
     base = Path(logs) / assignment
     pattern = f"{version}/crosschecks/*.json" if version else "*/crosschecks/*.json"
     out = [s.record for s in _records(base, pattern) if isinstance(s.record, CrossCheck)]
+    return sorted(out, key=lambda c: c.created_utc)
+
+
+def reverifications(logs: Path, assignment: str, version: str | None = None) -> list[Reverification]:
+    """Every re-verification of an assignment (or of one version), oldest first."""
+    base = Path(logs) / assignment
+    pattern = f"{version}/reverify/*.json" if version else "*/reverify/*.json"
+    out = [s.record for s in _records(base, pattern) if isinstance(s.record, Reverification)]
     return sorted(out, key=lambda c: c.created_utc)
 
 

@@ -469,7 +469,7 @@ def _crosscheck_sentences(s: AssignmentSummary, version: str) -> list[str]:
 
 
 def _one_crosscheck(check: Any, runs: dict[str, Run], s: AssignmentSummary, version: str) -> list[str]:
-    from ..analysis.crosscheck import agreements
+    from ..analysis.crosscheck import AGREEMENT_PCT, agreements
 
     rows = [a for a in agreements(check, runs) if a.case == s.benchmark_case]
     out = []

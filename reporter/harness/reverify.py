@@ -1,0 +1,162 @@
+"""`report reverify`: a rewritten version against the version as it was, on the card.
+
+A rewrite that must not change what a version runs (a helper moved into a shared header, a
+launcher shared between versions) is checked where it matters: the earlier version, loaded from
+its export (``report export`` at the commit before the rewrite, one self-contained file, so both
+can live in one process without their modules colliding), and the version as it is now are
+checked on every case and timed in the same rounds (:func:`~.timing.benchmark_interleaved`,
+one call of each per round, in a rotating order), so both see the same card. The harness makes
+the two runs; the verdict between them is ``report diff``'s, given by the caller.
+
+Nothing in this module knows any particular assignment.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+from .. import store
+from ..assignments import Assignment, Version
+from ..cuda import track_launches
+from ..records import CodeSnapshot, Run, SourceFile, derive
+from ..submission import Submission, SubmissionError, read_submission
+from .device import device_info, require_cuda
+from .run import (QuietProgress, RunOptions, _CaseInputs, _check_once, _free, _new_run, _sync, ensure_ceilings,
+                  kernel_builds, make_timer)
+from .timing import L2Flusher, benchmark_interleaved
+
+
+class ReverifyError(Exception):
+    """A submission that cannot stand for the earlier version; the message names the file."""
+
+
+@dataclass
+class Pair:
+    """One version as it is (``after``) and as it was (``before``, from its export)."""
+
+    version: Version
+    after: ModuleType
+    before: ModuleType
+    submission: Submission
+
+
+@dataclass
+class CaseResult:
+    version: str
+    case_name: str
+    after: Run
+    before: Run
+
+
+def load_submission(path: Path, version: Version) -> tuple[ModuleType, Submission]:
+    """Import an exported ``submission.py`` under a private name; it must be an export of ``version``."""
+    try:
+        sub = read_submission(path)
+    except SubmissionError as e:
+        raise ReverifyError(str(e)) from e
+    if not sub.files or sub.files[0].rel != version.path.name:
+        first = sub.files[0].rel if sub.files else "nothing"
+        raise ReverifyError(f"{path}: an export of {first}, not of {version.name}")
+    name = f"_reverify_before_{version.assignment_dir.name}_{version.name}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ReverifyError(f"{path}: cannot be imported")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    if not callable(getattr(mod, "custom_kernel", None)):
+        raise ReverifyError(f"{path}: defines no custom_kernel(data)")
+    return mod, sub
+
+
+def before_snapshot(sub: Submission, config: dict | None) -> CodeSnapshot:
+    """The earlier version's code as its export embeds it (this package's modules left out, as a
+    run's snapshot leaves them out)."""
+    files = [SourceFile(path=f.origin, sha256=f.sha256, text=f.text) for f in sub.files
+             if not f.rel.startswith("reporter/")]
+    return CodeSnapshot(files=files, git_commit=sub.commit, git_dirty=None, config=dict(config or {}))
+
+
+def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], befores: dict[str, Path],
+             case_names: list[str], opts: RunOptions, console: Console | None = None) -> list[CaseResult]:
+    """Check and time each version against its earlier export on each case; returns the pairs of
+    runs (nothing is written here: the caller records them with the verdicts)."""
+    console = console or Console()
+    require_cuda()
+    info = device_info()
+    ceilings_ref, ceilings = ensure_ceilings(logs, info, console, opts.remeasure_ceilings)
+    session = store.utc_stamp()
+    command = "report " + " ".join(shlex.quote(x) for x in sys.argv[1:])
+    flush = L2Flusher(info.l2_bytes)
+    timer = make_timer(opts.hold)
+    # every current version first: an export gives back the module names the process already had,
+    # so the current versions' own imports stay theirs
+    afters = {v.name: v.load() for v in versions}
+    pairs = []
+    for v in versions:
+        before, sub = load_submission(befores[v.name], v)
+        pairs.append(Pair(v, afters[v.name], before, sub))
+
+    out: list[CaseResult] = []
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with QuietProgress(*columns, console=console, transient=False) as progress:
+        for case_name in case_names:
+            case = a.case(case_name)
+            seed = int(case["seed"])
+            with console.status(f"{a.name}/{case_name}: drawing input and reference"):
+                data = a.spec.generate_input(**case)
+                ref = a.spec.ref_kernel(data)
+                _sync()
+            for p in pairs:
+                config = getattr(p.after, "CONFIG", None)
+                after = _new_run(a, p.version, p.after, case_name, case, info, session, command, repo_root,
+                                 ceilings_ref)
+                before = _new_run(a, p.version, p.before, case_name, case, info, session, command, repo_root,
+                                  ceilings_ref)
+                before.code = before_snapshot(p.submission, getattr(getattr(p.before, "_version", p.before), "CONFIG", config))
+                fns: list[Any] = []
+                timed: list[Run] = []
+                for r, mod, label in ((after, p.after, "now"), (before, p.before, "before")):
+                    try:
+                        with track_launches() as launched:
+                            r.check, o = _check_once(mod.custom_kernel, data, ref, a.spec, seed,
+                                                     (a.name, f"{p.version.short} {label}"))
+                            del o
+                        r.builds = kernel_builds(launched, repo_root)
+                        if r.check.passed:
+                            fns.append(mod.custom_kernel)
+                            timed.append(r)
+                        else:
+                            r.error = f"check failed, not timed: {r.check.message}"
+                    except Exception as e:
+                        r.error = f"{type(e).__name__}: {e}"
+                        console.print(f"[red]{p.version.name} ({label}) on {case_name} raised[/red]\n"
+                                      f"{traceback.format_exc(limit=4)}")
+                if len(fns) == 2:
+                    inputs = _CaseInputs(a, case, data, ref, opts.ranked)
+                    task = progress.add_task(f"{p.version.short} now/before · {case_name}", total=opts.rule.max_reps)
+                    res = benchmark_interleaved([lambda rep, f=f: f(inputs.data) for f in fns], timer=timer,
+                                                rule=opts.rule, flush=flush, prepare_round=inputs.prepare,
+                                                on_sample=lambda i, rep, ms, t=task: progress.update(t, completed=rep + 1))
+                    progress.update(task, completed=opts.rule.max_reps, visible=False)
+                    for r, st, err in zip(timed, res.stats, res.errors):
+                        if err is not None:
+                            r.error = f"{type(err).__name__}: {err}"
+                        else:
+                            r.timing = st
+                            r.derived = derive(r.work, st.mean_ms, ceilings) if st else None
+                out.append(CaseResult(p.version.name, case_name, after, before))
+                _free()
+            del data, ref
+            _free()
+    return out
