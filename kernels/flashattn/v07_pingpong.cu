@@ -47,10 +47,6 @@
 // live across the issue point (~180); consumers have 240 after setmaxnreg.inc, 3 x 168 at
 // launch. See v07_pingpong.py's docstring for what ptxas makes of it.
 
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
 #ifndef STAGES
 #define STAGES 2                 // K/V ring depth (2: 160 KB smem, 3: 224 KB)
 #endif
@@ -126,183 +122,13 @@ typedef unsigned long long u64;
 #error "setmaxnreg needs a multiple of 8 in 24..256"
 #endif
 
-// --------------------------------------------------------------------------- small PTX wrappers
+#include "common/sm90/ptx.cuh"
+#include "common/sm90/mbarrier.cuh"
+#include "common/sm90/cp_async.cuh"
+#include "common/sm90/wgmma.cuh"
+#include "attn_sm90.cuh"
 
-__device__ __forceinline__ u32 smem_u32(const void* p)
-{
-    u32 a;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-    return a;
-}
-
-__device__ __forceinline__ u64 global_timer_ns()
-{
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ void mbar_init(u32 bar, u32 count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(u32 bar)
-{
-    asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(bar) : "memory");
-}
-
-__device__ __forceinline__ u32 mbar_try_wait(u32 bar, u32 parity)
-{
-    u32 ok;
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(ok)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-    return ok;
-}
-
-// Wait for the phase of parity `parity` of the mbarrier at `bar` (called by all 32 lanes of a
-// warp). With HANG_TRAP, a wait longer than HANG_NS (global timer) executes trap: a deadlock
-// becomes a launch error. The __syncwarp reconverges the warp before the .sync.aligned wgmma
-// instructions that follow the waits.
-__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity)
-{
-    if (!mbar_try_wait(bar, parity)) {
-#if HANG_TRAP
-        const u64 t0 = global_timer_ns();
-#endif
-        while (!mbar_try_wait(bar, parity)) {
-#if HANG_TRAP
-            if (global_timer_ns() - t0 > HANG_NS) asm volatile("trap;");
-#endif
-        }
-    }
-    __syncwarp();
-}
-
-__device__ __forceinline__ void cp_async16(u32 dst, const void* src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_arrive_noinc(u32 bar)
-{
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_wait_all()
-{
-    asm volatile("cp.async.wait_all;" ::: "memory");
-}
-
-__device__ __forceinline__ void proxy_fence_async()
-{
-#if PROXY_FENCE
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
-}
-
-
-__device__ __forceinline__ void st_global_b32(void* p, u32 v)
-{
-    asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
-// two f32 -> f16x2, `lo` in bits 0-15 (cvt.rn.f16x2.f32 d, hi, lo)
-__device__ __forceinline__ u32 pack_half2(float lo, float hi)
-{
-    u32 r;
-    asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(r) : "f"(lo), "f"(hi));
-    return r;
-}
-
-// --------------------------------------------------------------------------- wgmma
-
-// Matrix descriptor (PTX ISA "Matrix Descriptor Format"); base offset 0 (1024-aligned tiles).
-__device__ __forceinline__ u64 make_desc(u32 saddr, u32 lbo, u32 sbo)
-{
-    return (u64)((saddr & 0x3FFFFu) >> 4) | ((u64)((lbo >> 4) & 0x3FFFu) << 16) |
-           ((u64)((sbo >> 4) & 0x3FFFu) << 32) | ((u64)SWIZZLE_MODE << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-
-// Keep the compiler from moving accesses of wgmma operand registers across the async
-// region (the asm statements are volatile and stay in order; these redefine the values).
-__device__ __forceinline__ void fence_acc(float (&d)[64])
-{
-#pragma unroll
-    for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-__device__ __forceinline__ void fence_frag(u32 (&a)[32])
-{
-#pragma unroll
-    for (int i = 0; i < 32; ++i) asm volatile("" : "+r"(a[i])::"memory");
-}
-
-#define ACC_LIST                                                                                       \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
-    "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "  \
-    "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "  \
-    "%59, %60, %61, %62, %63}"
-#define ACC8(d, i)                                                                                \
-    "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]), \
-        "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
-#define ACC_OPERANDS(d) \
-    ACC8(d, 0), ACC8(d, 8), ACC8(d, 16), ACC8(d, 24), ACC8(d, 32), ACC8(d, 40), ACC8(d, 48), ACC8(d, 56)
-
-// D(64x128 f32) (+)= A(64x16, smem desc, K-major) * B(16x128, smem desc, K-major)
-__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], u64 desc_a, u64 desc_b, u32 accumulate)
-{
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " ACC_LIST ", %64, %65, p, 1, 1, 0, 0;\n"
-        "}\n"
-        : ACC_OPERANDS(d)
-        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-// D(64x128 f32) += A(64x16 f16, registers) * B(16x128, smem desc, transposed = N-major if V_TRANS)
-__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], u32 a0, u32 a1, u32 a2, u32 a3, u64 desc_b)
-{
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " ACC_LIST
-        ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n"
-        "}\n"
-        : ACC_OPERANDS(d)
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(1u), "n"(V_TRANS));
-}
-
-// --------------------------------------------------------------------------- producer
-
-// One 128 x 128 fp16 tile (32 KB contiguous in global memory: 128 rows of 256 B) into the
-// swizzled layout. Thread t copies 16-byte chunk c16 = t % 16 of rows 8i + t / 16, i = 0..15:
-// a warp reads 512 contiguous bytes per instruction. Since row % 8 == t / 16 for every i, the
-// swizzled destination of thread t is one fixed offset plus i * 1024.
-__device__ __forceinline__ void load_tile(u32 dst, const char* src)
-{
-#pragma unroll
-    for (int i = 0; i < 16; ++i) cp_async16(dst + i * 1024, src + i * 2048);
-}
+// --------------------------------------------------------------------------- this version's own helpers
 
 // The same with one producer warp (PRODUCER_WARPS 1): lane l copies chunk c16 = l % 16 of rows
 // 2i + l / 16, i = 0..63 (a warp still reads 512 contiguous bytes per instruction).
@@ -317,98 +143,14 @@ __device__ __forceinline__ void load_tile_warp(u32 dst_tile, const char* src_til
     }
 }
 
-// --------------------------------------------------------------------------- consumer steps
-
-// S (64 x 128 fp32) = Q_wg (64 x 128) . K_tile^T: 8 k16 steps; within a 64-column half a step
-// is +32 B on the start address (inside the 128-byte swizzle row), the second half is
-// HALF_BYTES further. The first step ignores the old accumulator (scale-d = 0).
-__device__ __forceinline__ void issue_qk(float (&sc)[64], u64 desc_q, u64 desc_k_stage)
-{
-#pragma unroll
-    for (int kk = 0; kk < 8; ++kk) {
-        const u64 koff = (u64)(((kk >> 2) * HALF_BYTES + (kk & 3) * 32) >> 4);
-        wgmma_m64n128k16_ss(sc, desc_q + koff, desc_k_stage + koff, kk > 0 ? 1u : 0u);
-    }
-}
-
-// O (64 x 128 fp32) += P (64 x 128 kv, f16 A fragments) . V_tile (128 kv x 128 d, N-major):
-// k-chunk kc covers kv rows 16kc..16kc+15 = two 8-row groups of 1024 B, i.e. +2048 B.
-__device__ __forceinline__ void issue_pv(float (&o)[64], const u32 (&p)[32], u64 desc_v_stage)
-{
-#pragma unroll
-    for (int kc = 0; kc < 8; ++kc)
-        wgmma_m64n128k16_rs(o, p[4 * kc], p[4 * kc + 1], p[4 * kc + 2], p[4 * kc + 3],
-                            desc_v_stage + (u64)((kc * 2048) >> 4));
-}
-
-// Online softmax of one S tile, in place: sc becomes exp2(s * scale_log2 - m). Thread rows:
-// r (sc[4j], sc[4j+1]) and r + 8 (sc[4j+2], sc[4j+3]), j = 0..15; the 4 lanes of a quad
-// share the rows, hence the shuffles over lanes 1 and 2. The running max m is kept in the
-// log2 domain of the scaled scores (scale_log2 = log2(e)/sqrt(D) > 0, so max(s)*scale ==
-// max(s*scale)): each score costs one FMA and one ex2. l keeps this thread's partial row sums
-// (reduced over the quad only in the epilogue); alpha = exp2(m_old - m_new) rescales O and l.
-__device__ __forceinline__ void softmax_tile(float (&sc)[64], float& m0, float& m1, float& l0, float& l1,
-                                             float& alpha0, float& alpha1, float scale_log2)
-{
-    float mx0 = sc[0], mx1 = sc[2];
-#pragma unroll
-    for (int jj = 0; jj < 16; ++jj) {
-        mx0 = fmaxf(mx0, fmaxf(sc[4 * jj], sc[4 * jj + 1]));
-        mx1 = fmaxf(mx1, fmaxf(sc[4 * jj + 2], sc[4 * jj + 3]));
-    }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    const float mn0 = fmaxf(m0, mx0 * scale_log2), mn1 = fmaxf(m1, mx1 * scale_log2);
-    alpha0 = ex2(m0 - mn0);  // ex2(-inf) = 0 on the first tile
-    alpha1 = ex2(m1 - mn1);
-    m0 = mn0;
-    m1 = mn1;
-    float ls0 = 0.f, ls1 = 0.f;
-#pragma unroll
-    for (int jj = 0; jj < 16; ++jj) {
-        sc[4 * jj] = ex2(fmaf(sc[4 * jj], scale_log2, -mn0));
-        sc[4 * jj + 1] = ex2(fmaf(sc[4 * jj + 1], scale_log2, -mn0));
-        sc[4 * jj + 2] = ex2(fmaf(sc[4 * jj + 2], scale_log2, -mn1));
-        sc[4 * jj + 3] = ex2(fmaf(sc[4 * jj + 3], scale_log2, -mn1));
-        ls0 += sc[4 * jj] + sc[4 * jj + 1];
-        ls1 += sc[4 * jj + 2] + sc[4 * jj + 3];
-    }
-    l0 = l0 * alpha0 + ls0;
-    l1 = l1 * alpha1 + ls1;
-}
-
-// fp32 accumulator layout -> f16 A fragments of the P.V product: the accumulator columns
-// 16kc..16kc+15 are k-chunk kc, registers p[4kc .. 4kc+3] = pack(d[8kc..+1]), pack(d[8kc+2..+3]),
-// pack(d[8kc+4..+5]), pack(d[8kc+6..+7]) (see the fragment facts at the top).
-__device__ __forceinline__ void pack_p(const float (&sc)[64], u32 (&p)[32], float scale)
-{
-#pragma unroll
-    for (int jj = 0; jj < 16; ++jj) {
-        p[2 * jj] = pack_half2(sc[4 * jj] * scale, sc[4 * jj + 1] * scale);
-        p[2 * jj + 1] = pack_half2(sc[4 * jj + 2] * scale, sc[4 * jj + 3] * scale);
-    }
-}
-
-__device__ __forceinline__ void rescale_o(float (&o)[64], float alpha0, float alpha1)
-{
-#pragma unroll
-    for (int jj = 0; jj < 16; ++jj) {
-        o[4 * jj] *= alpha0;
-        o[4 * jj + 1] *= alpha0;
-        o[4 * jj + 2] *= alpha1;
-        o[4 * jj + 3] *= alpha1;
-    }
-}
-// --------------------------------------------------------------------------- turns (named barriers)
-
-__device__ __forceinline__ void turn_sync(u32 id)
+// The turns of the two consumer warpgroups (named barriers over their 256 threads), always taken:
+// v08 on use attn_sm90.cuh's turn_sync / turn_arrive, which PINGPONG 0 compiles out.
+__device__ __forceinline__ void turn_sync_always(u32 id)
 {
     asm volatile("bar.sync %0, 256;" ::"r"(id) : "memory");
 }
 
-__device__ __forceinline__ void turn_arrive(u32 id)
+__device__ __forceinline__ void turn_arrive_always(u32 id)
 {
     asm volatile("bar.arrive %0, 256;" ::"r"(id) : "memory");
 }
@@ -461,10 +203,10 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
         for (int j = 0; j < n_tiles; ++j) {
             const int s = j % STAGES;
             const u32 phase = (u32)(j / STAGES) & 1u;
-            mbar_wait(bar_empty_k + 8 * s, phase ^ 1u);
+            mbar_wait_trap(bar_empty_k + 8 * s, phase ^ 1u);
             load_tile_warp(sK + s * TILE_BYTES, k_src + (u64)j * TILE_BYTES, lane);
             cp_async_arrive_noinc(bar_full_k + 8 * s);
-            mbar_wait(bar_empty_v + 8 * s, phase ^ 1u);
+            mbar_wait_trap(bar_empty_v + 8 * s, phase ^ 1u);
             load_tile_warp(sV + s * TILE_BYTES, v_src + (u64)j * TILE_BYTES, lane);
             cp_async_arrive_noinc(bar_full_v + 8 * s);
         }
@@ -488,10 +230,10 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
             const u32 phase = (u32)(j / STAGES) & 1u;
             // With PIPELINE 1 the consumers release V_j one step later than K_j (at the end of
             // step j + 1), so the wait below for V_{j} (slot of V_{j-STAGES}) has less slack.
-            mbar_wait(bar_empty_k + 8 * s, phase ^ 1u);
+            mbar_wait_trap(bar_empty_k + 8 * s, phase ^ 1u);
             load_tile(sK + s * TILE_BYTES + dst_off, k_src + (u64)j * TILE_BYTES);
             cp_async_arrive_noinc(bar_full_k + 8 * s);
-            mbar_wait(bar_empty_v + 8 * s, phase ^ 1u);
+            mbar_wait_trap(bar_empty_v + 8 * s, phase ^ 1u);
             load_tile(sV + s * TILE_BYTES + dst_off, v_src + (u64)j * TILE_BYTES);
             cp_async_arrive_noinc(bar_full_v + 8 * s);
         }
@@ -521,24 +263,24 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
     float m0 = __int_as_float(0xff800000), m1 = __int_as_float(0xff800000);  // running max (log2 domain)
     float l0 = 0.f, l1 = 0.f;                                                // per-thread partial row sums
 
-    mbar_wait(bar_q, 0);
+    mbar_wait_trap(bar_q, 0);
     proxy_fence_async();
 
     // consumer 0 takes the first turn: consumer 1's one arrive ahead of its loop (counting above)
-    if (cw == 1) turn_arrive(TURN_BAR0);
+    if (cw == 1) turn_arrive_always(TURN_BAR0);
 
 #if PIPELINE
     float sc[64];
     u32 p[32];
     {
         // ---- step 0: S_0 only
-        mbar_wait(bar_full_k, 0);
+        mbar_wait_trap(bar_full_k, 0);
         proxy_fence_async();
-        turn_sync(my_turn);
+        turn_sync_always(my_turn);
         wgmma_fence();
         issue_qk(sc, desc_q, desc_k);
         wgmma_commit();
-        turn_arrive(other_turn);  // n >= 1, so step 0 is never consumer 1's last step
+        turn_arrive_always(other_turn);  // n >= 1, so step 0 is never consumer 1's last step
         wgmma_wait<0>();
         fence_acc(sc);
         if (lane == 0) mbar_arrive(bar_empty_k);
@@ -550,20 +292,20 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
         // ---- step j: S_j and O += P_{j-1} V_{j-1} in one turn
         const int s = j % STAGES, sp = (j - 1) % STAGES;
         const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
-        mbar_wait(bar_full_k + 8 * s, phase);
+        mbar_wait_trap(bar_full_k + 8 * s, phase);
         proxy_fence_async();
-        mbar_wait(bar_full_v + 8 * sp, phase_p);
+        mbar_wait_trap(bar_full_v + 8 * sp, phase_p);
         proxy_fence_async();
         fence_acc(o);
         fence_frag(p);
         fence_acc(sc);
-        turn_sync(my_turn);
+        turn_sync_always(my_turn);
         wgmma_fence();
         issue_qk(sc, desc_q, desc_k + (u64)((s * TILE_BYTES) >> 4));      // group: S_j
         wgmma_commit();
         issue_pv(o, p, desc_v + (u64)((sp * TILE_BYTES) >> 4));           // group: O += P_{j-1} V_{j-1}
         wgmma_commit();
-        turn_arrive(other_turn);  // j < n: not the last step
+        turn_arrive_always(other_turn);  // j < n: not the last step
         wgmma_wait<1>();          // S_j complete, P.V may still run
         fence_acc(sc);
         if (lane == 0) mbar_arrive(bar_empty_k + 8 * s);
@@ -579,15 +321,15 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
     {
         // ---- step n: O += P_{n-1} V_{n-1} only; consumer 1's last step, no arrive (counting above)
         const int sp = (n_tiles - 1) % STAGES;
-        mbar_wait(bar_full_v + 8 * sp, (u32)((n_tiles - 1) / STAGES) & 1u);
+        mbar_wait_trap(bar_full_v + 8 * sp, (u32)((n_tiles - 1) / STAGES) & 1u);
         proxy_fence_async();
         fence_acc(o);
         fence_frag(p);
-        turn_sync(my_turn);
+        turn_sync_always(my_turn);
         wgmma_fence();
         issue_pv(o, p, desc_v + (u64)((sp * TILE_BYTES) >> 4));
         wgmma_commit();
-        if (cw == 0) turn_arrive(other_turn);
+        if (cw == 0) turn_arrive_always(other_turn);
         wgmma_wait<0>();
         fence_acc(o);
         fence_frag(p);
@@ -599,14 +341,14 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
         const u32 phase = (u32)(j / STAGES) & 1u;
 
         // ---- S = Q K^T in my turn
-        mbar_wait(bar_full_k + 8 * s, phase);
+        mbar_wait_trap(bar_full_k + 8 * s, phase);
         proxy_fence_async();
         float sc[64];
-        turn_sync(my_turn);
+        turn_sync_always(my_turn);
         wgmma_fence();
         issue_qk(sc, desc_q, desc_k + (u64)((s * TILE_BYTES) >> 4));
         wgmma_commit();
-        if (cw == 0 || j + 1 < n_tiles) turn_arrive(other_turn);  // consumer 1 skips its last
+        if (cw == 0 || j + 1 < n_tiles) turn_arrive_always(other_turn);  // consumer 1 skips its last
         wgmma_wait<0>();
         fence_acc(sc);
         if (lane == 0) mbar_arrive(bar_empty_k + 8 * s);
@@ -618,7 +360,7 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
         pack_p(sc, p, 1.f);
 
         // ---- O += P V, outside the turn (as v06)
-        mbar_wait(bar_full_v + 8 * s, phase);
+        mbar_wait_trap(bar_full_v + 8 * s, phase);
         proxy_fence_async();
         fence_acc(o);
         fence_frag(p);

@@ -26,9 +26,6 @@
 // Q stays per CTA (no multicast). With CLUSTER 1 the kernel is v13 (the host picks it when
 // the number of Q blocks is odd, as a cluster must tile the grid).
 //
-typedef unsigned short u16;
-typedef unsigned int u32;
-typedef unsigned long long u64;
 
 #ifndef CLUSTER
 #define CLUSTER 2                // CTAs per cluster sharing K/V by multicast (1 or 2)
@@ -108,369 +105,27 @@ typedef unsigned long long u64;
 #error "setmaxnreg needs a multiple of 8 in 24..256"
 #endif
 
-// --------------------------------------------------------------------------- small PTX wrappers
+#include "common/sm90/ptx.cuh"
+#include "common/sm90/mbarrier.cuh"
+#include "common/sm90/tma.cuh"
+#include "common/sm90/cluster.cuh"
+#include "common/sm90/wgmma.cuh"
+#include "attn_sm90.cuh"
+#include "attn_sm90_cluster.cuh"
 
-__device__ __forceinline__ u32 smem_u32(const void* p)
-{
-    u32 a;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-    return a;
-}
-
-__device__ __forceinline__ u64 global_timer_ns()
-{
-    u64 t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ void mbar_init(u32 bar, u32 count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(u32 bar)
-{
-    asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(bar) : "memory");
-}
-
-__device__ __forceinline__ u32 mbar_try_wait(u32 bar, u32 parity)
-{
-    u32 ok;
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                 : "=r"(ok)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-    return ok;
-}
-
-// Wait for the phase of parity `parity` of the mbarrier at `bar` (called by all 32 lanes of a
-// warp). With HANG_CHECK, a wait longer than HANG_NS (global timer) stores to address 0: the
-// fault aborts the grid with "an illegal memory access", so a deadlock becomes a launch error
-// instead of a hung process. Not `trap`: a trap anywhere in the consumers' code makes ptxas
-// budget their wgmma pipeline with the 168 registers of the kernel's entry instead of the 240
-// of setmaxnreg (C7512 "wgmma serialized due to insufficient register resources", 232 B of
-// spills; see the .py). The __syncwarp reconverges the warp before the .sync.aligned wgmma
-// instructions that follow the waits.
-__device__ __forceinline__ void hang_fault()
-{
-    asm volatile("{ .reg .u64 z; mov.u64 z, 0; st.volatile.global.u32 [z], 1; }" ::: "memory");
-}
-
-__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity)
-{
-    if (!mbar_try_wait(bar, parity)) {
-#if HANG_CHECK
-        const u64 t0 = global_timer_ns();
-#endif
-        while (!mbar_try_wait(bar, parity)) {
-#if HANG_CHECK
-            if (global_timer_ns() - t0 > HANG_NS) hang_fault();
-#endif
-        }
-    }
-    __syncwarp();
-}
-
-// A CUtensorMap as the kernel receives it: 128 opaque bytes, 64-byte aligned in parameter space.
-struct __align__(64) TmaDesc {
-    u64 words[16];
-};
-
-__device__ __forceinline__ void mbar_arrive_expect_tx(u32 bar, u32 bytes)
-{
-    asm volatile("{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }" ::"r"(bar), "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void prefetch_tensor_map(const TmaDesc* map)
-{
-    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(map)) : "memory");
-}
-
-// One box (128 rows x 64 fp16 = 16 KB) at coordinates (c0 = column, c1 = row) of the tensor
-// map into shared memory at dst (1024-byte aligned), completing `bytes` on the mbarrier.
-__device__ __forceinline__ void tma_load_box(u32 dst, const TmaDesc* map, int c0, int c1, u32 bar)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-        ::"r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar)
-        : "memory");
-}
-
-__device__ __forceinline__ void proxy_fence_async()
-{
-#if PROXY_FENCE
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
-}
-
-
-__device__ __forceinline__ void st_global_b32(void* p, u32 v)
-{
-    asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
-// two f32 -> f16x2, `lo` in bits 0-15 (cvt.rn.f16x2.f32 d, hi, lo)
-__device__ __forceinline__ u32 pack_half2(float lo, float hi)
-{
-    u32 r;
-    asm("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r"(r) : "f"(lo), "f"(hi));
-    return r;
-}
-
-// --------------------------------------------------------------------------- wgmma
-
-// Matrix descriptor (PTX ISA "Matrix Descriptor Format"); base offset 0 (1024-aligned tiles).
-__device__ __forceinline__ u64 make_desc(u32 saddr, u32 lbo, u32 sbo)
-{
-    return (u64)((saddr & 0x3FFFFu) >> 4) | ((u64)((lbo >> 4) & 0x3FFFu) << 16) |
-           ((u64)((sbo >> 4) & 0x3FFFu) << 32) | ((u64)SWIZZLE_MODE << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-
-// Keep the compiler from moving accesses of wgmma operand registers across the async
-// region (the asm statements are volatile and stay in order; these redefine the values).
-__device__ __forceinline__ void fence_acc(float (&d)[64])
-{
-#pragma unroll
-    for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-__device__ __forceinline__ void fence_frag(u32 (&a)[32])
-{
-#pragma unroll
-    for (int i = 0; i < 32; ++i) asm volatile("" : "+r"(a[i])::"memory");
-}
-
-#define ACC_LIST                                                                                       \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
-    "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "  \
-    "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "  \
-    "%59, %60, %61, %62, %63}"
-#define ACC8(d, i)                                                                                \
-    "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), "+f"(d[(i) + 4]), \
-        "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7])
-#define ACC_OPERANDS(d) \
-    ACC8(d, 0), ACC8(d, 8), ACC8(d, 16), ACC8(d, 24), ACC8(d, 32), ACC8(d, 40), ACC8(d, 48), ACC8(d, 56)
-
-// D(64x128 f32) (+)= A(64x16, smem desc, K-major) * B(16x128, smem desc, K-major)
-__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], u64 desc_a, u64 desc_b, u32 accumulate)
-{
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " ACC_LIST ", %64, %65, p, 1, 1, 0, 0;\n"
-        "}\n"
-        : ACC_OPERANDS(d)
-        : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-// D(64x128 f32) += A(64x16 f16, registers) * B(16x128, smem desc, transposed = N-major if V_TRANS)
-__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], u32 a0, u32 a1, u32 a2, u32 a3, u64 desc_b)
-{
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " ACC_LIST
-        ", {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n"
-        "}\n"
-        : ACC_OPERANDS(d)
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(1u), "n"(V_TRANS));
-}
-
-// The same box, written at dst in every CTA of the cluster named in cta_mask, each copy
-// completing its bytes on the mbarrier at offset bar of its own CTA.
-__device__ __forceinline__ void tma_load_box_multicast(u32 dst, const TmaDesc* map, int c0, int c1, u32 bar,
-                                                       unsigned short cta_mask)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%2, %3}], [%4], %5;"
-        ::"r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
-        : "memory");
-}
-
-__device__ __forceinline__ u32 cluster_rank()
-{
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-// Release a slot on the empty barrier at offset bar of every CTA in the cluster (itself
-// included): a local arrive, and a remote one through the neighbour's shared::cluster address.
-// The remote arrive keeps mbarrier.arrive's default semantics (release at CTA scope), as
-// CUTLASS's ClusterBarrier does: the slot was read by wgmma (async proxy) and wgmma.wait_group
-// already returned, so no generic memory access needs ordering before the neighbour's TMA
-// overwrites it. RELEASE_CLUSTER 1 is v14's first build, which asked for
-// .release.cluster: each such arrive carries a cluster-scope fence, and ncu showed warps
-// stalled on memory barriers for 38 % of their cycles (26 ms a call instead of 14).
-__device__ __forceinline__ void mbar_arrive_cluster(u32 bar)
-{
-#if CLUSTER == 1
-    mbar_arrive(bar);
-#elif RELEASE_CLUSTER
-#pragma unroll
-    for (u32 r = 0; r < CLUSTER; ++r) {
-        asm volatile(
-            "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1;\n"
-            "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra]; }"
-            ::"r"(bar), "r"(r)
-            : "memory");
-    }
-#else
-    mbar_arrive(bar);
-    asm volatile(
-        "{ .reg .b32 ra; mapa.shared::cluster.u32 ra, %0, %1;\n"
-        "mbarrier.arrive.shared::cluster.b64 _, [ra]; }"
-        ::"r"(bar), "r"(cluster_rank() ^ 1u)
-        : "memory");
-#endif
-}
-
-__device__ __forceinline__ void cluster_sync_all()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
-// --------------------------------------------------------------------------- producer
+// --------------------------------------------------------------------------- this version's own helpers
 
 // One 128 x 128 fp16 tile (rows row0 .. row0 + 127 of the [B*H*S, 128] view) into a slot of
 // every CTA of the cluster: CTA rank r copies the r-th 64-column half (both with CLUSTER 1),
 // HALF_BYTES apart in shared memory, completing on `bar`, which every CTA armed with the
 // tile's TILE_BYTES.
-__device__ __forceinline__ void load_tile_shared(u32 dst, const TmaDesc* map, int row0, u32 bar, u32 rank)
+__device__ __forceinline__ void load_tile_shared_2d(u32 dst, const TmaDesc* map, int row0, u32 bar, u32 rank)
 {
 #if CLUSTER == 1
-    tma_load_box(dst, map, 0, row0, bar);
-    tma_load_box(dst + HALF_BYTES, map, 64, row0, bar);
+    tma_load_box_2d(dst, map, 0, row0, bar);
+    tma_load_box_2d(dst + HALF_BYTES, map, 64, row0, bar);
 #else
-    tma_load_box_multicast(dst + rank * HALF_BYTES, map, 64 * (int)rank, row0, bar, (unsigned short)0x3);
-#endif
-}
-
-// Q: this CTA's own tile, both halves.
-__device__ __forceinline__ void load_tile_own(u32 dst, const TmaDesc* map, int row0, u32 bar)
-{
-    tma_load_box(dst, map, 0, row0, bar);
-    tma_load_box(dst + HALF_BYTES, map, 64, row0, bar);
-}
-
-// --------------------------------------------------------------------------- consumer steps
-
-// S (64 x 128 fp32) = Q_wg (64 x 128) . K_tile^T: 8 k16 steps; within a 64-column half a step
-// is +32 B on the start address (inside the 128-byte swizzle row), the second half is
-// HALF_BYTES further. The first step ignores the old accumulator (scale-d = 0).
-__device__ __forceinline__ void issue_qk(float (&sc)[64], u64 desc_q, u64 desc_k_stage)
-{
-#pragma unroll
-    for (int kk = 0; kk < 8; ++kk) {
-        const u64 koff = (u64)(((kk >> 2) * HALF_BYTES + (kk & 3) * 32) >> 4);
-        wgmma_m64n128k16_ss(sc, desc_q + koff, desc_k_stage + koff, kk > 0 ? 1u : 0u);
-    }
-}
-
-// O (64 x 128 fp32) += P (64 x 128 kv, f16 A fragments) . V_tile (128 kv x 128 d, N-major):
-// k-chunk kc covers kv rows 16kc..16kc+15 = two 8-row groups of 1024 B, i.e. +2048 B.
-__device__ __forceinline__ void issue_pv(float (&o)[64], const u32 (&p)[32], u64 desc_v_stage)
-{
-#pragma unroll
-    for (int kc = 0; kc < 8; ++kc)
-        wgmma_m64n128k16_rs(o, p[4 * kc], p[4 * kc + 1], p[4 * kc + 2], p[4 * kc + 3],
-                            desc_v_stage + (u64)((kc * 2048) >> 4));
-}
-
-// Online softmax of one S tile, in place: sc becomes exp2(s * scale_log2 - m). Thread rows:
-// r (sc[4j], sc[4j+1]) and r + 8 (sc[4j+2], sc[4j+3]), j = 0..15; the 4 lanes of a quad
-// share the rows, hence the shuffles over lanes 1 and 2. The running max m is kept in the
-// log2 domain of the scaled scores (scale_log2 = log2(e)/sqrt(D) > 0, so max(s)*scale ==
-// max(s*scale)): each score costs one FMA and one ex2. l keeps this thread's partial row sums
-// (reduced over the quad only in the epilogue); alpha = exp2(m_old - m_new) rescales O and l.
-__device__ __forceinline__ void softmax_tile(float (&sc)[64], float& m0, float& m1, float& l0, float& l1,
-                                             float& alpha0, float& alpha1, float scale_log2)
-{
-    float mx0 = sc[0], mx1 = sc[2];
-#pragma unroll
-    for (int jj = 0; jj < 16; ++jj) {
-        mx0 = fmaxf(mx0, fmaxf(sc[4 * jj], sc[4 * jj + 1]));
-        mx1 = fmaxf(mx1, fmaxf(sc[4 * jj + 2], sc[4 * jj + 3]));
-    }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    const float mn0 = fmaxf(m0, mx0 * scale_log2), mn1 = fmaxf(m1, mx1 * scale_log2);
-    alpha0 = ex2(m0 - mn0);  // ex2(-inf) = 0 on the first tile
-    alpha1 = ex2(m1 - mn1);
-    m0 = mn0;
-    m1 = mn1;
-    float ls0 = 0.f, ls1 = 0.f;
-#pragma unroll
-    for (int jj = 0; jj < 16; ++jj) {
-        sc[4 * jj] = ex2(fmaf(sc[4 * jj], scale_log2, -mn0));
-        sc[4 * jj + 1] = ex2(fmaf(sc[4 * jj + 1], scale_log2, -mn0));
-        sc[4 * jj + 2] = ex2(fmaf(sc[4 * jj + 2], scale_log2, -mn1));
-        sc[4 * jj + 3] = ex2(fmaf(sc[4 * jj + 3], scale_log2, -mn1));
-        ls0 += sc[4 * jj] + sc[4 * jj + 1];
-        ls1 += sc[4 * jj + 2] + sc[4 * jj + 3];
-    }
-    l0 = l0 * alpha0 + ls0;
-    l1 = l1 * alpha1 + ls1;
-}
-
-// fp32 accumulator layout -> f16 A fragments of the P.V product: the accumulator columns
-// 16kc..16kc+15 are k-chunk kc, registers p[4kc .. 4kc+3] = pack(d[8kc..+1]), pack(d[8kc+2..+3]),
-// pack(d[8kc+4..+5]), pack(d[8kc+6..+7]) (see the fragment facts at the top).
-__device__ __forceinline__ void pack_p(const float (&sc)[64], u32 (&p)[32], float scale)
-{
-#pragma unroll
-    for (int jj = 0; jj < 16; ++jj) {
-        p[2 * jj] = pack_half2(sc[4 * jj] * scale, sc[4 * jj + 1] * scale);
-        p[2 * jj + 1] = pack_half2(sc[4 * jj + 2] * scale, sc[4 * jj + 3] * scale);
-    }
-}
-
-__device__ __forceinline__ void rescale_o(float (&o)[64], float alpha0, float alpha1)
-{
-#pragma unroll
-    for (int jj = 0; jj < 16; ++jj) {
-        o[4 * jj] *= alpha0;
-        o[4 * jj + 1] *= alpha0;
-        o[4 * jj + 2] *= alpha1;
-        o[4 * jj + 3] *= alpha1;
-    }
-}
-// --------------------------------------------------------------------------- turns (named barriers)
-
-// PINGPONG 0 (an ablation for the sweep) drops the turns: each warpgroup then overlaps only
-// its own softmax with its own P.V, and the warp schedulers interleave the two as in v06.
-__device__ __forceinline__ void turn_sync(u32 id)
-{
-#if PINGPONG
-    asm volatile("bar.sync %0, 256;" ::"r"(id) : "memory");
-#endif
-}
-
-__device__ __forceinline__ void turn_arrive(u32 id)
-{
-#if PINGPONG
-    asm volatile("bar.arrive %0, 256;" ::"r"(id) : "memory");
+    tma_load_box_multicast_2d(dst + rank * HALF_BYTES, map, 64 * (int)rank, row0, bar, (unsigned short)0x3);
 #endif
 }
 
@@ -533,7 +188,7 @@ attn_fwd_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_constant__
                 prefetch_tensor_map(&tm_k);
                 prefetch_tensor_map(&tm_v);
                 mbar_arrive_expect_tx(bar_q, TILE_BYTES);
-                load_tile_own(sQ, &tm_q, row_kv + q0, bar_q);
+                load_tile_tma(sQ, &tm_q, row_kv + q0, bar_q);
             }
             for (int j = 0; j < n_tiles; ++j) {
                 const int s = j % STAGES;
@@ -543,12 +198,12 @@ attn_fwd_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_constant__
                 mbar_wait(bar_empty_k + 8 * s, phase ^ 1u);
                 if (leader) {
                     mbar_arrive_expect_tx(bar_full_k + 8 * s, TILE_BYTES);
-                    load_tile_shared(sK + s * TILE_BYTES, &tm_k, row_kv + j * BLOCK_N, bar_full_k + 8 * s, rank);
+                    load_tile_shared_2d(sK + s * TILE_BYTES, &tm_k, row_kv + j * BLOCK_N, bar_full_k + 8 * s, rank);
                 }
                 mbar_wait(bar_empty_v + 8 * s, phase ^ 1u);
                 if (leader) {
                     mbar_arrive_expect_tx(bar_full_v + 8 * s, TILE_BYTES);
-                    load_tile_shared(sV + s * TILE_BYTES, &tm_v, row_kv + j * BLOCK_N, bar_full_v + 8 * s, rank);
+                    load_tile_shared_2d(sV + s * TILE_BYTES, &tm_v, row_kv + j * BLOCK_N, bar_full_v + 8 * s, rank);
                 }
             }
         }

@@ -10,6 +10,7 @@
 // TRACE 1 the kernel stamps its timeline into g_trace (trace.cuh); TRACE 0 compiles the marks out.
 
 #include "v15_kv176_multicast.cu"
+#include "common/sm90/tma.cuh"
 #include "trace.cuh"
 
 #ifndef PREFETCH
@@ -18,14 +19,6 @@
 #ifndef PREFETCH_KV
 #define PREFETCH_KV 8            // K/V tiles of the next unit prefetched (from its first; capped at its tiles)
 #endif
-
-// Prefetch one box of a 3-D tensor map (as tma_load_box would copy it) into L2.
-__device__ __forceinline__ void tma_prefetch_l2(const TmaDesc* map, int c0, int c1, int c2)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];"
-                 ::"l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2)
-                 : "memory");
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
 attn_fwd_prefetch(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ TmaDesc tm_k,
@@ -125,17 +118,17 @@ attn_fwd_prefetch(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
                 const int head = w / units_per_head;
                 const int q0 = ((w % units_per_head) * CLUSTER + (int)rank) * BLOCK_M;
                 if (leader) {
-                    tma_prefetch_l2(&tm_q, 0, q0, head);
-                    tma_prefetch_l2(&tm_q, 64, q0, head);
+                    tma_prefetch_l2_3d(&tm_q, 0, q0, head);
+                    tma_prefetch_l2_3d(&tm_q, 64, q0, head);
                     for (int t = 0; t < nkv; ++t) {
 #if CLUSTER == 1
                         for (int half = 0; half < 2; ++half) {
-                            tma_prefetch_l2(&tm_k, 64 * half, t * BLOCK_N, head);
-                            tma_prefetch_l2(&tm_v, 64 * half, t * BLOCK_N, head);
+                            tma_prefetch_l2_3d(&tm_k, 64 * half, t * BLOCK_N, head);
+                            tma_prefetch_l2_3d(&tm_v, 64 * half, t * BLOCK_N, head);
                         }
 #else
-                        tma_prefetch_l2(&tm_k, 64 * (int)rank, t * BLOCK_N, head);
-                        tma_prefetch_l2(&tm_v, 64 * (int)rank, t * BLOCK_N, head);
+                        tma_prefetch_l2_3d(&tm_k, 64 * (int)rank, t * BLOCK_N, head);
+                        tma_prefetch_l2_3d(&tm_v, 64 * (int)rank, t * BLOCK_N, head);
 #endif
                     }
                 }

@@ -9,19 +9,13 @@
 //
 // Everything else is v19's (included): only the STORE_O hook changes.
 
-typedef unsigned int u32;
-typedef unsigned short u16;
+#include "common/sm90/ptx.cuh"
 
 // o0 points at row r, column col = 2 * (lane & 3) of this thread's O block (v19's hook contract).
 __device__ __forceinline__ void store_o_wide(const float (&o)[64], float inv0, float inv1, u16* o0, int lane);
 
 #define STORE_O store_o_wide
 #include "v19_double_q.cu"
-
-__device__ __forceinline__ void st_global_v4(void* p, u32 a, u32 b, u32 c, u32 d)
-{
-    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
-}
 
 __device__ __forceinline__ u32 pick4(u32 a0, u32 a1, u32 a2, u32 a3, int i)
 {

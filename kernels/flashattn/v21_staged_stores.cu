@@ -12,8 +12,7 @@
 // (227 KB in all with 128-row tiles and two Q buffers). Everything else is v19's (included): only
 // the STORE_O hook changes; the buffer is found from the same layout macros as v19's tiles.
 
-typedef unsigned int u32;
-typedef unsigned short u16;
+#include "common/sm90/ptx.cuh"
 
 __device__ __forceinline__ void store_o_staged(const float (&o)[64], float inv0, float inv1, u16* o0, int lane);
 
@@ -27,22 +26,6 @@ __device__ __forceinline__ void store_o_staged(const float (&o)[64], float inv0,
 #if 1024 + STAGE_OFFSET + 2 * STAGE_BYTES > 227 * 1024
 #error "the staging buffers do not fit beside v19's tiles: use BLOCK_N 128, STAGES 2, Q_BUFFERS 2"
 #endif
-
-__device__ __forceinline__ void stmatrix_x4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3)
-{
-    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
-                 ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
-}
-
-__device__ __forceinline__ void ld_shared_v4(u32 addr, u32& a, u32& b, u32& c, u32& d)
-{
-    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr) : "memory");
-}
-
-__device__ __forceinline__ void st_global_v4(void* p, u32 a, u32 b, u32 c, u32 d)
-{
-    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
-}
 
 // byte offset of 16-byte chunk `chunk` of row `r` in a staging buffer (256-byte rows, swizzled)
 __device__ __forceinline__ u32 stage_at(int r, int chunk)
