@@ -139,6 +139,36 @@ __device__ __forceinline__ void load_tile_own(u32 dst, const TmaDesc* map, int r
     tma_load_box_3d(dst + HALF_BYTES, map, 64, row0, head, bar);
 }
 
+// K or V tile j of head `head` (kv rows j * BLOCK_N ..) into ring entry `it` (slot it % STAGES;
+// `ring`, `bar_full`, `bar_empty`: slot 0's tile and barriers). The empty barrier completes when
+// the consumers of every CTA in the cluster released the slot: this producer's half goes to all
+// of them. The whole warp waits; the leader lane arms the full barrier with the tile's bytes
+// (zero-filled rows count too) and issues the copy.
+__device__ __forceinline__ void produce_kv_tile(const int it, const int j, u32 ring, u32 bar_full, u32 bar_empty,
+                                                const TmaDesc* map, int head, u32 rank, bool leader)
+{
+    const int s = it % STAGES;
+    const u32 phase = (u32)(it / STAGES) & 1u;
+    mbar_wait(bar_empty + 8 * s, phase ^ 1u);
+    if (leader) {
+        mbar_arrive_expect_tx(bar_full + 8 * s, KV_TILE_BYTES);
+        load_tile_shared(ring + s * KV_TILE_BYTES, map, j * BLOCK_N, head, bar_full + 8 * s, rank);
+    }
+}
+
+// The K/V ring's barriers: full ones count the producer's one arrive.expect_tx (then the bytes),
+// empty ones every consumer warp of the cluster.
+__device__ __forceinline__ void init_kv_ring(u32 bar_full_k, u32 bar_full_v, u32 bar_empty_k, u32 bar_empty_v)
+{
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+        mbar_init(bar_full_k + 8 * s, 1);
+        mbar_init(bar_full_v + 8 * s, 1);
+        mbar_init(bar_empty_k + 8 * s, 8 * CLUSTER);
+        mbar_init(bar_empty_v + 8 * s, 8 * CLUSTER);
+    }
+}
+
 // --------------------------------------------------------------------------- kernel
 
 // What a consumer step needs besides its accumulators: barrier addresses, descriptors, turns,
@@ -194,6 +224,49 @@ __device__ __forceinline__ void consumer_step(const int j, const StepCtx& c, flo
     pack_p(sc, p, 1.f);
 }
 
+// Step n of a consumer (warpgroup cw): O += P_{n-1} V_{n-1} only, the last kv tile being ring
+// entry `it`. The other consumer's turn is passed on, except on consumer 1's last step of its
+// last unit (the turn counting of v08: consumer 1 arrives once fewer than it syncs).
+__device__ __forceinline__ void consumer_last_step(const int it, const StepCtx& c, float (&o)[64], u32 (&p)[P_REGS],
+                                                   const int cw, const bool last_unit)
+{
+    const int sp = it % STAGES;
+    mbar_wait(c.bar_full_v + 8 * sp, (u32)(it / STAGES) & 1u);
+    proxy_fence_async();
+    fence_acc(o);
+    fence_frag(p);
+    turn_sync(c.my_turn);
+    wgmma_fence();
+    issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));
+    wgmma_commit();
+    if (cw == 0 || !last_unit) turn_arrive(c.other_turn);
+    wgmma_wait<0>();
+    fence_acc(o);
+    fence_frag(p);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
+}
+
+// The epilogue's row sums: each of a quad's four lanes holds a partial sum of rows r and r + 8.
+__device__ __forceinline__ void sum_row_partials(float& l0, float& l1)
+{
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+}
+
+// O / l to fp16, written from the accumulator registers as f16x2 pairs (each thread: rows r and
+// r + 8, columns 8jj + col and + 1; o0 points at row r, column col).
+__device__ __forceinline__ void store_o_pairs(const float (&o)[64], float inv0, float inv1, u16* o0, int lane)
+{
+    u16* o1 = o0 + 8 * HEAD_DIM;
+#pragma unroll
+    for (int jj = 0; jj < 16; ++jj) {
+        st_global_b32(o0 + 8 * jj, pack_half2(o[4 * jj] * inv0, o[4 * jj + 1] * inv0));
+        st_global_b32(o1 + 8 * jj, pack_half2(o[4 * jj + 2] * inv1, o[4 * jj + 3] * inv1));
+    }
+}
+
 #if CLUSTER > 1
 #define CLUSTER_ATTR __cluster_dims__(CLUSTER, 1, 1)
 #else
@@ -224,13 +297,7 @@ attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_cons
 
     if (threadIdx.x == 0) {
         mbar_init(bar_q, 1);  // full barriers: the producer's one arrive.expect_tx, then the bytes
-#pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(bar_full_k + 8 * s, 1);
-            mbar_init(bar_full_v + 8 * s, 1);
-            mbar_init(bar_empty_k + 8 * s, 8 * CLUSTER);  // every consumer warp of the cluster
-            mbar_init(bar_empty_v + 8 * s, 8 * CLUSTER);
-        }
+        init_kv_ring(bar_full_k, bar_full_v, bar_empty_k, bar_empty_v);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
 #if CLUSTER > 1
@@ -255,20 +322,8 @@ attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_cons
                 load_tile_own(sQ, &tm_q, q0, head, bar_q);
             }
             for (int j = 0; j < n_tiles; ++j) {
-                const int s = j % STAGES;
-                const u32 phase = (u32)(j / STAGES) & 1u;
-                // The empty barrier completes when the consumers of every CTA in the cluster
-                // released the slot: this producer's half goes to all of them.
-                mbar_wait(bar_empty_k + 8 * s, phase ^ 1u);
-                if (leader) {
-                    mbar_arrive_expect_tx(bar_full_k + 8 * s, KV_TILE_BYTES);  // zero-filled rows count too
-                    load_tile_shared(sK + s * KV_TILE_BYTES, &tm_k, j * BLOCK_N, head, bar_full_k + 8 * s, rank);
-                }
-                mbar_wait(bar_empty_v + 8 * s, phase ^ 1u);
-                if (leader) {
-                    mbar_arrive_expect_tx(bar_full_v + 8 * s, KV_TILE_BYTES);
-                    load_tile_shared(sV + s * KV_TILE_BYTES, &tm_v, j * BLOCK_N, head, bar_full_v + 8 * s, rank);
-                }
+                produce_kv_tile(j, j, sK, bar_full_k, bar_empty_k, &tm_k, head, rank, leader);
+                produce_kv_tile(j, j, sV, bar_full_v, bar_empty_v, &tm_v, head, rank, leader);
             }
         }
 #if CLUSTER > 1
@@ -334,37 +389,12 @@ attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_cons
     for (int j = 1; j < n_tiles - 1; ++j) consumer_step<0>(j, ctx, sc, o, p, m0, m1, l0, l1);
     if (n_tiles > 1) consumer_step<1>(n_tiles - 1, ctx, sc, o, p, m0, m1, l0, l1);
 #endif
-    {
-        // ---- step n: O += P_{n-1} V_{n-1} only; consumer 1's last step, no arrive (counting above)
-        const int sp = (n_tiles - 1) % STAGES;
-        mbar_wait(bar_full_v + 8 * sp, (u32)((n_tiles - 1) / STAGES) & 1u);
-        proxy_fence_async();
-        fence_acc(o);
-        fence_frag(p);
-        turn_sync(my_turn);
-        wgmma_fence();
-        issue_pv(o, p, desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));
-        wgmma_commit();
-        if (cw == 0) turn_arrive(other_turn);
-        wgmma_wait<0>();
-        fence_acc(o);
-        fence_frag(p);
-        if (lane == 0) mbar_arrive_cluster(bar_empty_v + 8 * sp);
-    }
+    // ---- step n: O += P_{n-1} V_{n-1} only; consumer 1's last step, no arrive (counting above)
+    consumer_last_step(n_tiles - 1, ctx, o, p, cw, true);
 
     // ---- epilogue: O / l, fp16, straight from registers
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    const float inv0 = 1.f / l0, inv1 = 1.f / l1;
-    u16* o0 = O + (head_row0 + q0 + row) * HEAD_DIM + col;
-    u16* o1 = o0 + 8 * HEAD_DIM;
-#pragma unroll
-    for (int jj = 0; jj < 16; ++jj) {
-        st_global_b32(o0 + 8 * jj, pack_half2(o[4 * jj] * inv0, o[4 * jj + 1] * inv0));
-        st_global_b32(o1 + 8 * jj, pack_half2(o[4 * jj + 2] * inv1, o[4 * jj + 3] * inv1));
-    }
+    sum_row_partials(l0, l1);
+    store_o_pairs(o, 1.f / l0, 1.f / l1, O + (head_row0 + q0 + row) * HEAD_DIM + col, lane);
 #if CLUSTER > 1
     cluster_sync_all();  // the neighbour may still release slots on this CTA's barriers until here
 #endif

@@ -53,13 +53,7 @@ attn_fwd_prefetch(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
     if (threadIdx.x == 0) {
         mbar_init(bar_q, 1);
         mbar_init(bar_q_empty, 8);  // the 8 consumer warps of this CTA
-#pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(bar_full_k + 8 * s, 1);
-            mbar_init(bar_full_v + 8 * s, 1);
-            mbar_init(bar_empty_k + 8 * s, 8 * CLUSTER);
-            mbar_init(bar_empty_v + 8 * s, 8 * CLUSTER);
-        }
+        init_kv_ring(bar_full_k, bar_full_v, bar_empty_k, bar_empty_v);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
 #if CLUSTER > 1
@@ -92,18 +86,8 @@ attn_fwd_prefetch(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
                 }
                 TRACE_UNIT(leader, local, TR_Q_ISSUED);
                 for (int j = 0; j < n_tiles; ++j, ++g) {
-                    const int s = g % STAGES;
-                    const u32 phase = (u32)(g / STAGES) & 1u;
-                    mbar_wait(bar_empty_k + 8 * s, phase ^ 1u);
-                    if (leader) {
-                        mbar_arrive_expect_tx(bar_full_k + 8 * s, KV_TILE_BYTES);
-                        load_tile_shared(sK + s * KV_TILE_BYTES, &tm_k, j * BLOCK_N, head, bar_full_k + 8 * s, rank);
-                    }
-                    mbar_wait(bar_empty_v + 8 * s, phase ^ 1u);
-                    if (leader) {
-                        mbar_arrive_expect_tx(bar_full_v + 8 * s, KV_TILE_BYTES);
-                        load_tile_shared(sV + s * KV_TILE_BYTES, &tm_v, j * BLOCK_N, head, bar_full_v + 8 * s, rank);
-                    }
+                    produce_kv_tile(g, j, sK, bar_full_k, bar_empty_k, &tm_k, head, rank, leader);
+                    produce_kv_tile(g, j, sV, bar_full_v, bar_empty_v, &tm_v, head, rank, leader);
                 }
             }
         }
@@ -206,41 +190,15 @@ attn_fwd_prefetch(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
             TRACE_UNIT(tid == 0 && cw == 0 && n_tiles <= 9, local, TR_STEP1 + n_tiles - 2);
             consumer_step<1>(g + n_tiles - 1, ctx, sc, o, p, m0, m1, l0, l1);
         }
-        {
-            // ---- step n: O += P_{n-1} V_{n-1}; every S of the unit has landed, so Q is released first
-            if (lane == 0) mbar_arrive(bar_q_empty);
-            const int gp = g + n_tiles - 1;
-            const int sp = gp % STAGES;
-            mbar_wait(bar_full_v + 8 * sp, (u32)(gp / STAGES) & 1u);
-            proxy_fence_async();
-            fence_acc(o);
-            fence_frag(p);
-            turn_sync(my_turn);
-            wgmma_fence();
-            issue_pv(o, p, desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));
-            wgmma_commit();
-            if (cw == 0 || !last_unit) turn_arrive(other_turn);  // consumer 1's very last step: no arrive
-            wgmma_wait<0>();
-            fence_acc(o);
-            fence_frag(p);
-            if (lane == 0) mbar_arrive_cluster(bar_empty_v + 8 * sp);
-            TRACE_UNIT(tid == 0 && cw == 0, local, TR_LAST_PV);
-        }
+        // ---- step n: O += P_{n-1} V_{n-1}; every S of the unit has landed, so Q is released first
+        if (lane == 0) mbar_arrive(bar_q_empty);
+        consumer_last_step(g + n_tiles - 1, ctx, o, p, cw, last_unit);  // consumer 1's very last step: no arrive
+        TRACE_UNIT(tid == 0 && cw == 0, local, TR_LAST_PV);
         g += n_tiles;
 
         // ---- epilogue: O / l, fp16, straight from registers (the producer is already loading the next unit)
-        l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-        l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-        l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-        l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-        const float inv0 = 1.f / l0, inv1 = 1.f / l1;
-        u16* o0 = O + ((u64)head * (u64)seqlen + q0 + row) * HEAD_DIM + col;
-        u16* o1 = o0 + 8 * HEAD_DIM;
-#pragma unroll
-        for (int jj = 0; jj < 16; ++jj) {
-            st_global_b32(o0 + 8 * jj, pack_half2(o[4 * jj] * inv0, o[4 * jj + 1] * inv0));
-            st_global_b32(o1 + 8 * jj, pack_half2(o[4 * jj + 2] * inv1, o[4 * jj + 3] * inv1));
-        }
+        sum_row_partials(l0, l1);
+        store_o_pairs(o, 1.f / l0, 1.f / l1, O + ((u64)head * (u64)seqlen + q0 + row) * HEAD_DIM + col, lane);
         TRACE_UNIT(tid == 0, local, cw == 0 ? TR_EPI_DONE : TR_EPI_DONE_1);
     }
 #if CLUSTER > 1
