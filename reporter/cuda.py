@@ -781,7 +781,7 @@ def ptxas_report(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str
     cc = arch.removeprefix("sm_")
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [nvcc, f"-gencode=arch=compute_{cc},code={arch}", "-cubin", "-std=c++17", "-Xptxas", "-v",
-               f"-I{path.parent}", *define_options(defines), "-o", str(Path(tmp) / "out.cubin"), str(path)]
+               *(f"-I{d}" for d in include_dirs(path)), *define_options(defines), "-o", str(Path(tmp) / "out.cubin"), str(path)]
         res = subprocess.run(cmd, capture_output=True, text=True)
     text = res.stdout + res.stderr
     if res.returncode != 0:

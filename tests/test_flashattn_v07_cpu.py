@@ -48,7 +48,7 @@ def test_wrapper_refuses_cpu_tensors_and_bad_shapes(v07):
 
 def _ptxas_text(defines):
     cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v",
-           *cuda.define_options(defines), "-o", "/dev/null", str(SOURCE)]
+           *(f"-I{d}" for d in cuda.include_dirs(Path(__file__).resolve().parents[1] / "kernels" / "flashattn" / "x.cu")), *cuda.define_options(defines), "-o", "/dev/null", str(SOURCE)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
     return res.stdout + res.stderr

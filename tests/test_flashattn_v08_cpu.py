@@ -50,20 +50,20 @@ def test_wrapper_refuses_cpu_tensors_and_bad_shapes(v08):
 
 
 def test_descriptor_defaults_match_the_source(v08):
-    text = SOURCE.read_text()
+    text = _with_headers(SOURCE)
     for name, value in v08.DESCRIPTOR_DEFAULTS.items():
         assert f"#define {name} {value}" in text
 
 
 def test_the_hang_check_does_not_trap():
-    code = re.sub(r"//[^\n]*", "", SOURCE.read_text())  # comments may name it
+    code = re.sub(r"//[^\n]*", "", _with_headers(SOURCE))  # comments may name it
     assert "trap" not in code
     assert "hang_fault()" in code
 
 
 def _ptxas_text(path: Path, defines: dict[str, int]) -> str:
     cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v",
-           *cuda.define_options(defines), "-o", "/dev/null", str(path)]
+           *(f"-I{d}" for d in cuda.include_dirs(Path(__file__).resolve().parents[1] / "kernels" / "flashattn" / "x.cu")), *cuda.define_options(defines), "-o", "/dev/null", str(path)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
     return res.stdout + res.stderr
@@ -94,3 +94,10 @@ def test_impossible_settings_do_not_compile():
         cuda.ptxas_report(SOURCE, arch="sm_90a", defines={"STAGES": 4})
     with pytest.raises(cuda.CudaCompileError, match="setmaxnreg"):
         cuda.ptxas_report(SOURCE, arch="sm_90a", defines={"CONSUMER_REGS": 244})
+
+
+def _with_headers(path):
+    """The source and the local headers it includes (its helpers live in shared headers)."""
+    from reporter import cuda as _cuda
+
+    return "\n".join(p.read_text() for p in _cuda.source_files(path))

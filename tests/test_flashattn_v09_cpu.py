@@ -76,6 +76,6 @@ def test_both_ring_depths_build_clean(v09, stages):
     assert r.name == "attn_fwd_persistent" and r.registers == 168
     assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0
     cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v",
-           *cuda.define_options(cfg), "-o", "/dev/null", str(SOURCE)]
+           *(f"-I{d}" for d in cuda.include_dirs(Path(__file__).resolve().parents[1] / "kernels" / "flashattn" / "x.cu")), *cuda.define_options(cfg), "-o", "/dev/null", str(SOURCE)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0 and "C7512" not in res.stdout + res.stderr  # wgmma not serialised

@@ -40,8 +40,8 @@ def test_version_is_listed_and_describes_itself(v10):
 
 def test_the_skip_is_the_only_change_from_v08():
     """v10 is v08 plus the vote: same helpers and schedule, same exact output by construction."""
-    v08 = (ROOT / "kernels" / "flashattn" / "v08_overlap.cu").read_text()
-    body = SOURCE.read_text()
+    v08 = _with_headers(ROOT / "kernels" / "flashattn" / "v08_overlap.cu")
+    body = _with_headers(SOURCE)
     body = body[body.index("typedef unsigned short u16;"):]
     v08 = v08[v08.index("typedef unsigned short u16;"):]
     vote = "if (!__all_sync(0xffffffffu, alpha0 == 1.f && alpha1 == 1.f)) rescale_o(o, alpha0, alpha1);"
@@ -74,7 +74,7 @@ def test_both_ring_depths_build_clean(v10, stages):
     assert r.name == "attn_fwd_lazy" and r.registers == 168
     assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0
     cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v",
-           *cuda.define_options(cfg), "-o", "/dev/null", str(SOURCE)]
+           *(f"-I{d}" for d in cuda.include_dirs(Path(__file__).resolve().parents[1] / "kernels" / "flashattn" / "x.cu")), *cuda.define_options(cfg), "-o", "/dev/null", str(SOURCE)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0 and "C7512" not in res.stdout + res.stderr  # wgmma not serialised
 
@@ -91,3 +91,10 @@ def test_skipping_the_rescale_changes_no_bit_on_the_gpu(v10):
         b = v10.custom_kernel(data)
         torch.cuda.synchronize()
         assert torch.equal(a, b), case
+
+
+def _with_headers(path):
+    """The source and the local headers it includes (its helpers live in shared headers)."""
+    from reporter import cuda as _cuda
+
+    return "\n".join(p.read_text() for p in _cuda.source_files(path))

@@ -36,7 +36,7 @@ def v14():
 
 
 def _code(path: Path) -> str:
-    return re.sub(r"//[^\n]*", "", path.read_text())  # comments may name what the code no longer does
+    return re.sub(r"//[^\n]*", "", _with_headers(path))  # comments may name what the code no longer does
 
 
 @pytest.mark.parametrize("short,name,source", [("v13", "v13_tma", V13), ("v14", "v14_multicast", V14)])
@@ -116,7 +116,7 @@ def test_descriptor_defaults_match_the_sources(v13, v14):
 
 def _ptxas_text(path: Path, defines: dict[str, int]) -> str:
     cmd = ["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v",
-           *cuda.define_options(defines), "-o", "/dev/null", str(path)]
+           *(f"-I{d}" for d in cuda.include_dirs(Path(__file__).resolve().parents[1] / "kernels" / "flashattn" / "x.cu")), *cuda.define_options(defines), "-o", "/dev/null", str(path)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
     return res.stdout + res.stderr
@@ -144,3 +144,10 @@ def test_impossible_settings_do_not_compile():
         cuda.ptxas_report(V13, arch="sm_90a", defines={"STAGES": 4})
     with pytest.raises(cuda.CudaCompileError, match="CLUSTER must be 1 or 2"):
         cuda.ptxas_report(V14, arch="sm_90a", defines={"CLUSTER": 4})
+
+
+def _with_headers(path):
+    """The source and the local headers it includes (its helpers live in shared headers)."""
+    from reporter import cuda as _cuda
+
+    return "\n".join(p.read_text() for p in _cuda.source_files(path))
