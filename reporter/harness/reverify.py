@@ -14,7 +14,6 @@ Nothing in this module knows any particular assignment.
 from __future__ import annotations
 
 import importlib.util
-import shlex
 import sys
 import traceback
 from dataclasses import dataclass
@@ -25,15 +24,13 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-from .. import store
 from ..assignments import Assignment, Version
 from ..cuda import track_launches
 from ..records import CodeSnapshot, Run, SourceFile, derive
 from ..submission import Submission, SubmissionError, read_submission
-from .device import device_info, require_cuda
-from .run import (QuietProgress, RunOptions, _CaseInputs, _check_once, _free, _new_run, _sync, ensure_ceilings,
-                  kernel_builds, make_timer)
-from .timing import L2Flusher, benchmark_interleaved
+from .run import (QuietProgress, RunOptions, _CaseInputs, _check_once, _free, _new_run, _sync, kernel_builds,
+                  open_session)
+from .timing import benchmark_interleaved
 
 
 class ReverifyError(Exception):
@@ -92,13 +89,7 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
     """Check and time each version against its earlier export on each case; returns the pairs of
     runs (nothing is written here: the caller records them with the verdicts)."""
     console = console or Console()
-    require_cuda()
-    info = device_info()
-    ceilings_ref, ceilings = ensure_ceilings(logs, info, console, opts.remeasure_ceilings)
-    session = store.utc_stamp()
-    command = "report " + " ".join(shlex.quote(x) for x in sys.argv[1:])
-    flush = L2Flusher(info.l2_bytes)
-    timer = make_timer(opts.hold)
+    info, ceilings_ref, ceilings, session, command, flush, timer = open_session(logs, opts, console)
     # every current version first: an export gives back the module names the process already had,
     # so the current versions' own imports stay theirs
     afters = {v.name: v.load() for v in versions}

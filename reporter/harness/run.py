@@ -374,17 +374,23 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
     return runs
 
 
+def open_session(logs: Path, opts: RunOptions, console: Console
+                 ) -> tuple[DeviceInfo, str, DeviceCeilings, str, str, L2Flusher, CudaEventTimer]:
+    """What every timed session starts with: the device, its ceilings (measured once, then read
+    from logs/), the session id, the command line, the L2 flusher and the timer."""
+    require_cuda()
+    info = device_info()
+    ceilings_ref, ceilings = ensure_ceilings(logs, info, console, opts.remeasure_ceilings)
+    command = "report " + " ".join(shlex.quote(x) for x in sys.argv[1:])
+    return (info, ceilings_ref, ceilings, store.utc_stamp(), command, L2Flusher(info.l2_bytes),
+            make_timer(opts.hold))
+
+
 def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], case_names: list[str],
         opts: RunOptions, console: Console | None = None) -> list[Path]:
     """Check and time each version on each case; returns the paths of the records written."""
     console = console or Console()
-    require_cuda()
-    info = device_info()
-    ceilings_ref, ceilings = ensure_ceilings(logs, info, console, opts.remeasure_ceilings)
-    session = store.utc_stamp()
-    command = "report " + " ".join(shlex.quote(x) for x in sys.argv[1:])
-    flush = L2Flusher(info.l2_bytes)
-    timer = make_timer(opts.hold)
+    info, ceilings_ref, ceilings, session, command, flush, timer = open_session(logs, opts, console)
     sampler = open_sampler()
     state = sampler.sample if sampler else None
     written: list[Path] = []
