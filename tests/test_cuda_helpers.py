@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from cuda_text import definitions_in  # tests/cuda_text.py: the one reader of CUDA definitions
 
 from reporter import cuda
 
@@ -18,10 +19,6 @@ ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "kernels"
 COMMON = KERNELS / "common"
 VERSION_RE = re.compile(r"^v(\d{2,3})_\w*\.cu$")
-
-# A top-level __device__ function: `__device__ ... name(` at the start of a line, optionally after a
-# `template <...>` line; a declaration (ends in `;` after its parameters) is not a definition.
-_DEVICE_FN_RE = re.compile(r"^(?:static\s+)?__device__\b[^;{(=]*?\b(\w+)\s*\(", re.MULTILINE)
 
 # Copies the histogram versions still carry (each version kept whole), name -> the folder they are
 # in; a later change moves them. Listed so that a new copy, there or anywhere, fails, and checked so
@@ -42,27 +39,9 @@ def _versions() -> list[Path]:
     return sorted(p for p in KERNELS.glob("*/*.cu") if VERSION_RE.match(p.name))
 
 
-def _is_definition(text: str, open_paren: int) -> bool:
-    depth = 0
-    for i in range(open_paren, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                rest = text[i + 1 :].lstrip()
-                return not rest.startswith(";")
-    return False
-
-
 def device_definitions(path: Path) -> list[tuple[str, int]]:
     """(name, line) of each top-level __device__ function defined in ``path``."""
-    text = path.read_text(encoding="utf-8")
-    out = []
-    for m in _DEVICE_FN_RE.finditer(text):
-        if _is_definition(text, m.end() - 1):
-            out.append((m.group(1), text.count("\n", 0, m.start()) + 1))
-    return out
+    return [(d.name, d.line) for d in definitions_in(path)]
 
 
 def test_the_definition_scanner_reads_definitions_not_declarations(tmp_path):

@@ -18,6 +18,8 @@ torch = pytest.importorskip("torch")
 from reporter import cuda  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
 
+from cuda_text import calls, closure_text, definition, own_code  # noqa: E402  (tests/cuda_text.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "kernels" / "flashattn" / "v08_overlap.cu"
 V07 = ROOT / "kernels" / "flashattn" / "v07_pingpong.cu"
@@ -50,15 +52,17 @@ def test_wrapper_refuses_cpu_tensors_and_bad_shapes(v08):
 
 
 def test_descriptor_defaults_match_the_source(v08):
-    text = _with_headers(SOURCE)
+    text = closure_text(SOURCE)
     for name, value in v08.DESCRIPTOR_DEFAULTS.items():
         assert f"#define {name} {value}" in text
 
 
 def test_the_hang_check_does_not_trap():
-    code = re.sub(r"//[^\n]*", "", _with_headers(SOURCE))  # comments may name it
-    assert "trap" not in code
-    assert "hang_fault()" in code
+    own = own_code(SOURCE)
+    assert calls(own, "mbar_wait") and not calls(own, "mbar_wait_trap")  # v06-v07's wait traps
+    wait = definition(SOURCE, "mbar_wait")
+    assert "trap" not in wait and calls(wait, "hang_fault")
+    assert "trap" not in definition(SOURCE, "hang_fault")
 
 
 def _ptxas_text(path: Path, defines: dict[str, int]) -> str:
@@ -94,10 +98,3 @@ def test_impossible_settings_do_not_compile():
         cuda.ptxas_report(SOURCE, arch="sm_90a", defines={"STAGES": 4})
     with pytest.raises(cuda.CudaCompileError, match="setmaxnreg"):
         cuda.ptxas_report(SOURCE, arch="sm_90a", defines={"CONSUMER_REGS": 244})
-
-
-def _with_headers(path):
-    """The source and the local headers it includes (its helpers live in shared headers)."""
-    from reporter import cuda as _cuda
-
-    return "\n".join(p.read_text() for p in _cuda.source_files(path))

@@ -17,6 +17,8 @@ torch = pytest.importorskip("torch")
 from reporter import cuda  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
 
+from cuda_text import calls, definition, own_code  # noqa: E402  (tests/cuda_text.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "kernels" / "flashattn" / "v10_lazy_rescale.cu"
 ASSIGNMENT = get_assignment(ROOT / "kernels", "flashattn")
@@ -39,15 +41,21 @@ def test_version_is_listed_and_describes_itself(v10):
 
 
 def test_the_skip_is_the_only_change_from_v08():
-    """v10 is v08 plus the vote: same helpers and schedule, same exact output by construction."""
-    v08 = _with_headers(ROOT / "kernels" / "flashattn" / "v08_overlap.cu")
-    body = _with_headers(SOURCE)
-    body = body[body.index("typedef unsigned short u16;"):]
-    v08 = v08[v08.index("typedef unsigned short u16;"):]
+    """v10 is v08 plus the vote: same headers, helpers and schedule, same exact output by construction."""
+    def from_includes(path):  # the code after the settings block: includes, layout, kernel
+        text = path.read_text()
+        return text[text.index('#include "common/sm90/'):]
+
+    v08 = from_includes(ROOT / "kernels" / "flashattn" / "v08_overlap.cu")
+    body = from_includes(SOURCE)
     vote = "if (!__all_sync(0xffffffffu, alpha0 == 1.f && alpha1 == 1.f)) rescale_o(o, alpha0, alpha1);"
     assert body.count(vote) == 1
     stripped = re.sub(r"\n *//[^\n]*", "", body).replace(vote, "rescale_o(o, alpha0, alpha1);")
     assert stripped.replace("attn_fwd_lazy", "attn_fwd_overlap") == re.sub(r"\n *//[^\n]*", "", v08)
+    # the helper it skips is the shared one, unchanged: O *= alpha, nothing else
+    rescale = definition(SOURCE, "rescale_o")
+    assert rescale == definition(ROOT / "kernels" / "flashattn" / "v08_overlap.cu", "rescale_o")
+    assert "alpha0" in rescale and "alpha1" in rescale and not calls(rescale, "__all_sync")
 
 
 def test_wrapper_refuses_cpu_tensors_and_bad_shapes(v10):
@@ -63,7 +71,8 @@ def test_descriptor_defaults_match_the_source(v10):
     text = SOURCE.read_text()
     for name, value in v10.DESCRIPTOR_DEFAULTS.items():
         assert f"#define {name} {value}" in text
-    assert "trap" not in re.sub(r"//[^\n]*", "", text)
+    own = own_code(SOURCE)
+    assert calls(own, "mbar_wait") and not calls(own, "mbar_wait_trap") and "trap" not in own
 
 
 @needs_nvcc
@@ -91,10 +100,3 @@ def test_skipping_the_rescale_changes_no_bit_on_the_gpu(v10):
         b = v10.custom_kernel(data)
         torch.cuda.synchronize()
         assert torch.equal(a, b), case
-
-
-def _with_headers(path):
-    """The source and the local headers it includes (its helpers live in shared headers)."""
-    from reporter import cuda as _cuda
-
-    return "\n".join(p.read_text() for p in _cuda.source_files(path))

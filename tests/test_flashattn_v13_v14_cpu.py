@@ -6,7 +6,6 @@ by tests/test_gpu_versions.py."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,6 +16,8 @@ torch = pytest.importorskip("torch")
 
 from reporter import cuda  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
+
+from cuda_text import calls, own_code, reached_code  # noqa: E402  (tests/cuda_text.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 KDIR = ROOT / "kernels" / "flashattn"
@@ -36,7 +37,8 @@ def v14():
 
 
 def _code(path: Path) -> str:
-    return re.sub(r"//[^\n]*", "", _with_headers(path))  # comments may name what the code no longer does
+    """The code the version runs: its file and the shared helpers it calls (comments removed)."""
+    return reached_code(path)
 
 
 @pytest.mark.parametrize("short,name,source", [("v13", "v13_tma", V13), ("v14", "v14_multicast", V14)])
@@ -55,17 +57,17 @@ def test_copies_are_tma_and_the_hang_check_does_not_trap(source):
     code = _code(source)
     assert "cp.async.bulk.tensor.2d" in code and "mbarrier.arrive.expect_tx" in code
     assert "cp.async.cg" not in code and "cp.async.mbarrier" not in code
-    assert "__grid_constant__" in code
-    assert "trap" not in code and "hang_fault()" in code
+    assert "__grid_constant__" in own_code(source)
+    assert "trap" not in code and calls(code, "hang_fault") and not calls(code, "mbar_wait_trap")
 
 
 def test_v14_multicasts_kv_and_releases_slots_cluster_wide():
-    code = _code(V14)
-    assert ".multicast::cluster" in code and "__cluster_dims__(CLUSTER, 1, 1)" in code
-    assert "mbar_init(bar_empty_k + 8 * s, 8 * CLUSTER)" in code
+    code, own = _code(V14), own_code(V14)
+    assert ".multicast::cluster" in code and "__cluster_dims__(CLUSTER, 1, 1)" in own
+    assert "mbar_init(bar_empty_k + 8 * s, 8 * CLUSTER)" in own
     assert "mapa.shared::cluster" in code and "mbarrier.arrive.release.cluster.shared::cluster" in code
     # the cluster barrier closes both the consumers' and the producer's paths
-    assert code.count("cluster_sync_all();") == 3
+    assert own.count("cluster_sync_all();") == 3
 
 
 @pytest.mark.parametrize("fixture", ["v13", "v14"])
@@ -144,10 +146,3 @@ def test_impossible_settings_do_not_compile():
         cuda.ptxas_report(V13, arch="sm_90a", defines={"STAGES": 4})
     with pytest.raises(cuda.CudaCompileError, match="CLUSTER must be 1 or 2"):
         cuda.ptxas_report(V14, arch="sm_90a", defines={"CLUSTER": 4})
-
-
-def _with_headers(path):
-    """The source and the local headers it includes (its helpers live in shared headers)."""
-    from reporter import cuda as _cuda
-
-    return "\n".join(p.read_text() for p in _cuda.source_files(path))

@@ -5,7 +5,6 @@ wrapper validates like v06. The kernel is checked on the H100 by tests/test_gpu_
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
@@ -15,6 +14,8 @@ torch = pytest.importorskip("torch")
 
 from reporter import cuda  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
+
+from cuda_text import calls, reached_code  # noqa: E402  (tests/cuda_text.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "kernels" / "flashattn" / "v15_kv176_multicast.cu"
@@ -38,14 +39,14 @@ def test_version_is_listed_and_describes_itself(v15):
 
 
 def test_kv_tiles_come_through_3d_maps_multicast_and_masked():
-    code = re.sub(r"//[^\n]*", "", _with_headers(SOURCE))
+    code = reached_code(SOURCE)  # its file and the shared helpers it calls, comments removed
     assert "cp.async.bulk.tensor.3d" in code and ".multicast::cluster" in code and "cp.async.cg" not in code
     assert "mask_tail(sc, tail, col)" in code and "KV_TILE_BYTES" in code
     # the steps' loop runs unmasked copies; only the separate last step masks (MASK_IN_LOOP 0)
     assert "for (int j = 1; j < n_tiles - 1; ++j) consumer_step<0>(" in code
     assert "if (n_tiles > 1) consumer_step<1>(n_tiles - 1," in code
     assert "[&]" not in code  # NVRTC 13.0 (the H100's) takes a generic lambda for a host function
-    assert "trap" not in code and "hang_fault()" in code
+    assert "trap" not in code and calls(code, "hang_fault") and not calls(code, "mbar_wait_trap")
 
 
 def test_wrapper_refuses_cpu_tensors_and_bad_shapes(v15):
@@ -102,10 +103,3 @@ def test_partial_and_exact_last_tiles_match_the_reference(v15, s):
     torch.cuda.synchronize()
     assert torch.isfinite(out).all()
     torch.testing.assert_close(out.float(), ref.float(), rtol=1e-2, atol=1e-2)
-
-
-def _with_headers(path):
-    """The source and the local headers it includes (its helpers live in shared headers)."""
-    from reporter import cuda as _cuda
-
-    return "\n".join(p.read_text() for p in _cuda.source_files(path))

@@ -15,6 +15,8 @@ pytest.importorskip("torch")
 from reporter import cuda  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
 
+from cuda_text import calls, definition, definitions, own_code  # noqa: E402  (tests/cuda_text.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "kernels" / "flashattn"
 ASSIGNMENT = get_assignment(ROOT / "kernels", "flashattn")
@@ -61,9 +63,13 @@ def test_v18_is_v17_s_kernel_plus_the_prefetch_warp_and_trace_marks():
         return re.sub(r"[{}\s]+", " ", s)
 
     assert norm(v18) == norm(v17)
-    text = (FOLDER / "v18_prefetch.cu").read_text()
+    source = FOLDER / "v18_prefetch.cu"
+    text = source.read_text()
     assert '#include "v15_kv176_multicast.cu"' in text and '#include "trace.cuh"' in text
-    assert text.count("__device__") == 1, "one helper of its own (the L2 prefetch); the rest is v15's"
+    # no helper of its own: the L2 prefetch is the shared TMA header's, the rest is v15's
+    assert [d.name for d in definitions(source) if d.file == source] == []
+    assert calls(own_code(source), "tma_prefetch_l2_3d")
+    assert "cp.async.bulk.prefetch.tensor.3d.L2" in definition(source, "tma_prefetch_l2_3d")
 
 
 @pytest.fixture(scope="module")
