@@ -40,7 +40,22 @@ from typing import Any
 from .closure import Closure, ClosureError, source_closure
 from .records import CodeSnapshot, SourceFile
 
-VERSION_RE = re.compile(r"^v(\d{2,3})[a-z0-9_]*$")
+#: The one rule for a version's name: 'v', two or three digits, then lowercase words each after one
+#: '_' (``v06_wgmma``, ``v15_kv176_multicast``); the bare handle ``v06`` matches too. Files under
+#: kernels/, folders under logs/ and ``## `` headings of worklog.md are read with it; ``report new``
+#: asks a new name for at least one word (:func:`is_new_version_name`).
+VERSION_RE = re.compile(r"^v(\d{2,3})(?:_[a-z0-9]+)*$")
+
+
+def short_handle(version: str) -> str:
+    """'v02_fused_triton' -> 'v02' (a name that is not a version's is returned as it is)."""
+    m = VERSION_RE.match(version)
+    return f"v{int(m.group(1)):02d}" if m else version
+
+
+def is_new_version_name(name: str) -> bool:
+    """A name ``report new`` accepts: a version name with at least one word after the number."""
+    return VERSION_RE.match(name) is not None and "_" in name
 
 
 class AssignmentError(Exception):
@@ -354,3 +369,30 @@ def git_state(root: Path) -> tuple[str | None, bool | None]:
         return commit, dirty
     except (OSError, subprocess.SubprocessError):
         return None, None
+
+
+# --------------------------------------------------------------------------- constants of assignment.py, read without importing it
+
+
+def spec_literal(assignment_dir: Path, name: str, default: Any = None) -> Any:
+    """A constant of ``assignment.py`` read without importing it (no torch, no side effects);
+    falls back to importing the module when the value is not a literal."""
+    missing = object()
+    value = read_literal(assignment_dir / "assignment.py", name, missing)
+    if value is not missing:
+        return value
+    try:
+        return getattr(get_assignment(assignment_dir.parent, assignment_dir.name).spec, name, default)
+    except Exception:  # an assignment that does not import here (no torch, say) keeps the default
+        return default
+
+
+def legacy_keys(kernels: Path | None, assignment: str) -> LegacyCaseKeys | None:
+    """How the assignment's older records name their case keys (None without a kernels/ folder)."""
+    if kernels is None or not (kernels / assignment / "assignment.py").is_file():
+        return None
+    return legacy_case_keys(kernels / assignment) or None
+
+
+def benchmark_case(kernels: Path, assignment: str) -> str:
+    return str(spec_literal(kernels / assignment, "BENCHMARK_CASE", "benchmark"))

@@ -70,6 +70,7 @@ def run_cmd(
     from .harness.device import NoGPU
     from .harness.run import RunOptions, run
     from .harness.timing import StoppingRule
+    from .render.text import TerminalEvents
 
     repo, kernels, logs_dir = _paths(root, logs)
     try:
@@ -84,7 +85,8 @@ def run_cmd(
                                                                     remeasure_ceilings=remeasure_ceilings,
                                                                     profile=profile,
                                                                     profile_timeout_s=profile_timeout_s,
-                                                                    hold=hold, interleave=interleave), console)
+                                                                    hold=hold, interleave=interleave), console,
+                      events=TerminalEvents(console))
     except NoGPU as e:
         _fail(str(e), 3)
     except (AssignmentError, RecordError, ValueError) as e:
@@ -110,13 +112,15 @@ def sweep_cmd(
     from .harness.device import NoGPU
     from .harness.run import sweep
     from .harness.timing import StoppingRule
+    from .render.text import TerminalEvents
 
     repo, kernels, logs_dir = _paths(root, logs)
     try:
         a = get_assignment(kernels, assignment)
         v = a.version(version)
         rule = StoppingRule(min_reps=3, max_reps=max_reps, budget_s=budget_s, warmup_reps=1)
-        path = sweep(repo, logs_dir, a, v, case or a.benchmark_case, rule, console, hold=hold, interleave=interleave)
+        path = sweep(repo, logs_dir, a, v, case or a.benchmark_case, rule, console, hold=hold, interleave=interleave,
+                     events=TerminalEvents(console))
     except NoGPU as e:
         _fail(str(e), 3)
     except (AssignmentError, RecordError, ValueError) as e:
@@ -141,10 +145,12 @@ def crosscheck_cmd(
 ) -> None:
     """Time a version by the course's own harness (its eval.py, test and benchmark, on the export), by
     triton's do_bench and by ours, in one session; record all three. Needs a GPU."""
+    from .export import render as render_export
     from .harness.crosscheck import CrossCheckError, CrossCheckOptions, crosscheck, require_course_root
     from .harness.device import NoGPU, device_info, require_cuda
     from .harness.run import RunOptions, run
     from .harness.timing import CudaEventTimer, StoppingRule
+    from .render.text import TerminalEvents
 
     repo, kernels, logs_dir = _paths(root, logs)
     try:
@@ -157,12 +163,13 @@ def crosscheck_cmd(
 
         def ours(cases: list[str]) -> list[Path]:
             return run(repo, logs_dir, a, [v], cases,
-                       RunOptions(rule=StoppingRule(min_reps=100, rest_s=rest_s), peers=True, print_blocks=False),
-                       console)
+                       RunOptions(rule=StoppingRule(min_reps=100, rest_s=rest_s), peers=True),
+                       console, events=TerminalEvents(console, blocks=False))
 
+        submission = render_export(repo, logs_dir, a, v).text if root_dir is not None else None
         path, check = crosscheck(repo, logs_dir, a, v, CrossCheckOptions(course_root=root_dir, peers=peer or (),
                                                                            rest_s=rest_s),
-                                 run_ours=ours, do_bench=_do_bench_median, info=info, rest=timer.rest,
+                                 submission=submission, run_ours=ours, do_bench=_do_bench_median, info=info, rest=timer.rest,
                                  say=lambda s: console.print(s, highlight=False, markup=False))
     except NoGPU as e:
         _fail(str(e), 3)

@@ -23,7 +23,7 @@ from .store import RecordError
 
 if TYPE_CHECKING:
     from .analysis.diff import FigureDelta, RunDiff
-    from .iteration import ListRow
+    from .analysis.listing import ListRow
     from .records import Run
 
 console = Console()
@@ -58,7 +58,7 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
-    from .iteration import IterationError
+    from .lookup import IterationError
 
     return (IterationError, AssignmentError, RecordError)
 
@@ -81,7 +81,7 @@ def new_cmd(
     root: RootOpt = None,
 ) -> None:
     """Scaffold the next version from the previous one (or a new assignment folder) and its worklog section."""
-    from .iteration import PLACEHOLDER, plan_new, write_plan
+    from .scaffold import PLACEHOLDER, plan_new, write_plan
 
     repo, kernels, _ = _paths(root, None)
     if benchmark_line is not None and from_task is None:
@@ -124,7 +124,7 @@ def list_cmd(
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Every assignment and version with its latest run, per GPU: check, median, speedups, date, profiled."""
-    from .iteration import list_rows
+    from .analysis.listing import list_rows
 
     _, kernels, logs_dir = _paths(root, logs)
     try:
@@ -201,8 +201,9 @@ def show_cmd(
 ) -> None:
     """One run in full (by default the one that stands for the version): the leaderboard block, the check,
     derived figures, peers, profile, code."""
-    from .iteration import (benchmark_case, check_assignment, find_run, latest_run_with_peers, resolve_version,
-                            runs_of, standing_run_of)
+    from .assignments import benchmark_case
+    from .lookup import check_assignment, find_run, resolve_version, runs_of, standing_run_of
+    from .analysis.listing import latest_run_with_peers
 
     _, kernels, logs_dir = _paths(root, logs)
     try:
@@ -224,8 +225,7 @@ def show_cmd(
 
 def _print_run(run: Run, all_metrics: bool = False, peers_run: Run | None = None) -> None:
     """``peers_run``: for a run that timed no peers, the latest of the same code that did (named, not shown)."""
-    from .harness.device import device_lines
-    from .harness.timing import leaderboard_block
+    from .render.text import device_lines, leaderboard_block
 
     console.rule(f"[bold]{run.assignment} {run.version}[/bold] · {run.case_name} · run {run.run_id}", align="left")
     if run.timing:
@@ -281,7 +281,7 @@ def _facts_grid(run: Run) -> Table:
 
 
 def _derived_table(run: Run) -> Table:
-    from .iteration import figure_value
+    from .render.diff_text import figure_value
 
     d = run.derived
     assert d is not None
@@ -324,8 +324,8 @@ def _peers_table(run: Run) -> Table:
 
 
 def _print_profile(run: Run, all_metrics: bool) -> None:
-    from .analysis.metrics import CS149_BLOCK
-    from .iteration import figure_value
+    from .ncu_metrics import CS149_BLOCK
+    from .render.diff_text import figure_value
 
     p = run.profile
     if p is None:
@@ -396,7 +396,8 @@ def diff_cmd(
 ) -> None:
     """What changed between two runs, and whether the change in time is real (faster, slower, same)."""
     from .analysis.diff import diff_runs
-    from .iteration import read_worklog_sections, resolve_pair
+    from .worklog_sections import read_worklog_sections
+    from .lookup import resolve_pair
 
     _, kernels, logs_dir = _paths(root, logs)
     if fail_if_slower is not None and fail_if_slower < 0:
@@ -426,7 +427,7 @@ def diff_cmd(
 
 
 def _emit_diff(d: RunDiff, fmt: DiffFormat, output: Path | None, show_code: bool, profile_limit: int) -> None:
-    from .iteration import diff_html, diff_markdown
+    from .render.diff_text import diff_html, diff_markdown
 
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -448,7 +449,7 @@ def _emit_diff(d: RunDiff, fmt: DiffFormat, output: Path | None, show_code: bool
 
 
 def _print_diff(out: Console, d: RunDiff, show_code: bool, profile_limit: int) -> None:
-    from .iteration import select_figures
+    from .render.diff_text import select_figures
 
     a, b = d.a, d.b
     case = a.case_name if a.case_name == b.case_name else f"{a.case_name} → {b.case_name}"
@@ -497,7 +498,7 @@ def _gpu_label(name: str) -> str:
 
 def _timing_table(d: RunDiff) -> Table:
     from .analysis.diff import format_ms
-    from .iteration import rel_change_text
+    from .render.diff_text import rel_change_text
 
     v = d.verdict
     assert v is not None
@@ -519,7 +520,7 @@ def _ci_text(ci: tuple[float, float], coverage: float) -> str:
 
 
 def _figures_table(figures: list[FigureDelta]) -> Table:
-    from .iteration import figure_label, figure_value, rel_change_text
+    from .render.diff_text import figure_label, figure_value, rel_change_text
 
     table = Table(title="figures both runs have, most moved first", title_justify="left", box=None,
                   header_style="bold", pad_edge=False, padding=(0, 1))
@@ -584,7 +585,8 @@ def history_cmd(
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Every run of one version over time: median and CI, GPU, commit, code, and whether it moved."""
-    from .iteration import benchmark_case, candidate_runs, check_assignment, resolve_version
+    from .assignments import benchmark_case
+    from .lookup import candidate_runs, check_assignment, resolve_version
 
     _, kernels, logs_dir = _paths(root, logs)
     if chart is not None and chart.suffix.lower() != ".svg":

@@ -59,7 +59,7 @@ from .analysis.diff import format_ms
 from .assignments import Assignment, Version, git_state
 from .closure import ClosureError, source_closure
 from .submission import EmbeddedFile
-from .iteration import spec_literal
+from .assignments import spec_literal
 from .records import Run
 from .standing import figure, standing_run
 

@@ -191,15 +191,3 @@ def latest_ceilings(logs: Path, device_name: str, gpu: str) -> tuple[Path, Devic
         return None
     s = max(found, key=lambda s: s.record.created_utc)
     return s.path, s.record  # type: ignore[return-value]
-
-
-def find_run(logs: Path, assignment: str, version: str, run_id: str, *,
-             legacy: LegacyCaseKeys | None = None) -> Run:
-    """A run by id (or a unique prefix of it) within one version."""
-    candidates = [r for r in runs(logs, assignment, version, legacy=legacy) if r.run_id.startswith(run_id)]
-    if not candidates:
-        raise RecordError(f"no run '{run_id}' of {assignment}/{version} under {logs}")
-    if len(candidates) > 1 and not any(r.run_id == run_id for r in candidates):
-        ids = ", ".join(r.run_id for r in candidates[:5])
-        raise RecordError(f"run id '{run_id}' is ambiguous in {assignment}/{version}: {ids}")
-    return next((r for r in candidates if r.run_id == run_id), candidates[0])

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from reporter import ncu_metrics as N
 from reporter import store
-from reporter.standing import standing_runs
 from reporter.analysis import metrics as M
 from reporter.analysis.diagnose import Observation, observe, timing_crosscheck
 from reporter.harness.profile import profile_from_output
 from reporter.records import DeviceCeilings, Metric, Profile, Run
+from reporter.standing import standing_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "logs"
@@ -126,9 +127,9 @@ def test_bottleneck_memory_compute_and_latency(v02, ceilings):
     o = _by_rule(observe(v02, None, ceilings), "bottleneck")
     assert o.text.startswith("Memory-bound at L1") and "61%" in o.text  # L1 61.5% > SM 47%
     p = v02.profile
-    _set(p, M.COMPUTE_PCT, 91.0, "%")
+    _set(p, N.COMPUTE_PCT, 91.0, "%")
     assert _by_rule(observe(v02, None, ceilings), "bottleneck").text.startswith("Compute-bound")
-    for name in (M.COMPUTE_PCT, M.L1_PCT):
+    for name in (N.COMPUTE_PCT, N.L1_PCT):
         _set(p, name, 20.0, "%")
     assert _by_rule(observe(v02, None, ceilings), "bottleneck").text.startswith("Neither compute nor memory is busy")
 
@@ -140,11 +141,11 @@ def test_dram_matches_the_work_model(v02, ceilings):
 
 
 def test_dram_excess_and_shortfall(v02, ceilings):
-    for name in (M.DRAM_READ, M.DRAM_WRITE, M.LEVEL_BYTES["DRAM"]):
+    for name in (N.DRAM_READ, N.DRAM_WRITE, N.LEVEL_BYTES["DRAM"]):
         _scale(v02.profile, name, 6.0)
     o = _by_rule(observe(v02, None, ceilings), "dram-vs-model")
     assert "fetched more than once" in o.text and o.metrics["dram_over_model"] > 4
-    for name in (M.DRAM_READ, M.DRAM_WRITE, M.LEVEL_BYTES["DRAM"]):
+    for name in (N.DRAM_READ, N.DRAM_WRITE, N.LEVEL_BYTES["DRAM"]):
         _scale(v02.profile, name, 1 / 12)
     o = _by_rule(observe(v02, None, ceilings), "dram-vs-model")
     assert "below the model's minimum" in o.text and "write-back" in o.text
@@ -152,7 +153,7 @@ def test_dram_excess_and_shortfall(v02, ceilings):
 
 def test_dram_total_without_the_write_counter(v02, ceilings):
     for k in v02.profile.kernels:
-        k.metrics.pop(M.DRAM_WRITE)
+        k.metrics.pop(N.DRAM_WRITE)
     o = _by_rule(observe(v02, None, ceilings), "dram-vs-model")
     assert o.text.startswith("DRAM traffic 73.41 MB (read 52.44 MB) ≈ 1.09×")
 
@@ -164,32 +165,32 @@ def test_refetch_from_l2(v02, ceilings):
 
 def test_cache_hit_rates(v02, ceilings):
     assert "cache" not in _rules(observe(v02, None, ceilings))  # 88% L2, 2% L1: nothing notable
-    _set(v02.profile, M.L2_HIT_PCT, 96.0, "%", kernel=None)
+    _set(v02.profile, N.L2_HIT_PCT, 96.0, "%", kernel=None)
     assert "L2 hit rate 96%" in _by_rule(observe(v02, None, ceilings), "cache").text
-    _set(v02.profile, M.L2_HIT_PCT, 20.0, "%", kernel=None)
-    _scale(v02.profile, M.LEVEL_BYTES["DRAM"], 5.0)
+    _set(v02.profile, N.L2_HIT_PCT, 20.0, "%", kernel=None)
+    _scale(v02.profile, N.LEVEL_BYTES["DRAM"], 5.0)
     assert "L2 hit rate 20%" in _by_rule(observe(v02, None, ceilings), "cache").text
 
 
 def test_bank_conflicts(v02, ceilings):
     assert "bank-conflicts" not in _rules(observe(v02, None, ceilings))  # 0.125 per instruction
-    _set(v02.profile, M.SHARED_CONFLICTS[0], 12_582_912)
+    _set(v02.profile, N.SHARED_CONFLICTS[0], 12_582_912)
     o = _by_rule(observe(v02, None, ceilings), "bank-conflicts")
     assert "3.00 extra wavefronts per shared-memory instruction" in o.text and "12.58 M conflicts" in o.text
 
 
 def test_uncoalesced_loads(v02, ceilings):
     assert "coalescing" not in _rules(observe(v02, None, ceilings))  # 8 sectors where 8 are needed
-    _set(v02.profile, M.GLOBAL_LD_SECTORS, 32 * 131_072, "sector")
-    _set(v02.profile, M.GLOBAL_LD_BYTES, 4 * 32 * 131_072, "byte")  # 4-byte loads: 4 sectors ideal
+    _set(v02.profile, N.GLOBAL_LD_SECTORS, 32 * 131_072, "sector")
+    _set(v02.profile, N.GLOBAL_LD_BYTES, 4 * 32 * 131_072, "byte")  # 4-byte loads: 4 sectors ideal
     o = _by_rule(observe(v02, None, ceilings), "coalescing")
     assert "32.0 sectors per request" in o.text and "fit in 4.0" in o.text and "12%" in o.text
 
 
 def test_uncoalesced_without_the_ideal(v02, ceilings):
     for k in v02.profile.kernels:
-        k.metrics.pop(M.GLOBAL_LD_BYTES, None)
-    _set(v02.profile, M.GLOBAL_LD_SECTORS, 12 * 131_072, "sector")
+        k.metrics.pop(N.GLOBAL_LD_BYTES, None)
+    _set(v02.profile, N.GLOBAL_LD_SECTORS, 12 * 131_072, "sector")
     o = _by_rule(observe(v02, None, ceilings), "coalescing")
     assert "12.0 sectors per request, above the 4" in o.text
 
@@ -198,18 +199,18 @@ def test_tensor_share(v02, ceilings):
     o = _by_rule(observe(v02, None, ceilings), "tensor")
     assert o.text.startswith("Tensor cores run 98% of the 35.10 GFLOP executed")
     assert "1.02× the work model's 34.36 GFLOP" in o.text
-    _set(v02.profile, M.TENSOR_OPS["fp16"], 1e9)
-    _set(v02.profile, M.FLOP_INSTRUCTIONS["fp32"][2], 16e9, "inst")
+    _set(v02.profile, N.TENSOR_OPS["fp16"], 1e9)
+    _set(v02.profile, N.FLOP_INSTRUCTIONS["fp32"][2], 16e9, "inst")
     o = _by_rule(observe(v02, None, ceilings), "tensor")
     assert o.text.startswith("Tensor cores run only 3% of the") and "matmul_fp16 ceiling" in o.text
 
 
 def test_profile_changes_against_the_previous_profile(v02, v01, handwritten, ceilings):
     old = handwritten.model_copy(deep=True)
-    _scale(old, M.DRAM_READ, 40.0)
-    _scale(old, M.LEVEL_BYTES["DRAM"], 30.0)
-    _scale(old, M.DURATION, 6.0)
-    _set(old, M.L2_HIT_PCT, 40.0, "%")
+    _scale(old, N.DRAM_READ, 40.0)
+    _scale(old, N.LEVEL_BYTES["DRAM"], 30.0)
+    _scale(old, N.DURATION, 6.0)
+    _set(old, N.L2_HIT_PCT, 40.0, "%")
     v01.profile = old
     o = _by_rule(observe(v02, v01, ceilings), "profile-change")
     assert o.text.startswith("Against v01_naive's profile: ")
@@ -228,12 +229,12 @@ def test_crosscheck_within_five_percent(v02):
 
 
 def test_crosscheck_gap_is_explained(v02, ceilings):
-    _scale(v02.profile, M.DURATION, 1.5)
+    _scale(v02.profile, N.DURATION, 1.5)
     *_, gap, sentence = timing_crosscheck(v02)
     assert gap > 5 and "--cache-control all" in sentence and f"median of {v02.timing.n} calls" in sentence
     assert "cold caches" in sentence
     assert "timing-crosscheck" in _rules(observe(v02, None, ceilings))
-    _scale(v02.profile, M.DURATION, 0.5)
+    _scale(v02.profile, N.DURATION, 0.5)
     *_, gap, sentence = timing_crosscheck(v02)
     assert gap < -5 and "gaps between the 2 launches" in sentence
 
@@ -251,7 +252,7 @@ def test_real_capture_on_the_h100_record(ceilings):
     paths = sorted(FIX.glob("ncu_v02_small*.csv"))
     if not paths:
         pytest.skip("no real v02 capture yet")
-    prof = profile_from_output(0, paths[0].read_text(), "", requested=M.PROFILE_METRICS)
+    prof = profile_from_output(0, paths[0].read_text(), "", requested=N.PROFILE_METRICS)
     if prof.status != "ok":
         pytest.skip(f"{paths[0].name}: {prof.reason}")
     run = _latest("v02_fused_triton").model_copy(deep=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reporter import store
+from reporter import lookup, store
 from reporter.analysis.diff import compare_timing, diff_runs, format_ms, format_ms_range
 from reporter.records import Run
 
@@ -36,7 +36,7 @@ def _run(version: str, case: str = "benchmark", gpu: str = "h100", *, peers: boo
 
 
 def _pinned(version: str, run_id: str) -> Run:
-    return store.find_run(LOGS, ASSIGNMENT, version, run_id)
+    return lookup.find_run(LOGS, ASSIGNMENT, version, run_id)
 
 
 def _same_session_pair(version_a: str, version_b: str, case: str = "benchmark", gpu: str = "h100") -> tuple[Run, Run]:

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reporter import iteration, store
+from reporter import lookup, store
+from reporter.analysis import listing
 from reporter.analysis.diff import compare_timing, diff_runs, format_ms
 from reporter.cli import app
-from reporter.iteration import PLACEHOLDER
 from reporter.records import Run
+from reporter.scaffold import PLACEHOLDER
 from reporter.standing import standing_runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -308,7 +309,7 @@ def test_diff_html_is_self_contained(tmp_path):
 def test_diff_across_sessions_remarks_on_it_in_every_format(fmt):
     """v02 twice on the H100, two sessions: no hard warning, the verdict the data gives, and a
     remark that the sessions differ; v01 and v02 of one session carry no such remark."""
-    a, b = (store.find_run(LOGS, ASSIGNMENT, "v02_fused_triton", x) for x in (V02_WITH_PEERS, V02_LATER_SESSION))
+    a, b = (lookup.find_run(LOGS, ASSIGNMENT, "v02_fused_triton", x) for x in (V02_WITH_PEERS, V02_LATER_SESSION))
     r = report("diff", ASSIGNMENT, f"v02@{V02_WITH_PEERS}", f"v02@{V02_LATER_SESSION}", "-f", fmt)
     assert r.exit_code == 0, r.output
     out = r.stdout
@@ -670,7 +671,7 @@ def test_list_never_sets_a_ranked_version_against_plain_peers(tmp_path):
     ranked_plain_peers = store.load(v11 / "20261122T042048359Z_h100_benchmark.json")
     assert ranked_plain_peers.timing.ranked and ranked_plain_peers.peers
     assert all(not p.timing.ranked for p in ranked_plain_peers.peers if p.timing)
-    assert iteration.timed_peers(ranked_plain_peers) == []
+    assert listing.timed_peers(ranked_plain_peers) == []
     profiled = store.load(v11 / "20261122T042057879Z_h100_benchmark.json")  # plain, no peers, newer
     folder = tmp_path / ASSIGNMENT / "v11_q_in_registers"
     folder.mkdir(parents=True)
@@ -681,7 +682,7 @@ def test_list_never_sets_a_ranked_version_against_plain_peers(tmp_path):
     assert format_ms(profiled.timing.mean_ms) in line and "sdpa_cudnn" not in line and "—" in line
 
     v08_ranked = store.load(LOGS / ASSIGNMENT / "v08_overlap" / "20261122T041024683Z_h100_benchmark.json")
-    peers = iteration.timed_peers(v08_ranked)
+    peers = listing.timed_peers(v08_ranked)
     assert peers and all(p.timing.ranked for p in peers)
-    assert iteration.latest_run_with_peers([v08_ranked], v08_ranked) is v08_ranked
-    assert iteration.latest_run_with_peers([v08_ranked], profiled.model_copy(update={"version": "v08_overlap"})) is None
+    assert listing.latest_run_with_peers([v08_ranked], v08_ranked) is v08_ranked
+    assert listing.latest_run_with_peers([v08_ranked], profiled.model_copy(update={"version": "v08_overlap"})) is None

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from reporter import ncu_metrics as N
 from reporter import store
-from reporter.standing import standing_runs
 from reporter.analysis import metrics as M
 from reporter.analysis.hroofline import hierarchical_roofline, version_label
 from reporter.harness.profile import profile_from_output
 from reporter.records import DeviceCeilings, Metric, Profile, Run
 from reporter.render.profile_charts import hierarchical_roofline_svg
+from reporter.standing import standing_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "logs"
@@ -55,8 +56,8 @@ def runs() -> list[Run]:
     handwritten one, v03 without a profile."""
     v01, v02 = _latest("v01_naive"), _latest("v02_fused_triton")
     v02.profile = _handwritten()
-    v01.profile = _scaled(v02.profile, {M.LEVEL_BYTES["DRAM"]: 25, M.LEVEL_BYTES["L2"]: 12, M.LEVEL_BYTES["L1"]: 6,
-                                        M.DURATION: 6.2})
+    v01.profile = _scaled(v02.profile, {N.LEVEL_BYTES["DRAM"]: 25, N.LEVEL_BYTES["L2"]: 12, N.LEVEL_BYTES["L1"]: 6,
+                                        N.DURATION: 6.2})
     v03 = v02.model_copy(deep=True)
     v03.version, v03.profile = "v03_tuned", None
     return [v01, v02, v03]
@@ -116,7 +117,7 @@ def test_work_model_flops_when_the_profile_has_no_flop_counters(ceilings):
     paths = sorted(FIX.glob("ncu_v02_small*.csv"))
     if not paths:
         pytest.skip("no real v02 capture yet")
-    prof = profile_from_output(0, paths[0].read_text(), "", requested=M.PROFILE_METRICS)
+    prof = profile_from_output(0, paths[0].read_text(), "", requested=N.PROFILE_METRICS)
     run = _latest("v02_fused_triton")
     run.profile = prof
     (v,) = hierarchical_roofline([run], ceilings).versions

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from reporter import ncu_metrics as N
 from reporter.analysis import metrics as M
 from reporter.harness.profile import (
     NcuOutputError,
@@ -33,6 +34,7 @@ from reporter.harness.profile import (
     profile_version,
 )
 from reporter.records import Profile
+from reporter.render.text import format_metric_block
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "ncu"
@@ -218,8 +220,8 @@ def test_real_v02_small_is_one_kernel_reading_qkv_once():
         assert len(ks) == 1 and ks[0].name == "attention_fwd_kernel", path.name
         assert ks[0].grid == "(16, 64, 1)" and ks[0].block == "(128, 1, 1)"
         qkv_bytes = 3 * 64 * 1024 * 128 * 2
-        assert M.value(ks[0], M.DRAM_READ) == pytest.approx(qkv_bytes, rel=0.10), path.name
-        assert 10_000 < M.value(ks[0], M.DURATION) < 10_000_000  # ns: between 10 µs and 10 ms
+        assert M.value(ks[0], N.DRAM_READ) == pytest.approx(qkv_bytes, rel=0.10), path.name
+        assert 10_000 < M.value(ks[0], N.DURATION) < 10_000_000  # ns: between 10 µs and 10 ms
         # DRAM at least the inputs; L2 and L1 see more (K and V re-read per Q block)
         f = M.figures(ks)
         assert f.bytes_by_level["L2"] > f.bytes_by_level["DRAM"] and f.bytes_by_level["L1"] > f.bytes_by_level["DRAM"]
@@ -229,14 +231,14 @@ def test_real_v02_small_keeps_only_requested_metrics_and_launch_stats():
     full_lists = 0
     for path, text, ks in _each("ncu_v02_small*.csv"):
         assert any(n.startswith("device__attribute_") for n in ks[0].metrics)  # ncu adds them unasked
-        p = profile_from_output(0, text, "", requested=M.PROFILE_METRICS)
+        p = profile_from_output(0, text, "", requested=N.PROFILE_METRICS)
         names = set(p.kernels[0].metrics)
-        assert names <= set(M.PROFILE_METRICS) | set(M.LAUNCH_METRICS)
-        assert "launch__registers_per_thread" in names and M.DURATION in names
-        block = M.format_metric_block(p)
+        assert names <= set(N.PROFILE_METRICS) | set(N.LAUNCH_METRICS)
+        assert "launch__registers_per_thread" in names and N.DURATION in names
+        block = format_metric_block(p)
         assert block.startswith("Kernel 0: attention_fwd_kernel\n  Duration            : ")
         assert block.splitlines()[1].endswith(" us")
-        requested = {m for _, m in M.CS149_BLOCK}
+        requested = {m for _, m in N.CS149_BLOCK}
         if requested <= names:  # a capture with the full metric list: nothing in the block is missing
             assert "n/a" not in block, path.name
             full_lists += 1
@@ -252,7 +254,7 @@ def test_real_matmul_tensor_flops_within_2_percent():
         expected = 2 * 4096**3
         assert flops == pytest.approx(expected, rel=0.02), f"{path.name}: tensor flops {flops:.4g} vs {expected:.4g}"
         # the warp-level instruction count is no substitute: its flops depend on the MMA shape
-        assert M.total(ks, M.TENSOR_INST) not in (None, 0)
+        assert M.total(ks, N.TENSOR_INST) not in (None, 0)
 
 
 # --------------------------------------------------------------------------- failures
@@ -296,30 +298,30 @@ def test_timeout_is_failed():
 
 @pytest.fixture(scope="module")
 def catalog() -> dict[str, str]:
-    return M.parse_query_metrics((FIX / "gh100_metrics.txt").read_text())
+    return N.parse_query_metrics((FIX / "gh100_metrics.txt").read_text())
 
 
 def test_every_requested_metric_exists_on_hopper(catalog):
     assert len(catalog) > 1000
-    problems = [p for n in M.PROFILE_METRICS if (p := M.metric_problem(n, catalog))]
+    problems = [p for n in N.PROFILE_METRICS if (p := N.metric_problem(n, catalog))]
     assert problems == []
 
 
 def test_requested_list_covers_the_block_and_the_roofline():
-    names = set(M.PROFILE_METRICS)
-    assert {m for _, m in M.CS149_BLOCK} <= names
-    assert set(M.LEVEL_BYTES.values()) <= names and set(M.TENSOR_OPS.values()) <= names
-    assert len(names) == len(M.PROFILE_METRICS)  # no duplicates
+    names = set(N.PROFILE_METRICS)
+    assert {m for _, m in N.CS149_BLOCK} <= names
+    assert set(N.LEVEL_BYTES.values()) <= names and set(N.TENSOR_OPS.values()) <= names
+    assert len(names) == len(N.PROFILE_METRICS)  # no duplicates
 
 
 def test_metric_problem_catches_bad_names(catalog):
-    assert M.metric_problem("dram__bytes.sum", catalog) is None
-    assert M.metric_problem("lts__t_sector_hit_rate.pct", catalog) is None
-    assert M.metric_problem("sm__throughput.avg.pct_of_peak_sustained_elapsed", catalog) is None
-    assert "no metric" in M.metric_problem("l1tex__lsu_writeback_active_mem_lg.sum", catalog)  # pre-Hopper name
-    assert M.metric_problem("lts__t_sector_hit_rate.sum", catalog)  # a ratio has no .sum
-    assert M.metric_problem("dram__bytes", catalog)  # a counter needs a rollup
-    assert M.metric_problem("dram__bytes.sum.bogus", catalog)
+    assert N.metric_problem("dram__bytes.sum", catalog) is None
+    assert N.metric_problem("lts__t_sector_hit_rate.pct", catalog) is None
+    assert N.metric_problem("sm__throughput.avg.pct_of_peak_sustained_elapsed", catalog) is None
+    assert "no metric" in N.metric_problem("l1tex__lsu_writeback_active_mem_lg.sum", catalog)  # pre-Hopper name
+    assert N.metric_problem("lts__t_sector_hit_rate.sum", catalog)  # a ratio has no .sum
+    assert N.metric_problem("dram__bytes", catalog)  # a counter needs a rollup
+    assert N.metric_problem("dram__bytes.sum.bogus", catalog)
 
 
 # --------------------------------------------------------------------------- the metric block
@@ -327,10 +329,10 @@ def test_metric_problem_catches_bad_names(catalog):
 
 def test_format_metric_block():
     p = profile_from_output(0, HANDWRITTEN.read_text(), "")
-    text = M.format_metric_block(p)
+    text = format_metric_block(p)
     assert "Kernel 1: attention_fwd_kernel" in text
     lines = {ln.split(":")[0].strip(): ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("  ")}
-    assert list(lines)[:13] == [label for label, _ in M.CS149_BLOCK]
+    assert list(lines)[:13] == [label for label, _ in N.CS149_BLOCK]
     block1 = text.split("Kernel 1:")[1]
     assert "Duration            : 118.62 us" in block1
     assert "DRAM_Read           : 52.43 MB" in block1
@@ -340,17 +342,17 @@ def test_format_metric_block():
 
 def test_format_metric_block_keeps_the_longest_kernels():
     p = profile_from_output(0, HANDWRITTEN.read_text(), "")
-    text = M.format_metric_block(p, max_kernels=1)
+    text = format_metric_block(p, max_kernels=1)
     assert "Kernel 1: attention_fwd_kernel" in text and "Kernel 0:" not in text
     assert text.rstrip().endswith("… and 1 shorter kernels (all are in the record)")
-    assert M.format_metric_block(p, max_kernels=5) == M.format_metric_block(p)
+    assert format_metric_block(p, max_kernels=5) == format_metric_block(p)
 
 
 def test_format_metric_block_without_profile():
-    assert "No profile" in M.format_metric_block(None)
-    assert "unavailable: no ncu" in M.format_metric_block(Profile(status="unavailable", reason="no ncu"))
+    assert "No profile" in format_metric_block(None)
+    assert "unavailable: no ncu" in format_metric_block(Profile(status="unavailable", reason="no ncu"))
     p = Profile(status="ok", kernels=[])
-    assert "no kernels" in M.format_metric_block(p)
+    assert "no kernels" in format_metric_block(p)
 
 
 @pytest.mark.parametrize("v,unit,shown", [
@@ -386,7 +388,7 @@ def test_ncu_command_selects_the_profile_range(flashattn):
     assert cmd[cmd.index("--nvtx-include") + 1] == "flashattn/v02/profile/"
     assert "--nvtx" in cmd and cmd[cmd.index("--clock-control") + 1] == "none"
     assert cmd[cmd.index("--page") + 1] == "raw" and "--csv" in cmd
-    assert cmd[cmd.index("--metrics") + 1].split(",") == list(M.PROFILE_METRICS)
+    assert cmd[cmd.index("--metrics") + 1].split(",") == list(N.PROFILE_METRICS)
     tail = cmd[cmd.index(sys.executable):]
     assert tail == [sys.executable, "-m", "reporter.harness.profile_target", "flashattn", v.name, "test_small",
                     "--root", str(ROOT)]
@@ -450,8 +452,13 @@ def test_find_ncu_honours_the_environment(monkeypatch, tmp_path):
     assert prof.find_ncu() is None
 
 
-def test_profile_into_run_attaches_profile_and_crosscheck(tmp_path, flashattn):
+def test_profile_into_run_attaches_the_profile_and_the_cli_prints_it(tmp_path, flashattn):
+    """The harness attaches the profile and prints nothing; the CLI's terminal events print the
+    metric block and how ncu's duration agrees with the run's timing (analysis, from the record)."""
+    from rich.console import Console
+
     from reporter import store
+    from reporter.render.text import TerminalEvents
 
     a, v = flashattn
     run = store.load(ROOT / "logs/flashattn/v02_fused_triton/20261122T014907188Z_h100_test_small.json")
@@ -459,15 +466,15 @@ def test_profile_into_run_attaches_profile_and_crosscheck(tmp_path, flashattn):
         if [ "$1" = "--version" ]; then echo "Version 2025.3.1.0"; exit 0; fi
         cat "{HANDWRITTEN}"
     """)
-    from rich.console import Console
-
     console = Console(record=True, width=120)
     prof = profile_into_run(run, ROOT, a, v, options=ProfileOptions(ncu=ncu, timeout_s=30), console=console)
     assert run.profile is prof and prof.status == "ok"
+    assert "Kernel 1:" not in console.export_text(clear=False)  # the harness formats no result
+    TerminalEvents(console).profiled(run)
     shown = console.export_text()
     assert "profile v02_fused_triton · test_small: 2 kernel(s) profiled" in shown
+    assert "harness median" in shown  # the cross-check sentence, computed from the record
     assert "Kernel 1: attention_fwd_kernel" in shown and "L2_to_SHMEM_Traffic : 536.87 MB" in shown
-    assert "harness median" in prof.reason  # the cross-check sentence is kept with the profile
     reloaded = type(run).model_validate_json(run.model_dump_json())
     assert reloaded.profile is not None and len(reloaded.profile.kernels) == 2
 

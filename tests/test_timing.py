@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from reporter.harness.timing import HostTimer, StoppingRule, benchmark, leaderboard_block, quantile, summarize
+from reporter.harness.timing import HostTimer, StoppingRule, benchmark, quantile, summarize
+from reporter.render.text import leaderboard_block
 
 
 class FakeTimer:

@@ -93,3 +93,20 @@ def test_sweep_bindings_name_a_configuration_and_a_sweep(ctx):
         bind("{{ v14.sweep_ms('STAGES=9') }}", ctx, Path("w.md"))
     with pytest.raises(WorklogError, match="matches 0 sweeps"):
         bind("{{ v14.sweep_choice('1999') }}", ctx, Path("w.md"))
+
+
+def test_a_heading_in_fenced_code_is_code_for_the_report_and_for_report_new(ctx, tmp_path):
+    """One reader of worklog.md's structure: the report and `report new`/`diff` agree that a
+    `## v02…` line inside a fenced block is part of v01's section, not a section of its own."""
+    from reporter.worklog_sections import version_section
+
+    text = ("## v01_naive\n\nThe log we kept:\n\n```text\n## v02_fused_triton notes pasted from a terminal\n```\n\n"
+            "## Why we stopped\n\nDone.\n")
+    p = tmp_path / "worklog.md"
+    p.write_text(text)
+    wl = parse(p, ctx)
+    assert list(wl.versions) == ["v01"] and wl.stopped is not None
+    assert "## v02_fused_triton notes" in wl.versions["v01"].markdown
+    assert wl.versions["v01"].line == 1 and wl.stopped.line == 9
+    assert version_section(text, "v02") is None
+    assert "## v02_fused_triton notes" in version_section(text, "v01")

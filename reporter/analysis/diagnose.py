@@ -25,6 +25,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from .. import ncu_metrics as N
 from ..records import DeviceCeilings, Run, derive
 from . import metrics as M
 
@@ -235,14 +236,14 @@ def _builds(run: Run) -> list[Observation]:
 
 
 def _bottleneck(kernels: list) -> Observation | None:
-    compute = M.weighted_pct(kernels, M.COMPUTE_PCT)
-    memory = {lvl: v for lvl, name in (("DRAM", M.DRAM_PCT), ("L2", M.L2_PCT), ("L1", M.L1_PCT))
+    compute = M.weighted_pct(kernels, N.COMPUTE_PCT)
+    memory = {lvl: v for lvl, name in (("DRAM", N.DRAM_PCT), ("L2", N.L2_PCT), ("L1", N.L1_PCT))
               if (v := M.weighted_pct(kernels, name)) is not None}
     if compute is None or not memory:
         return None
     level, mem = max(memory.items(), key=lambda kv: kv[1])
-    cited = {M.COMPUTE_PCT: compute, **{n: memory[lvl] for lvl, n in (("DRAM", M.DRAM_PCT), ("L2", M.L2_PCT),
-                                                                      ("L1", M.L1_PCT)) if lvl in memory}}
+    cited = {N.COMPUTE_PCT: compute, **{n: memory[lvl] for lvl, n in (("DRAM", N.DRAM_PCT), ("L2", N.L2_PCT),
+                                                                      ("L1", N.L1_PCT)) if lvl in memory}}
     if max(compute, mem) < BUSY_PCT:
         return Observation(f"Neither compute nor memory is busy: SM throughput {compute:.0f}% and the busiest memory "
                            f"unit ({level}) {mem:.0f}% of peak, which points at latency (too few warps in flight, "
@@ -255,8 +256,8 @@ def _bottleneck(kernels: list) -> Observation | None:
 
 
 def _dram_vs_model(run: Run, kernels: list) -> Observation | None:
-    read, write = M.total(kernels, M.DRAM_READ), M.total(kernels, M.DRAM_WRITE)
-    dram = M.total(kernels, M.LEVEL_BYTES["DRAM"])
+    read, write = M.total(kernels, N.DRAM_READ), M.total(kernels, N.DRAM_WRITE)
+    dram = M.total(kernels, N.LEVEL_BYTES["DRAM"])
     if dram is None and read is not None and write is not None:
         dram = read + write
     if not dram:
@@ -280,9 +281,9 @@ def _dram_vs_model(run: Run, kernels: list) -> Observation | None:
         tail = ": DRAM traffic is at the model's minimum"
     cited = {"dram_bytes": dram, "work_bytes": run.work.bytes, "dram_over_model": ratio}
     if read is not None:
-        cited[M.DRAM_READ] = read
+        cited[N.DRAM_READ] = read
     if write is not None:
-        cited[M.DRAM_WRITE] = write
+        cited[N.DRAM_WRITE] = write
     return Observation(head + tail + ".", cited, "dram-vs-model")
 
 
@@ -292,22 +293,22 @@ def _refetch(fig: M.Figures) -> Observation | None:
         return None
     return Observation(f"L2→L1 traffic {M.format_bytes(fig.l2_to_l1_bytes)} is {r:.1f}× the work model's bytes: "
                        f"on average each byte is fetched from L2 {r:.1f} times (larger tiles or more reuse on chip "
-                       f"would cut it).", {M.L2_TO_L1: fig.l2_to_l1_bytes, "l2_to_l1_over_model": r}, "refetch")
+                       f"would cut it).", {N.L2_TO_L1: fig.l2_to_l1_bytes, "l2_to_l1_over_model": r}, "refetch")
 
 
 def _hit_rates(kernels: list, dram_over_model: float | None) -> list[Observation]:
     out: list[Observation] = []
-    l2 = M.weighted_pct(kernels, M.L2_HIT_PCT)
-    l1 = M.weighted_pct(kernels, M.L1_HIT_PCT)
+    l2 = M.weighted_pct(kernels, N.L2_HIT_PCT)
+    l1 = M.weighted_pct(kernels, N.L1_HIT_PCT)
     if l2 is not None:
         if l2 < 50 and (dram_over_model is None or dram_over_model > DRAM_MATCH[1]):
             out.append(Observation(f"L2 hit rate {l2:.0f}%: most L2 lookups go on to DRAM, so re-reads are not "
-                                   f"served from L2.", {M.L2_HIT_PCT: l2}, "cache"))
+                                   f"served from L2.", {N.L2_HIT_PCT: l2}, "cache"))
         elif l2 >= 90:
-            out.append(Observation(f"L2 hit rate {l2:.0f}%: repeated reads are served by L2.", {M.L2_HIT_PCT: l2},
+            out.append(Observation(f"L2 hit rate {l2:.0f}%: repeated reads are served by L2.", {N.L2_HIT_PCT: l2},
                                    "cache"))
     if l1 is not None and l1 >= 80:
-        out.append(Observation(f"L1 hit rate {l1:.0f}%: global loads are mostly reused from L1.", {M.L1_HIT_PCT: l1},
+        out.append(Observation(f"L1 hit rate {l1:.0f}%: global loads are mostly reused from L1.", {N.L1_HIT_PCT: l1},
                                "cache"))
     return out
 
@@ -368,15 +369,15 @@ _COMPARED: tuple[tuple[str, str, str], ...] = (
     ("L2 bytes", "L2", "byte"),
     ("L2→L1 bytes", "l2_to_l1_bytes", "byte"),
     ("instructions", "inst_executed", "count"),
-    ("SM throughput", M.COMPUTE_PCT, "%"),
-    ("DRAM throughput", M.DRAM_PCT, "%"),
-    ("L2 hit rate", M.L2_HIT_PCT, "%"),
+    ("SM throughput", N.COMPUTE_PCT, "%"),
+    ("DRAM throughput", N.DRAM_PCT, "%"),
+    ("L2 hit rate", N.L2_HIT_PCT, "%"),
     ("bank conflicts", "shared_bank_conflicts", "count"),
 )
 
 
 def _read(fig: M.Figures, kernels: list, key: str) -> float | None:
-    if key in M.LEVEL_BYTES:
+    if key in N.LEVEL_BYTES:
         return fig.bytes_by_level.get(key)
     if hasattr(fig, key):
         return getattr(fig, key)

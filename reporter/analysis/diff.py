@@ -339,7 +339,7 @@ def _kernel_keys(run: Run) -> dict[str, object]:
 def _profile_figures(a: Run, b: Run) -> tuple[list[FigureDelta], list[TextChange]]:
     if not (a.profile and b.profile and a.profile.status == "ok" and b.profile.status == "ok"):
         return [], []
-    from .metrics import CS149_BLOCK
+    from ..ncu_metrics import CS149_BLOCK
 
     labels = {metric: label for label, metric in CS149_BLOCK}
     ka, kb = _kernel_keys(a), _kernel_keys(b)

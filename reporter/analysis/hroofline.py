@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from .. import ncu_metrics as N
 from ..records import DeviceCeilings, Run
 from . import metrics as M
 
@@ -116,7 +117,7 @@ def _version_points(run: Run, ceilings: DeviceCeilings | None, peaks: dict[str, 
     if ceilings is not None:  # what a kernel can reach at DRAM, rather than the datasheet-like peak
         level_peak["DRAM"] = ceilings.copy_gbps
     points = []
-    for level in M.LEVELS:
+    for level in N.LEVELS:
         b = fig.bytes_by_level.get(level)
         if not b:
             continue
@@ -151,7 +152,7 @@ def _roofs(runs: list[Run], ceilings: DeviceCeilings | None, peaks: dict[str, fl
     elif (fp32 := M.fp32_peak_tflops([k for r in runs if r.profile and r.profile.status == "ok"
                                       for k in r.profile.kernels])) is not None:
         roofs.append(Roof("fp32 FFMA (ncu peak)", "compute", fp32, "ncu"))
-    for level in M.LEVELS:
+    for level in N.LEVELS:
         if level in peaks:
             roofs.append(Roof(f"{level} (ncu peak)", "memory", peaks[level], "ncu", level))
     return roofs

@@ -42,8 +42,9 @@ from typing import Any
 
 from .. import store
 from ..assignments import Assignment, AssignmentError, Version
-from ..standing import figure_ms
+from ..course import parse_test_file
 from ..records import CourseCase, CourseHarnessRun, CrossCheck, CrossCheckEntry, DeviceInfo, DoBenchResult, Run
+from ..standing import figure_ms
 
 EVAL = "eval.py"
 SHARED_FILES = ("eval.py", "utils.py")
@@ -198,19 +199,18 @@ class CrossCheckOptions:
 
 
 def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossCheckOptions,
-               run_ours: Callable[[list[str]], list[Path]],
+               submission: str | None, run_ours: Callable[[list[str]], list[Path]],
                do_bench: Callable[[Callable[[Any], Any], Any], float] | None,
                info: DeviceInfo, rest: Callable[[float], None],
                say: Callable[[str], None] = print) -> tuple[Path, CrossCheck]:
     """The session described in the module's docstring; returns the record's path and the record.
 
+    ``submission`` is the version's export (``report export``'s text), which the course harness
+    imports as its submission.py; needed when ``opts.course_root`` is set.
     ``run_ours(cases)`` runs our harness on the version and the peers for those cases and returns
     the records written; ``do_bench(fn, data)`` returns ``triton.testing.do_bench``'s median (None:
     skip it); ``rest(seconds)`` leaves the GPU idle.
     """
-    from ..export import render as render_export
-    from ..course import parse_test_file
-
     for p in opts.peers:
         if p not in (getattr(a.spec, "PEERS", {}) or {}):
             raise CrossCheckError(f"no peer '{p}' in {a.path / 'assignment.py'} "
@@ -224,8 +224,9 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
     if problem is not None:
         lines = parse_test_file(problem / "test_cases" / "test.txt")
         matched = match_cases(a, lines)
-        export_text = render_export(repo, logs, a, v).text
-        subs: dict[str, tuple[str, list[str], str]] = {v.name: (export_text, [], f"export of {v.name}")}
+        if submission is None:
+            raise CrossCheckError(f"a course harness run needs {v.name}'s export (report export {a.name} {v.short})")
+        subs: dict[str, tuple[str, list[str], str]] = {v.name: (submission, [], f"export of {v.name}")}
         for p in opts.peers:
             text, extra = peer_shim(a, p, repo)
             subs[p] = (text, extra, f"peer {p} (a shim calling it)")

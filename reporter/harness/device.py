@@ -76,18 +76,6 @@ def device_info() -> DeviceInfo:
     )
 
 
-def device_lines(d: DeviceInfo) -> list[str]:
-    """The leaderboard's 'Running on:' block."""
-    return [
-        f"GPU: {d.name} (sm_{d.compute_capability.replace('.', '')}, {d.sm_count} SMs, "
-        f"{d.l2_bytes / 2**20:.0f} MiB L2, {d.memory_bytes / 2**30:.0f} GiB)",
-        f"CPU: {d.cpu}",
-        f"Driver: {d.driver_version}, CUDA {d.cuda_version}",
-        f"Torch: {d.torch_version}; Triton: {d.triton_version}; CuPy: {d.cupy_version}",
-        f"Platform: {d.platform}",
-    ]
-
-
 def _median_ms(fn: Callable[[], object], reps: int) -> float:
     import statistics
 

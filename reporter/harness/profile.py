@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ..analysis.metrics import LAUNCH_METRICS, PROFILE_METRICS
+from ..ncu_metrics import LAUNCH_METRICS, PROFILE_METRICS
 from ..records import KernelProfile, Metric, Profile
 
 if TYPE_CHECKING:  # rich is present wherever `report run` runs; typing only here
@@ -42,7 +42,6 @@ if TYPE_CHECKING:  # rich is present wherever `report run` runs; typing only her
 NCU_ENV = "REPORT_NCU"
 _NCU_PLACES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
 DEFAULT_TIMEOUT_S = 1800.0
-BLOCK_KERNELS = 8  # kernels printed after profiling; a many-kernel version keeps all in its record
 
 # columns of `--page raw` that are not metrics
 ID_COL, NAME_COL, BLOCK_COL, GRID_COL = "ID", "Kernel Name", "Block Size", "Grid Size"
@@ -403,26 +402,12 @@ def profile_from_output(returncode: int, stdout: str, stderr: str, *, tool_versi
 
 def profile_into_run(run: Run, repo_root: Path, a: Assignment, v: Version, *, options: ProfileOptions | None = None,
                      console: Console | None = None, progress: Progress | None = None) -> Profile:
-    """Profile the run's version and case and attach the result to ``run.profile``, with the
-    harness-vs-ncu timing cross-check recorded as the profile's reason (see
-    :func:`reporter.analysis.diagnose.timing_crosscheck`)."""
-    from ..analysis.diagnose import timing_crosscheck
-
+    """Profile the run's version and case and attach the result to ``run.profile``. How the
+    profile's duration compares with the run's own timing is analysis
+    (:func:`reporter.analysis.diagnose.timing_crosscheck`), read from the record by whoever shows it."""
     try:
         prof = profile_version(repo_root, a, v, run.case_name, options=options, console=console, progress=progress)
     except Exception as e:  # a bug here must cost the profile, not the timed run
         prof = Profile(status="failed", tool="ncu", reason=f"profiling raised {type(e).__name__}: {e}")
     run.profile = prof
-    if prof.status == "ok":
-        *_, sentence = timing_crosscheck(run)
-        prof.reason = f"{prof.reason}. {sentence}" if sentence else prof.reason
-    if console is not None:
-        if prof.status == "ok":
-            from ..analysis.metrics import format_metric_block
-
-            console.print(f"[green]profile[/green] {v.name} · {run.case_name}: {prof.reason}", highlight=False)
-            console.print(format_metric_block(prof, max_kernels=BLOCK_KERNELS), highlight=False, markup=False)
-        else:
-            console.print(f"[yellow]profile {prof.status}[/yellow] {v.name} · {run.case_name}: {prof.reason}",
-                          highlight=False)
     return prof

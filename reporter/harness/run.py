@@ -20,19 +20,28 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from .. import store
 from ..assignments import Assignment, Version
 from ..cuda import CudaKernel, track_launches
-from ..records import (CheckResult, DeviceCeilings, DeviceInfo, KernelBuild, PeerResult, Run, Sweep, SweepPoint,
-                       TimingStats, derive)
+from ..records import (
+    CheckResult,
+    DeviceCeilings,
+    DeviceInfo,
+    KernelBuild,
+    PeerResult,
+    Run,
+    Sweep,
+    SweepPoint,
+    TimingStats,
+    derive,
+)
 from .check import check_output, clone_input, poison_allocator
-from .device import device_info, device_lines, measure_ceilings, require_cuda
-from .nvtx_ranges import ranges
+from .device import device_info, measure_ceilings, require_cuda
+from .events import Events, Silent
 from .gpu_state import open_sampler
-from .timing import (CudaEventTimer, HeldCudaEventTimer, L2Flusher, StoppingRule, benchmark, benchmark_interleaved,
-                     leaderboard_block)
+from .nvtx_ranges import ranges
+from .timing import CudaEventTimer, HeldCudaEventTimer, L2Flusher, StoppingRule, benchmark, benchmark_interleaved
 
 RANK_SEED_STEP = 13
 
@@ -43,7 +52,6 @@ class RunOptions:
     rule: StoppingRule = field(default_factory=StoppingRule)
     peers: bool = True
     remeasure_ceilings: bool = False
-    print_blocks: bool = True
     profile: bool = False  # re-run each checked version once under Nsight Compute (see .profile)
     profile_timeout_s: float = 1800.0
     hold: bool = False  # hold the stream until each timed call is queued (see .hold)
@@ -268,7 +276,7 @@ def _new_run(a: Assignment, v: Version, mod: Any, case_name: str, case: dict, in
 
 
 def _profile(r: Run, repo_root: Path, a: Assignment, v: Version, opts: RunOptions, console: Console,
-             progress: Progress) -> None:
+             progress: Progress, events: Events) -> None:
     """One call of a checked version under Nsight Compute, into ``r.profile`` (never raises: a
     missing or failing ncu is recorded there)."""
     from .profile import ProfileOptions, profile_into_run
@@ -276,13 +284,15 @@ def _profile(r: Run, repo_root: Path, a: Assignment, v: Version, opts: RunOption
     _free()  # the profiled child process needs the memory this one cached
     profile_into_run(r, repo_root, a, v, console=console, progress=progress,
                      options=ProfileOptions(timeout_s=opts.profile_timeout_s))
+    events.profiled(r)
 
 
 def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[str, Any], case_name: str,
                           case: dict, data: Any, ref: Any, opts: RunOptions, flush: L2Flusher,
                           timer: CudaEventTimer, ceilings: DeviceCeilings, ceilings_ref: str, info: DeviceInfo,
                           session: str, command: str, repo_root: Path, progress: Progress,
-                          state: Callable[[], dict[str, float]] | None, console: Console) -> list[Run]:
+                          state: Callable[[], dict[str, float]] | None, console: Console,
+                          events: Events) -> list[Run]:
     """One case of ``report run --interleave``: check every version and peer once, then time all
     that passed together in rounds (:func:`benchmark_interleaved`), one call of each per round in
     a rotating order, so none of them is timed on a cooler or hotter card than the others.
@@ -370,7 +380,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
         r.peers = peer_results
         r.builds = kernel_builds(launched.get(j, []), repo_root)
         if opts.profile and r.timing is not None:
-            _profile(r, repo_root, a, versions[j], opts, console, progress)
+            _profile(r, repo_root, a, versions[j], opts, console, progress, events)
     return runs
 
 
@@ -387,9 +397,11 @@ def open_session(logs: Path, opts: RunOptions, console: Console
 
 
 def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], case_names: list[str],
-        opts: RunOptions, console: Console | None = None) -> list[Path]:
-    """Check and time each version on each case; returns the paths of the records written."""
+        opts: RunOptions, console: Console | None = None, events: Events | None = None) -> list[Path]:
+    """Check and time each version on each case; returns the paths of the records written.
+    ``console`` shows progress; ``events`` hears of each record (the CLI prints its text)."""
     console = console or Console()
+    events = events or Silent()
     info, ceilings_ref, ceilings, session, command, flush, timer = open_session(logs, opts, console)
     sampler = open_sampler()
     state = sampler.sample if sampler else None
@@ -401,12 +413,10 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
     with QuietProgress(*columns, console=console, transient=False) as progress:
         overall = progress.add_task("runs", total=len(case_names) * len(versions))
 
-        def keep(r: Run, case: dict) -> None:  # write the record, show its leaderboard block
+        def keep(r: Run) -> None:  # write the record, tell the caller
             written.append(store.save(r, store.run_path(logs, r)))
             summary.append(r)
-            if opts.print_blocks and r.timing:
-                console.print(leaderboard_block(r.timing, title=f"{a.name} {r.version}", case=case,
-                                                device_lines=device_lines(info)))
+            events.run_written(r, info)
             progress.advance(overall)
 
         for case_name in case_names:
@@ -419,8 +429,8 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
             if opts.interleave:
                 for r in _run_case_interleaved(a, versions, modules, case_name, case, data, ref, opts, flush, timer,
                                                ceilings, ceilings_ref, info, session, command, repo_root, progress,
-                                               state, console):
-                    keep(r, case)
+                                               state, console, events):
+                    keep(r)
                 del data, ref
                 _free()
                 continue
@@ -445,7 +455,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                     if r.check.passed:
                         r.derived = derive(r.work, r.timing.mean_ms, ceilings)  # type: ignore[union-attr]
                         if opts.profile:
-                            _profile(r, repo_root, a, v, opts, console, progress)
+                            _profile(r, repo_root, a, v, opts, console, progress, events)
                     else:
                         r.error = f"check failed, not timed: {r.check.message}"
                 except RankedCheckFailed as e:
@@ -456,35 +466,17 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                     console.print(f"[red]{v.name} on {case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
                 r.builds = kernel_builds(launched, repo_root)
                 progress.update(task, completed=opts.rule.max_reps, visible=False)
-                keep(r, case)
+                keep(r)
                 _free()
             del data, ref
             _free()
-    console.print(summary_table(summary))
+    events.runs_done(summary)
     return written
 
 
-def summary_table(runs: list[Run]) -> Table:
-    t = Table(title="runs written")
-    for col in ("version", "case", "check", "mean ms", "± stderr", "median ms", "n", "TFLOP/s", "GB/s", "% of roof",
-                "best peer ms"):
-        t.add_column(col, justify="right" if col not in ("version", "case", "check") else "left")
-    for r in runs:
-        best_peer = min((p.timing.mean_ms for p in r.peers if p.timing), default=None)
-        t.add_row(
-            r.version, r.case_name, "[green]pass[/green]" if r.check.passed else f"[red]FAIL[/red] {r.error or ''}",
-            f"{r.timing.mean_ms:.4f}" if r.timing else "-", f"{r.timing.stderr_ms:.4f}" if r.timing else "-",
-            f"{r.timing.median_ms:.4f}" if r.timing else "-",
-            str(r.timing.n) if r.timing else "-",
-            f"{r.derived.tflops:.1f}" if r.derived else "-", f"{r.derived.gbps:.0f}" if r.derived else "-",
-            f"{100 * r.derived.fraction_of_ceiling:.1f}" if r.derived and r.derived.fraction_of_ceiling else "-",
-            f"{best_peer:.4f}" if best_peer else "-",
-        )
-    return t
-
-
 def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str, rule: StoppingRule,
-          console: Console | None = None, hold: bool = False, interleave: bool = True) -> Path:
+          console: Console | None = None, hold: bool = False, interleave: bool = True,
+          events: Events | None = None) -> Path:
     """Time every configuration a tunable version offers (``SWEEP`` list and ``make_kernel(config)``).
 
     Each configuration is built and checked first (a failure is recorded and the sweep goes on).
@@ -494,6 +486,7 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
     ``SWEEP``'s order, as sweeps recorded before the interleaving were.
     """
     console = console or Console()
+    events = events or Silent()
     require_cuda()
     mod = v.load()
     configs: list[dict] = list(getattr(mod, "SWEEP", []))
@@ -560,15 +553,5 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
     best = s.best()
     s.chosen = best.config if best else None  # the lowest median; analysis.sweep says which others it ties with
     path = store.save(s, store.sweep_path(logs, s))
-    from ..analysis.sweep import config_name, decision, note, standings
-
-    t = Table(title=f"sweep of {v.name} on {case_name} ({s.timing_order})")
-    t.add_column("config")
-    t.add_column("median ms", justify="right")
-    t.add_column("against the fastest")
-    for st in sorted(standings(s), key=lambda st: st.point.timing.median_ms if st.point.timing else float("inf")):
-        t.add_row(config_name(st.point.config), f"{st.point.timing.median_ms:.3f}" if st.point.timing else "-",
-                  note(st))
-    console.print(t)
-    console.print(decision(s) + ".", highlight=False)
+    events.sweep_written(s)
     return path

@@ -412,24 +412,3 @@ def _rounds(calls: Sequence[Callable[[int], Any]], n: int, errors: list[BaseExce
         if errors[i] is None and samples[i] else None
         for i in range(n)]
     return Interleaved(stats, errors)
-
-
-def leaderboard_block(stats: TimingStats, *, title: str, case: dict, device_lines: list[str],
-                      symbols: bool = True) -> str:
-    """The GPU MODE leaderboard text: the case, ⏱ mean ± err, ⚡ fastest 🐌 slowest, device.
-    ``symbols=False`` writes the words instead (for PDFs, whose fonts often lack the emoji)."""
-    mean_s, fast_s, slow_s = ("⏱", "⚡", "🐌") if symbols else ("mean", "fastest", "slowest")
-    def fmt(ms: float) -> str:
-        return f"{ms * 1e3:.1f} µs" if ms < 1 else f"{ms:.3f} ms" if ms < 100 else f"{ms:.1f} ms"
-
-    case_line = "; ".join(f"{k}: {v}" for k, v in case.items())
-    lines = [
-        f"{title}",
-        case_line,
-        f" {mean_s} {fmt(stats.mean_ms)} ± {fmt(stats.stderr_ms)}   (median {fmt(stats.median_ms)}, n={stats.n})",
-        f" {fast_s} {fmt(stats.min_ms)} {slow_s} {fmt(stats.max_ms)}",
-        "",
-        "Running on:",
-        *[f"* {line}" for line in device_lines],
-    ]
-    return "\n".join(lines)

@@ -18,13 +18,11 @@ import jinja2
 from ..analysis.facts import fmt_number
 from ..standing import figure, peer_ms
 from ..analysis.summary import AssignmentSummary, VersionSummary
-from ..harness.device import device_lines
-from ..harness.timing import leaderboard_block
 from ..records import PeerResult, Run, derive
-from . import charts, code
+from . import TEMPLATES, charts, code
+from .text import device_lines, leaderboard_block
 from .worklog import Worklog, markdown_to_html
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "report_templates"  # the project root's folder
 
 
 def ms(x: float | None) -> str:

@@ -44,7 +44,7 @@ def default_hooks() -> Hooks:
     except ImportError:
         pass
     try:
-        from ..analysis.metrics import format_metric_block
+        from .text import format_metric_block
 
         hooks.profile_block = lambda run: (format_metric_block(run.profile)
                                            if run.profile is not None and run.profile.status == "ok" else None)

@@ -1,7 +1,7 @@
 """kernels/<name>/worklog.md: the people's narrative, with its numbers bound to the records.
 
 Format: YAML front matter (title, authors, gpu, ...), then ``## vNN_slug`` sections (one per
-version, with ``###`` subsections for the work-log questions), ``## Why we stopped`` and
+version, read by :mod:`reporter.worklog_sections`, the one reader of the file's structure, with ``###`` subsections for the work-log questions), ``## Why we stopped`` and
 ``## How LLMs helped``; any other ``##`` section is kept in order as front text. Numbers are
 jinja expressions (``{{ v03.median_ms }}``) evaluated against the records; a reference that
 does not resolve raises :class:`WorklogError` naming the file and line.
@@ -18,10 +18,10 @@ import jinja2
 import yaml
 
 from ..analysis.facts import BindingError
+from ..assignments import short_handle
+from ..worklog_sections import CLOSING_SECTIONS, heading_version, headings
 
-VERSION_HEADING = re.compile(r"^v(\d{2,3})(?:_[A-Za-z0-9_]+)?$")
-STOPPED = "why we stopped"
-LLMS = "how llms helped"
+STOPPED, LLMS = CLOSING_SECTIONS
 
 
 class WorklogError(Exception):
@@ -122,22 +122,23 @@ def parse(path: Path, context: dict[str, Any]) -> Worklog:
     meta, body, offset = _split_front_matter(text, path)
     bound = bind(body, context, path, first_line=offset + 1)
     wl = Worklog(path=path, meta=meta)
-    current: Section | None = None
+    lines = bound.splitlines()
+    level2 = [h for h in headings(bound) if h.level == 2]  # outside fenced code: a '## ' in a code block is code
     sections: list[Section] = []
-    for i, line in enumerate(bound.splitlines()):
-        if line.startswith("## "):
-            current = Section(title=line[3:].strip(), markdown="", line=offset + 1 + i)
-            sections.append(current)
-        elif current is not None:
-            current.markdown += line + "\n"
-        elif line.strip() and not line.startswith("# "):
-            current = Section(title="", markdown=line + "\n", line=offset + 1 + i)
-            sections.append(current)
+    first = level2[0].line if level2 else len(lines)
+    start = next((i for i in range(first) if lines[i].strip() and not lines[i].startswith("# ")), None)
+    if start is not None:  # text before the first section: front text without a title
+        sections.append(Section(title="", markdown="".join(x + "\n" for x in lines[start:first]),
+                                line=offset + 1 + start))
+    for k, h in enumerate(level2):
+        end = level2[k + 1].line if k + 1 < len(level2) else len(lines)
+        sections.append(Section(title=h.title, markdown="".join(x + "\n" for x in lines[h.line + 1 : end]),
+                                line=offset + 1 + h.line))
     for s in sections:
         key = s.title.lower().rstrip(":. ")
-        m = VERSION_HEADING.match(s.title.split()[0]) if s.title else None
-        if m:
-            short = f"v{int(m.group(1)):02d}"
+        named = heading_version(s.title)
+        if named:
+            short = short_handle(named)
             if short in wl.versions:
                 raise WorklogError(f"{path}:{s.line}: a second section for {short}")
             wl.versions[short] = s

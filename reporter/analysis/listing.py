@@ -1,0 +1,103 @@
+"""The rows of ``report list``: per assignment and version, the run that stands for it on a case
+and GPU, with the peers timed beside it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import store
+from ..assignments import benchmark_case, legacy_keys
+from ..lookup import IterationError, check_assignment, known_assignments, known_versions
+from ..records import Run
+from ..standing import standing_runs
+
+
+@dataclass
+class ListRow:
+    assignment: str
+    version: str
+    case: str
+    gpu: str | None  # GPU slug of the table the row belongs to; None when nothing ran
+    run: Run | None
+    speedup_vs_first: float | None = None  # first version's median / this median, same GPU
+    first_version: str | None = None
+    best_peer: str | None = None
+    speedup_vs_best_peer: float | None = None  # fastest peer's median / the version's median, same run
+    peers_run: Run | None = None  # the run the peer figures come from: ``run``, or an earlier one (see below)
+
+    @property
+    def profiled(self) -> bool:
+        return bool(self.run and self.run.profile is not None and self.run.profile.status == "ok")
+
+    @property
+    def peers_from_earlier_run(self) -> bool:
+        """The latest run timed no peers (--no-peers, say to profile), so they come from an earlier run."""
+        return self.peers_run is not None and self.peers_run is not self.run
+
+
+def timed_peers(run: Run) -> list:
+    """The peers of a run that were timed the way the run's version was and (when checked) passed.
+
+    Records made before peers followed ``--ranked`` hold ranked versions with plain peers; those
+    peers are not comparable and are left out."""
+    return [p for p in run.peers if p.timing is not None and (p.check is None or p.check.passed)
+            and (run.timing is None or run.timing.timed_like(p.timing))]
+
+
+def latest_run_with_peers(runs: list[Run], like: Run) -> Run | None:
+    """The newest timed run with comparable peers of the same version, case, GPU and code as
+    ``like``, timed the same way (``like`` itself when it has them): where `list` and `show`
+    find peers when the latest run was made without them. Peers and version are always compared
+    within one run."""
+    same = [r for r in runs if r.ok and timed_peers(r) and r.version == like.version
+            and r.case_name == like.case_name and r.device.slug == like.device.slug
+            and r.code.digest == like.code.digest and r.created_utc <= like.created_utc
+            and like.timing is not None and like.timing.timed_like(r.timing)]
+    return max(same, key=lambda r: r.created_utc) if same else None
+
+
+def list_rows(kernels: Path, logs: Path, assignment: str | None = None, case: str | None = None,
+              gpu: str | None = None) -> list[ListRow]:
+    """Per assignment and GPU, every version with its latest run on the case (benchmark by default).
+
+    Runs of different GPUs never share a table: a speedup across cards says nothing about the code.
+    """
+    if assignment:
+        check_assignment(kernels, logs, assignment)
+    rows: list[ListRow] = []
+    for name in [assignment] if assignment else known_assignments(kernels, logs):
+        on_case = case or benchmark_case(kernels, name)
+        try:
+            runs = [r for r in (store.runs(logs, name, legacy=legacy_keys(kernels, name)) if (logs / name).is_dir()
+                                else []) if r.case_name == on_case]
+        except store.RecordError as e:
+            raise IterationError(str(e)) from e
+        gpus: list[str | None] = [gpu] if gpu else list(dict.fromkeys(r.device.slug for r in runs)) or [None]
+        versions = known_versions(kernels, logs, name)
+        for slug in gpus:
+            on_gpu = [r for r in runs if r.device.slug == slug]
+            latest = {ver: r for (ver, _), r in standing_runs(on_gpu).items()}  # the report's choice
+            rows += _assignment_rows(name, on_case, slug, versions, latest, on_gpu)
+    return rows
+
+
+def _assignment_rows(assignment: str, case: str, gpu: str | None, versions: list[str],
+                     latest: dict[str, Run], on_gpu: list[Run]) -> list[ListRow]:
+    rows = [ListRow(assignment, v, case, gpu, latest.get(v)) for v in versions]
+    first = next((r for r in rows if r.run is not None and r.run.ok), None)
+    for row in rows:
+        run = row.run
+        if run is None or not run.ok:
+            continue
+        mine = run.timing.mean_ms  # type: ignore[union-attr]  # the figure (reporter.standing)
+        if first is not None:
+            row.speedup_vs_first = first.run.timing.mean_ms / mine  # type: ignore[union-attr]
+            row.first_version = first.version
+        source = latest_run_with_peers(on_gpu, run)
+        if source is not None:
+            best = min(timed_peers(source), key=lambda p: p.timing.mean_ms)
+            row.best_peer = best.name
+            row.speedup_vs_best_peer = best.timing.mean_ms / source.timing.mean_ms  # type: ignore[union-attr]
+            row.peers_run = source
+    return rows

@@ -1,0 +1,159 @@
+"""Text for a terminal or a fixed-width block: the GPU MODE leaderboard block, the device's
+'Running on:' lines, the CS149 metric block of a profile, and the tables ``report run`` and
+``report sweep`` print when they finish. Nothing here measures; everything reads records.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.console import Console
+from rich.table import Table
+
+from ..analysis.diagnose import timing_crosscheck
+from ..analysis.metrics import format_value, value
+from ..analysis.sweep import config_name, decision, note, standings
+from ..ncu_metrics import CS149_BLOCK, DURATION
+from ..records import DeviceInfo, Profile, Run, Sweep, TimingStats
+
+
+def leaderboard_block(stats: TimingStats, *, title: str, case: dict, device_lines: list[str],
+                      symbols: bool = True) -> str:
+    """The GPU MODE leaderboard text: the case, ⏱ mean ± err, ⚡ fastest 🐌 slowest, device.
+    ``symbols=False`` writes the words instead (for PDFs, whose fonts often lack the emoji)."""
+    mean_s, fast_s, slow_s = ("⏱", "⚡", "🐌") if symbols else ("mean", "fastest", "slowest")
+    def fmt(ms: float) -> str:
+        return f"{ms * 1e3:.1f} µs" if ms < 1 else f"{ms:.3f} ms" if ms < 100 else f"{ms:.1f} ms"
+
+    case_line = "; ".join(f"{k}: {v}" for k, v in case.items())
+    lines = [
+        f"{title}",
+        case_line,
+        f" {mean_s} {fmt(stats.mean_ms)} ± {fmt(stats.stderr_ms)}   (median {fmt(stats.median_ms)}, n={stats.n})",
+        f" {fast_s} {fmt(stats.min_ms)} {slow_s} {fmt(stats.max_ms)}",
+        "",
+        "Running on:",
+        *[f"* {line}" for line in device_lines],
+    ]
+    return "\n".join(lines)
+
+
+def device_lines(d: DeviceInfo) -> list[str]:
+    """The leaderboard's 'Running on:' block."""
+    return [
+        f"GPU: {d.name} (sm_{d.compute_capability.replace('.', '')}, {d.sm_count} SMs, "
+        f"{d.l2_bytes / 2**20:.0f} MiB L2, {d.memory_bytes / 2**30:.0f} GiB)",
+        f"CPU: {d.cpu}",
+        f"Driver: {d.driver_version}, CUDA {d.cuda_version}",
+        f"Torch: {d.torch_version}; Triton: {d.triton_version}; CuPy: {d.cupy_version}",
+        f"Platform: {d.platform}",
+    ]
+
+
+def short_kernel_name(name: str, width: int = 90) -> str:
+    """A demangled C++ signature cut to something that fits a line; Triton names pass as is."""
+    base = re.sub(r"\(.*\)$", "", name.strip()) or name.strip()
+    base = base.removeprefix("void ")
+    return base if len(base) <= width else base[: width - 1] + "…"
+
+
+def format_metric_block(profile: Profile | None, max_kernels: int | None = None) -> str:
+    """The profile printed the way the CS149 course prints it: ``Kernel N: name`` then
+    ``Label : value`` for each metric of :data:`CS149_BLOCK`. With ``max_kernels``, only the
+    longest-running kernels are printed (in launch order) and the rest counted."""
+    if profile is None:
+        return "No profile was taken (run `report run ... --profile`)."
+    if profile.status != "ok":
+        return f"Profile {profile.status}: {profile.reason or 'no reason recorded'}"
+    if not profile.kernels:
+        return "The profile holds no kernels."
+    width = max(len(label) for label, _ in CS149_BLOCK)
+    kernels = list(profile.kernels)
+    if max_kernels is not None and len(kernels) > max_kernels:
+        longest = {id(k) for k in sorted(kernels, key=lambda k: -(value(k, DURATION) or 0.0))[:max_kernels]}
+        kernels = [k for k in kernels if id(k) in longest]
+    lines: list[str] = []
+    for k in kernels:
+        lines.append(f"Kernel {k.index}: {short_kernel_name(k.name)}")
+        for label, name in CS149_BLOCK:
+            m = k.metrics.get(name)
+            shown = format_value(m.value, m.unit) if m is not None else "n/a"
+            lines.append(f"  {label:<{width}} : {shown}")
+        lines.append("")
+    if len(kernels) < len(profile.kernels):
+        lines.append(f"… and {len(profile.kernels) - len(kernels)} shorter kernels (all are in the record)")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def summary_table(runs: list[Run]) -> Table:
+    t = Table(title="runs written")
+    for col in ("version", "case", "check", "mean ms", "± stderr", "median ms", "n", "TFLOP/s", "GB/s", "% of roof",
+                "best peer ms"):
+        t.add_column(col, justify="right" if col not in ("version", "case", "check") else "left")
+    for r in runs:
+        best_peer = min((p.timing.mean_ms for p in r.peers if p.timing), default=None)
+        t.add_row(
+            r.version, r.case_name, "[green]pass[/green]" if r.check.passed else f"[red]FAIL[/red] {r.error or ''}",
+            f"{r.timing.mean_ms:.4f}" if r.timing else "-", f"{r.timing.stderr_ms:.4f}" if r.timing else "-",
+            f"{r.timing.median_ms:.4f}" if r.timing else "-",
+            str(r.timing.n) if r.timing else "-",
+            f"{r.derived.tflops:.1f}" if r.derived else "-", f"{r.derived.gbps:.0f}" if r.derived else "-",
+            f"{100 * r.derived.fraction_of_ceiling:.1f}" if r.derived and r.derived.fraction_of_ceiling else "-",
+            f"{best_peer:.4f}" if best_peer else "-",
+        )
+    return t
+
+
+def sweep_table(s: Sweep) -> Table:
+    """The configurations of a sweep, fastest first, each against the fastest."""
+    t = Table(title=f"sweep of {s.version} on {s.case_name} ({s.timing_order})")
+    t.add_column("config")
+    t.add_column("median ms", justify="right")
+    t.add_column("against the fastest")
+    for st in sorted(standings(s), key=lambda st: st.point.timing.median_ms if st.point.timing else float("inf")):
+        t.add_row(config_name(st.point.config), f"{st.point.timing.median_ms:.3f}" if st.point.timing else "-",
+                  note(st))
+    return t
+
+
+def sweep_decision(s: Sweep) -> str:
+    """The sentence under the sweep table: which configuration the version keeps, and why."""
+    return decision(s) + "."
+
+
+#: kernels whose metric block is printed after profiling; a many-kernel version keeps all in its record
+BLOCK_KERNELS = 8
+
+
+class TerminalEvents:
+    """The harness's events (:class:`reporter.harness.events.Events`) printed on a console: each
+    run's leaderboard block (``blocks``), each profile's metric block and how its duration agrees
+    with the run's timing, the table of runs, a sweep's table and decision."""
+
+    def __init__(self, console: Console, *, blocks: bool = True) -> None:
+        self.console, self.blocks = console, blocks
+
+    def run_written(self, run: Run, device: DeviceInfo) -> None:
+        if self.blocks and run.timing:
+            self.console.print(leaderboard_block(run.timing, title=f"{run.assignment} {run.version}", case=run.case,
+                                                 device_lines=device_lines(device)))
+
+    def profiled(self, run: Run) -> None:
+        prof = run.profile
+        if prof is None:
+            return
+        where = f"{run.version} · {run.case_name}"
+        if prof.status != "ok":
+            self.console.print(f"[yellow]profile {prof.status}[/yellow] {where}: {prof.reason}", highlight=False)
+            return
+        *_, agreement = timing_crosscheck(run)
+        reason = f"{prof.reason}. {agreement}" if agreement else prof.reason
+        self.console.print(f"[green]profile[/green] {where}: {reason}", highlight=False)
+        self.console.print(format_metric_block(prof, max_kernels=BLOCK_KERNELS), highlight=False, markup=False)
+
+    def runs_done(self, runs: list[Run]) -> None:
+        self.console.print(summary_table(runs))
+
+    def sweep_written(self, sweep: Sweep) -> None:
+        self.console.print(sweep_table(sweep))
+        self.console.print(sweep_decision(sweep), highlight=False)

@@ -1,0 +1,212 @@
+"""``report new``: the files of the next version (and of a new assignment), planned first and
+written only when nothing would be overwritten.
+
+Every text a person must write before hand-in carries :data:`PLACEHOLDER`, so the report can flag
+leftovers.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import store
+from .assignments import VERSION_RE, AssignmentError, get_assignment, is_new_version_name, short_handle
+from .lookup import IterationError
+from .render import TEMPLATES
+from .worklog_sections import DEFAULT_QUESTIONS, insert_section, version_section, worklog_questions
+
+SCAFFOLD_DIR = TEMPLATES / "scaffold"
+
+# Marks every text a person must write before hand-in, so the report can flag leftovers.
+PLACEHOLDER = "EDIT ME"
+ASSIGNMENT_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    path: Path
+    text: str
+    create: bool  # False: an existing file (worklog.md) is rewritten with a section added
+
+
+@dataclass(frozen=True)
+class ScaffoldPlan:
+    assignment: str
+    version: str
+    source_version: str | None  # the version copied; None for a fresh template
+    new_assignment: bool
+    files: list[PlannedFile]
+
+
+def _render(template: str, **context: Any) -> str:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(SCAFFOLD_DIR), keep_trailing_newline=True,
+                             undefined=jinja2.StrictUndefined, autoescape=False)
+    return env.get_template(template).render(placeholder=PLACEHOLDER, **context)
+
+
+def replace_docstring(source: str, docstring: str, path: Path) -> str:
+    """The module with its docstring replaced (or, without one, given one); the code is kept."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise IterationError(f"{path}:{e.lineno}: cannot copy a file with a syntax error ({e.msg})") from e
+    lines = source.splitlines(keepends=True)
+    first = tree.body[0] if tree.body else None
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        start, end = first.lineno - 1, first.end_lineno or first.lineno
+    else:  # keep a shebang or encoding line on top
+        start = end = next((i for i, ln in enumerate(lines) if not ln.startswith("#!") and "coding" not in ln[:30]), 0)
+        docstring += "\n"
+    return "".join(lines[:start]) + docstring + "".join(lines[end:])
+
+
+def plan_new(kernels: Path, assignment: str, version: str, from_version: str | None = None,
+             from_task: Path | None = None, benchmark_line: int | None = None) -> ScaffoldPlan:
+    """What `report new` will write; raises before anything is written if a file would be overwritten.
+
+    ``from_task``: a course problem folder (CS149 / GPU MODE format) that the new assignment
+    loads at run time; ``benchmark_line`` the 0-based line of its test file that is the
+    benchmark (default the last)."""
+    if not ASSIGNMENT_NAME_RE.match(assignment):
+        raise IterationError(f"assignment name '{assignment}' must be lowercase letters, digits and '_', "
+                             "starting with a letter")
+    if not is_new_version_name(version):
+        raise IterationError(f"version name '{version}' must look like vNN_slug (e.g. v04_vectorized_loads): "
+                             "'v', two or three digits, '_', lowercase words joined by '_'")
+    folder = kernels / assignment
+    if not (folder / "assignment.py").is_file():
+        if folder.exists() and any(folder.iterdir()):
+            raise IterationError(f"{folder} exists but holds no assignment.py: refusing to scaffold into it")
+        if from_version:
+            raise IterationError(f"--from {from_version}: assignment '{assignment}' does not exist yet "
+                                 f"({folder / 'assignment.py'} is missing)")
+        if from_task is not None:
+            plan = _plan_course_assignment(folder, assignment, version, from_task, benchmark_line)
+        else:
+            plan = _plan_assignment(folder, assignment, version)
+    elif from_task is not None:
+        raise IterationError(f"--from-task: assignment '{assignment}' exists already ({folder / 'assignment.py'}); "
+                             "--from-task makes a new one")
+    else:
+        plan = _plan_version(folder, assignment, version, from_version)
+    for f in plan.files:
+        if f.create and f.path.exists():
+            raise IterationError(f"{f.path} already exists: refusing to overwrite it")
+    return plan
+
+
+def _plan_assignment(folder: Path, assignment: str, version: str, template: str = "assignment.py.j2",
+                     **extra: Any) -> ScaffoldPlan:
+    """A new assignment folder: assignment.py from ``template`` (with ``extra`` in its context), the
+    first version and worklog.md."""
+    ctx = dict(assignment=assignment, version=version, short=short_handle(version), source=None, source_short=None,
+               **extra)
+    section = _render("worklog_section.md.j2", questions=DEFAULT_QUESTIONS, **ctx)
+    files = [
+        PlannedFile(folder / "assignment.py", _render(template, **ctx), create=True),
+        PlannedFile(folder / f"{version}.py", _render("first_version.py.j2", **ctx), create=True),
+        PlannedFile(folder / "worklog.md", _render("worklog.md.j2", section=section.strip("\n"), **ctx), create=True),
+    ]
+    return ScaffoldPlan(assignment, version, None, True, files)
+
+
+def _plan_course_assignment(folder: Path, assignment: str, version: str, task: Path,
+                            benchmark_line: int | None) -> ScaffoldPlan:
+    """A new assignment over a course problem folder: assignment.py loads the folder at run time."""
+    import os
+
+    from .course import TEST_FILE, case_names, parse_test_file, problem_title
+
+    task = Path(task).expanduser()
+    if not (task / "reference.py").is_file():
+        raise IterationError(f"--from-task {task}: no reference.py there; expected a course problem folder "
+                             "(reference.py, task.py, test_cases/test.txt: the CS149 / GPU MODE format)")
+    try:
+        lines = parse_test_file(task / TEST_FILE)
+        names = case_names(len(lines), benchmark_line)
+    except AssignmentError as e:
+        raise IterationError(f"--from-task {task}: {e}") from e
+    rel = os.path.relpath(task.resolve(), folder.resolve())
+    title = problem_title(task)
+    bench = names.index("benchmark")
+    return _plan_assignment(folder, assignment, version, "course_assignment.py.j2",
+                            title=title, title_literal=repr(title), task_arg=str(task),
+                            task_dir_literal=repr(rel), test_file=TEST_FILE.as_posix(),
+                            bench_word="last" if bench == len(names) - 1 else f"number {bench} (0-based)",
+                            benchmark_index=None if benchmark_line is None else bench)
+
+
+def _plan_version(folder: Path, assignment: str, version: str, from_version: str | None) -> ScaffoldPlan:
+    try:
+        a = get_assignment(folder.parent, assignment)
+        existing = a.versions()
+        source = a.version(from_version) if from_version else (existing[-1] if existing else None)
+    except AssignmentError as e:
+        raise IterationError(str(e) if not from_version else f"--from: {e}") from e
+    if (folder / f"{version}.py").exists():
+        raise IterationError(f"{folder / (version + '.py')} already exists: refusing to overwrite it")
+    number = int(VERSION_RE.match(version).group(1))  # type: ignore[union-attr]
+    taken = [v.name for v in existing if v.number == number]
+    if taken:
+        raise IterationError(f"version number v{number:02d} is taken by {folder / (taken[0] + '.py')}: "
+                             f"pick the next free number")
+    ctx = dict(assignment=assignment, version=version, short=short_handle(version),
+               source=source.name if source else None, source_short=source.short if source else None)
+    files: list[PlannedFile] = []
+    if source is None:
+        files.append(PlannedFile(folder / f"{version}.py", _render("first_version.py.j2", **ctx), create=True))
+    else:
+        code = source.path.read_text(encoding="utf-8")
+        code = replace_docstring(code, _render("version_docstring.py.j2", **ctx), source.path)
+        for ext in (".cu", ".cuh"):
+            src = source.path.with_suffix(ext)
+            if src.is_file():  # its CUDA source comes along, and the .py names the new copy
+                code = code.replace(f"{source.name}{ext}", f"{version}{ext}")
+                files.append(PlannedFile(folder / f"{version}{ext}", src.read_text(encoding="utf-8"), create=True))
+        files.insert(0, PlannedFile(folder / f"{version}.py", code, create=True))
+    files.append(_plan_worklog(folder, ctx, [v.name for v in existing]))
+    return ScaffoldPlan(assignment, version, source.name if source else None, False, files)
+
+
+def _plan_worklog(folder: Path, ctx: dict[str, Any], earlier: list[str]) -> PlannedFile:
+    """Add the version's section to worklog.md; a missing worklog.md is created with a section
+    for every version so far, so the report finds one for each."""
+    path = folder / "worklog.md"
+    if not path.is_file():
+        chain = [*earlier, ctx["version"]]
+        sections = [_render("worklog_section.md.j2", questions=DEFAULT_QUESTIONS, **{
+            **ctx, "version": name, "short": short_handle(name),
+            "source": chain[i - 1] if i else None, "source_short": short_handle(chain[i - 1]) if i else None,
+        }).strip("\n") for i, name in enumerate(chain)]
+        return PlannedFile(path, _render("worklog.md.j2", section="\n\n".join(sections), **ctx), create=True)
+    text = path.read_text(encoding="utf-8")
+    existing = version_section(text, ctx["version"])
+    if existing is not None:
+        heading = existing.splitlines()[0]
+        raise IterationError(f"{path} already has a section for {ctx['short']} ('{heading}'): refusing to add another")
+    section = _render("worklog_section.md.j2", questions=worklog_questions(text), **ctx)
+    return PlannedFile(path, insert_section(text, section), create=False)
+
+
+def write_plan(plan: ScaffoldPlan) -> list[Path]:
+    """Write the planned files; new ones with mode 'x', so a file that appeared meanwhile is not clobbered."""
+    written = []
+    for f in plan.files:
+        f.path.parent.mkdir(parents=True, exist_ok=True)
+        if f.create:
+            try:
+                with f.path.open("x", encoding="utf-8") as out:
+                    out.write(f.text)
+            except FileExistsError as e:
+                raise IterationError(f"{f.path} already exists: refusing to overwrite it") from e
+        else:
+            store.write_atomic(f.path, f.text)
+        written.append(f.path)
+    return written

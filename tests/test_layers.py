@@ -1,0 +1,124 @@
+"""The reporter package's layers, enforced: data flows one way, kernels -> harness -> records ->
+analysis -> render, with the commands on top.
+
+- base (records and what every layer reads: the record models and store, the assignments and their
+  source closures, the CUDA build, the course's file formats, the one answers to "which run stands
+  for a version" and "which run did the person name", the worklog's structure, the ncu metric names);
+- harness: measures and writes records; imports only the base;
+- analysis: reads records and derives figures, verdicts, sentences; imports only the base;
+- render: turns records and analysis into text, HTML, PDF, charts and the export; imports the base
+  and the analysis, never the harness;
+- cli: the typer commands and the scaffolding they run; may import anything.
+
+Every import counts, including the ones inside functions (the CLI imports lazily, so could any
+module). A module added to ``reporter/`` must be placed in a layer here, so the rule cannot be
+dodged by a new file.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "reporter"
+
+LAYERS: dict[str, tuple[str, ...]] = {
+    "base": ("records", "store", "assignments", "closure", "cuda", "course", "submission", "standing", "lookup",
+             "worklog_sections", "ncu_metrics"),
+    "harness": ("harness",),
+    "analysis": ("analysis",),
+    "render": ("render", "export"),
+    "cli": ("cli", "cli_iteration", "cli_reverify", "scaffold"),
+}
+MAY_IMPORT: dict[str, set[str]] = {
+    "base": {"base"},
+    "harness": {"base", "harness"},
+    "analysis": {"base", "analysis"},
+    "render": {"base", "analysis", "render"},
+    "cli": set(LAYERS),
+}
+
+
+def layer_of(module: str) -> str:
+    """'reporter.harness.run' -> 'harness'; fails for a module placed in no layer."""
+    top = module.split(".")[1]
+    for layer, members in LAYERS.items():
+        if top in members:
+            return layer
+    raise AssertionError(f"reporter.{top} is in no layer: add it to LAYERS in {Path(__file__).name}")
+
+
+def modules(package: Path = PACKAGE) -> dict[str, Path]:
+    out = {}
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package.parent).with_suffix("")
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        if len(parts) > 1:
+            out[".".join(parts)] = path
+    return out
+
+
+def imported(module: str, path: Path) -> list[tuple[str, int]]:
+    """(reporter module, line) of every import in ``path``, relative ones resolved."""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names if a.name.startswith("reporter.")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            if not target.startswith("reporter.") and target != "reporter":
+                continue
+            if target == "reporter" or (node.module is None and node.level):
+                # `from . import store` / `from reporter import store`: the names are modules
+                found += [(f"{target}.{a.name}", node.lineno) for a in node.names]
+            else:
+                found.append((target, node.lineno))
+    return [(m, line) for m, line in found if m.count(".") >= 1]
+
+
+def test_every_module_is_in_a_layer():
+    for module in modules():
+        layer_of(module)
+
+
+def violations(package: Path = PACKAGE) -> list[str]:
+    out = []
+    for module, path in modules(package).items():
+        mine = layer_of(module)
+        for target, line in imported(module, path):
+            theirs = layer_of(target)
+            if theirs not in MAY_IMPORT[mine]:
+                out.append(f"{path.relative_to(package.parent)}:{line}: {mine} imports {target} ({theirs})")
+    return out
+
+
+def test_layers_import_only_downstream_of_the_data():
+    assert violations() == []
+
+
+@pytest.mark.parametrize("code,expect", [
+    ("from ..analysis.metrics import figures\n", "harness imports reporter.analysis.metrics (analysis)"),
+    ("def f():\n    from ..render.text import device_lines\n", "harness imports reporter.render.text (render)"),
+    ("from .. import export\n", "harness imports reporter.export (render)"),
+])
+def test_the_check_catches_an_upward_import(tmp_path, code, expect):
+    """A harness module that reaches up (at the top or inside a function) is reported."""
+    fake = tmp_path / "reporter"
+    (fake / "harness").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "harness" / "__init__.py").write_text("")
+    (fake / "harness" / "bad.py").write_text(code)
+    found = violations(fake)
+    assert len(found) == 1 and expect in found[0], found
+
+
+def test_a_module_in_no_layer_is_refused():
+    with pytest.raises(AssertionError, match="in no layer"):
+        layer_of("reporter.somewhere_new")
