@@ -30,7 +30,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "harness": ("harness",),
     "analysis": ("analysis",),
     "render": ("render", "export"),
-    "cli": ("cli", "cli_iteration", "cli_reverify", "scaffold"),
+    "cli": ("cli", "commands", "scaffold"),
 }
 MAY_IMPORT: dict[str, set[str]] = {
     "base": {"base"},

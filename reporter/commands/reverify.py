@@ -16,22 +16,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from .assignments import AssignmentError, find_repo_root, get_assignment
-from .store import RecordError
+from ..assignments import AssignmentError, find_repo_root, get_assignment
+from ..store import RecordError
+from .common import console, fail
 
-console = Console()
-err = Console(stderr=True, soft_wrap=True)
-
-
-def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/bold red] {message}", highlight=False)
-    raise typer.Exit(code)
+NAME = "reverify"
 
 
-def reverify_cmd(
+def command(
     assignment: Annotated[str, typer.Argument(help="folder name under kernels/, e.g. flashattn")],
     version: Annotated[list[str], typer.Option("--version", "-v", help="version(s) to re-verify (name or vNN)")],
     before_dir: Annotated[Path, typer.Option(
@@ -47,13 +41,13 @@ def reverify_cmd(
     logs: Annotated[Path | None, typer.Option("--logs", help="records folder; default: <root>/logs")] = None,
 ) -> None:
     """Time versions against their exports from before a rewrite, interleaved; record report diff's verdict."""
-    from . import store
-    from .analysis.diff import compare_timing, format_ms
-    from .harness.device import NoGPU
-    from .harness.reverify import ReverifyError, reverify
-    from .harness.run import RunOptions
-    from .harness.timing import StoppingRule
-    from .records import Reverification, ReverifyCase
+    from .. import store
+    from ..analysis.diff import compare_timing, format_ms
+    from ..harness.device import NoGPU
+    from ..harness.reverify import ReverifyError, reverify
+    from ..harness.run import RunOptions
+    from ..harness.timing import StoppingRule
+    from ..records import Reverification, ReverifyCase
 
     repo = (root or find_repo_root()).resolve()
     logs_dir = (logs or repo / "logs").resolve()
@@ -67,16 +61,16 @@ def reverify_cmd(
         for v in versions:
             p = before_dir / v.name / "submission.py"
             if not p.is_file():
-                _fail(f"--before-dir: {p} does not exist (export {v.name} at the earlier commit into "
+                fail(f"--before-dir: {p} does not exist (export {v.name} at the earlier commit into "
                       f"{before_dir / v.name}/submission.py)")
             befores[v.name] = p
         rule = StoppingRule(min_reps=min_reps, max_reps=max_reps, budget_s=budget_s, target_rel_stderr=1e-3,
                             warmup_reps=warmup, rest_s=rest_s)
         results = reverify(repo, logs_dir, a, versions, befores, cases, RunOptions(rule=rule), console)
     except NoGPU as e:
-        _fail(str(e), 3)
+        fail(str(e), 3)
     except (AssignmentError, RecordError, ReverifyError, ValueError) as e:
-        _fail(str(e))
+        fail(str(e))
 
     table = Table("version", "case", "before", "now", "verdict (now against before)", title="re-verification")
     by_version: dict[str, list[ReverifyCase]] = {}
@@ -114,11 +108,8 @@ def reverify_cmd(
         raise typer.Exit(1)
 
 
+
 def _sha256(path: Path) -> str:
     import hashlib
 
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def register(app: typer.Typer) -> None:
-    app.command("reverify")(reverify_cmd)

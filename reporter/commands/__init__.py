@@ -1,0 +1,1 @@
+"""The commands of `report`, one module each (see reporter/cli.py)."""

@@ -1,0 +1,42 @@
+"""What every command shares, declared once: the consoles, the options that say where the project
+and its records are, and how a command fails (one line naming the culprit, exit code 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from ..assignments import AssignmentError, find_repo_root
+from ..store import RecordError
+
+console = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+RootOpt = Annotated[Path | None, typer.Option(
+    "--root", help="project root (holds kernels/ and logs/); default: found upwards from here")]
+LogsOpt = Annotated[Path | None, typer.Option("--logs", help="records folder; default: <root>/logs")]
+CaseOpt = Annotated[str | None, typer.Option("--case", "-c", help="case name; default the assignment's BENCHMARK_CASE")]
+GpuOpt = Annotated[str | None, typer.Option(
+    "--gpu", help="GPU label of the runs to use (e.g. h100); default the newest")]
+GpuFilterOpt = Annotated[str | None, typer.Option("--gpu", help="only runs on this GPU label (e.g. h100)")]
+
+
+def project_paths(root: Path | None, logs: Path | None) -> tuple[Path, Path, Path]:
+    """(project root, its kernels/, the records folder) from --root and --logs."""
+    r = (root or find_repo_root()).resolve()
+    return r, r / "kernels", (logs or r / "logs").resolve()
+
+
+def fail(message: str, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/bold red] {message}", highlight=False, markup=True)
+    raise typer.Exit(code)
+
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """The errors a command reports as one line (bad names, missing runs, bad records)."""
+    from ..lookup import IterationError
+
+    return (IterationError, AssignmentError, RecordError)

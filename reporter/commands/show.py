@@ -1,0 +1,116 @@
+"""`report show`: one run in full (by default the one that stands for the version): the leaderboard
+block, the check, derived figures, peers, profile, code."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..render.tables import code_table, derived_table, facts_grid, peers_table
+from .common import CaseOpt, GpuOpt, LogsOpt, RootOpt, console, fail, project_paths, user_errors
+
+if TYPE_CHECKING:
+    from ..records import Run
+
+NAME = "show"
+
+
+def command(
+    assignment: Annotated[str, typer.Argument(help="folder name under kernels/")],
+    version: Annotated[str, typer.Argument(help="version name or vNN")],
+    case: CaseOpt = None,
+    run_id: Annotated[str | None, typer.Option(
+        "--run", help="a run id, or a unique prefix of one; default the run that stands for the version "
+                      "(timed alone from a rested card before other kinds, the newest of its kind)")] = None,
+    gpu: GpuOpt = None,
+    all_metrics: Annotated[bool, typer.Option(
+        "--all-metrics", help="every profiler metric, not only the CS149 block")] = False,
+    root: RootOpt = None, logs: LogsOpt = None,
+) -> None:
+    """One run in full (by default the one that stands for the version): the leaderboard block, the check,
+    derived figures, peers, profile, code."""
+    from ..analysis.listing import latest_run_with_peers
+    from ..assignments import benchmark_case
+    from ..lookup import check_assignment, find_run, resolve_version, runs_of, standing_run_of
+
+    _, kernels, logs_dir = project_paths(root, logs)
+    try:
+        check_assignment(kernels, logs_dir, assignment)
+        name = resolve_version(kernels, logs_dir, assignment, version)
+        if run_id:
+            run = find_run(logs_dir, assignment, name, run_id, case or benchmark_case(kernels, assignment),
+                           kernels=kernels)
+        else:
+            run = standing_run_of(logs_dir, assignment, name, case or benchmark_case(kernels, assignment), gpu,
+                                  kernels=kernels)
+        peers_run = None if run.peers else latest_run_with_peers(runs_of(logs_dir, assignment, name,
+                                                                         kernels=kernels), run)
+    except user_errors() as e:
+        fail(str(e))
+        return
+    _print_run(run, all_metrics, peers_run)
+
+
+
+def _print_run(run: Run, all_metrics: bool = False, peers_run: Run | None = None) -> None:
+    """``peers_run``: for a run that timed no peers, the latest of the same code that did (named, not shown)."""
+    from ..render.text import device_lines, leaderboard_block
+
+    console.rule(f"[bold]{run.assignment} {run.version}[/bold] · {run.case_name} · run {run.run_id}", align="left")
+    if run.timing:
+        block = leaderboard_block(run.timing, title=f"{run.assignment} {run.version} · {run.case_name}",
+                                  case=run.case, device_lines=device_lines(run.device))
+    else:
+        block = "not timed: " + (run.error or run.check.message or "the check failed")
+        block += "\n\nRunning on:\n" + "\n".join(f"* {line}" for line in device_lines(run.device))
+    console.print(Panel(Text(block), expand=False, border_style="dim"))
+    console.print(facts_grid(run))
+    if run.derived:
+        console.print(derived_table(run))
+    if run.peers:
+        console.print(peers_table(run))
+    else:
+        where = (f"; the latest run of this code that did: report show {run.assignment} "
+                 f"{run.version.split('_')[0]} --run {peers_run.run_id}" if peers_run is not None else "")
+        console.print(f"peers: none timed in this run{where}", style="dim", highlight=False)
+    _print_profile(run, all_metrics)
+    console.print(code_table(run))
+
+
+
+def _print_profile(run: Run, all_metrics: bool) -> None:
+    from ..ncu_metrics import CS149_BLOCK
+    from ..render.diff_text import figure_value
+
+    p = run.profile
+    if p is None:
+        console.print("profile: none taken", style="dim")
+        return
+    head = f"profile: {p.tool} {p.tool_version or ''}".rstrip() + f", {p.status}"
+    if p.status != "ok":
+        console.print(head + (f": {p.reason}" if p.reason else ""), highlight=False)
+        return
+    console.print(head + f", {len(p.kernels)} kernel(s)", highlight=False)
+    block = [(label, metric) for label, metric in CS149_BLOCK]
+    hidden = 0
+    for k in p.kernels:
+        table = Table(title=f"#{k.index} {k.name}", title_justify="left", box=None, header_style="bold",
+                      pad_edge=False, padding=(0, 1))
+        table.add_column("metric", overflow="fold")
+        table.add_column("value", justify="right", no_wrap=True)
+        if k.grid or k.block:
+            table.add_row("launch", f"grid {k.grid} × block {k.block}")
+        shown = [(label, k.metrics[m]) for label, m in block if m in k.metrics]
+        if all_metrics:
+            named = {m for _, m in block}
+            shown += [(name, m) for name, m in k.metrics.items() if name not in named]
+        hidden += len(k.metrics) - len(shown)
+        for label, m in shown:
+            table.add_row(label, figure_value(m.value, m.unit))
+        console.print(table)
+    if hidden:
+        console.print(f"[dim]{hidden} more metrics in the record: report show ... --all-metrics[/dim]")

@@ -1,0 +1,47 @@
+"""`report sweep`: time every configuration of a tunable version; the sweep is recorded and shown in
+the report."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..assignments import AssignmentError, get_assignment
+from ..store import RecordError
+from .common import LogsOpt, RootOpt, console, fail, project_paths
+
+NAME = "sweep"
+
+
+def command(
+    assignment: Annotated[str, typer.Argument(help="folder name under kernels/")],
+    version: Annotated[str, typer.Argument(help="a version that defines SWEEP and make_kernel(config)")],
+    case: Annotated[str | None, typer.Option("--case", "-c", help="case to sweep on; default the benchmark case")] = None,
+    max_reps: Annotated[int, typer.Option(help="most timed repetitions per configuration")] = 20,
+    budget_s: Annotated[float, typer.Option(help="wall-time budget per configuration, seconds (interleaved: the sum for all)")] = 1.5,
+    hold: Annotated[bool, typer.Option("--hold", help="hold the stream until each timed call is queued (see `report run --help`)")] = False,
+    interleave: Annotated[bool, typer.Option(
+        "--interleave/--sequential",
+        help="time the configurations in rounds, one call of each per round in a rotating order, so the card's "
+             "warming up cannot favour the first (default); --sequential times each to the end in SWEEP's order")] = True,
+    root: RootOpt = None, logs: LogsOpt = None,
+) -> None:
+    """Time every configuration of a tunable version; the sweep is recorded and shown in the report."""
+    from ..harness.device import NoGPU
+    from ..harness.run import sweep
+    from ..harness.timing import StoppingRule
+    from ..render.text import TerminalEvents
+
+    repo, kernels, logs_dir = project_paths(root, logs)
+    try:
+        a = get_assignment(kernels, assignment)
+        v = a.version(version)
+        rule = StoppingRule(min_reps=3, max_reps=max_reps, budget_s=budget_s, warmup_reps=1)
+        path = sweep(repo, logs_dir, a, v, case or a.benchmark_case, rule, console, hold=hold, interleave=interleave,
+                     events=TerminalEvents(console))
+    except NoGPU as e:
+        fail(str(e), 3)
+    except (AssignmentError, RecordError, ValueError) as e:
+        fail(str(e))
+    console.print(f"sweep written to {path}")

@@ -1,0 +1,298 @@
+"""Rich tables and panels of the commands that read records: `report list`, `show`, `diff`,
+`history` and `crosscheck`. Built from records and analysis, printed by the commands."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from ..analysis.diff import FigureDelta, RunDiff
+    from ..analysis.listing import ListRow
+    from ..records import Run
+
+
+def agreement_table(check, runs=None):  # type: ignore[no-untyped-def]
+    from rich.table import Table
+
+    from ..analysis.crosscheck import AGREEMENT_PCT, agreements
+    from ..analysis.diff import format_ms
+
+    t = Table(title=f"{check.assignment} {check.version} on {check.device.name}: three timers, one session",
+              title_justify="left", box=None, header_style="bold", pad_edge=False,
+              caption="course runs that stopped early (its standard-error rule) are set against our mean over "
+                      "as many first calls", caption_justify="left")
+    for col in ("callable", "case", "ours (mean)", "course harness (mean, calls)", "do_bench (median)", "course test",
+                f"within {AGREEMENT_PCT:g} %"):
+        t.add_column(col, justify="left" if col in ("callable", "case") else "right")
+
+    def gap(x, ref):  # type: ignore[no-untyped-def]
+        return f" ({(x / ref - 1) * 100:+.1f} %)" if x is not None and ref else ""
+
+    for ag in agreements(check, runs):
+        course = "\n".join(f"{format_ms(mean)} [{n or '?'}]{gap(mean, ours)}"
+                           + ("" if ours is ag.ours_ms or ours is None else f" vs {format_ms(ours)}")
+                           for (mean, ours, _), n in zip(ag.course_pairs(), ag.course_calls or [None] * 9)) or "—"
+        t.add_row(("peer " if ag.peer else "") + ag.name, ag.case,
+                  (format_ms(ag.ours_ms) + (f" [{ag.ours_calls}]" if ag.ours_calls else "")) if ag.ours_ms else "—",
+                  course, (format_ms(ag.do_bench_ms) if ag.do_bench_ms else "—") + gap(ag.do_bench_ms, ag.ours_ms),
+                  {True: "pass", False: "FAIL", None: "—"}[ag.course_passed],
+                  {True: "yes", False: "NO", None: "—"}[ag.agrees])
+    return t
+
+
+VERDICT_STYLE = {"faster": "bold green", "slower": "bold red", "same": "bold"}
+
+
+def list_table(rows: list[ListRow], width: int) -> Table:
+    from ..analysis.diff import format_ms
+
+    first = next((r.first_version for r in rows if r.first_version), None)
+    device = next((r.run.device.name for r in rows if r.run is not None), None)
+    on = f" · {device}" if device else f" · {rows[0].gpu}" if rows[0].gpu else " · no runs yet"
+    earlier = any(r.peers_from_earlier_run for r in rows)
+    narrow = width < 100  # 80 columns: peers' names cut, the date without its year
+    table = Table(title=f"[bold]{rows[0].assignment}[/bold]{on} · case {rows[0].case}", title_justify="left",
+                  box=None, header_style="bold", pad_edge=False, padding=(0, 1),
+                  caption=("time: each version's figure, the mean of the run that stands for it (rested runs "
+                           "first; report show VERSION says how it was taken)"
+                           + ("\n* that run timed no peers: best peer and vs peer come from the latest run of the "
+                              "same code that did" if earlier else "")), caption_justify="left",
+                  collapse_padding=width < 100)  # one space between columns keeps 80 columns on one line
+    table.add_column("version", no_wrap=True)
+    table.add_column("check", no_wrap=True)
+    table.add_column("time", justify="right", no_wrap=True)
+    table.add_column(f"vs {first.split('_')[0]}" if first else "vs first", justify="right", no_wrap=True)
+    table.add_column("best peer", no_wrap=True)
+    table.add_column("vs peer", justify="right", no_wrap=True)
+    table.add_column("date (UTC)", no_wrap=True)
+    table.add_column("ncu", no_wrap=True)  # profiled
+    for row in rows:
+        run = row.run
+        if run is None:
+            table.add_row(row.version, "", Text("not run", style="dim"), "", "", "", "", "")
+            continue
+        check = Text("ok", style="green") if run.check.passed else Text("FAIL", style="bold red")
+        median = format_ms(run.timing.mean_ms) if run.timing else "—"
+        vs_first = f"{row.speedup_vs_first:.2f}×" if row.speedup_vs_first else "—"
+        vs_peer = f"{row.speedup_vs_best_peer:.2f}×" if row.speedup_vs_best_peer else "—"
+        peer = row.best_peer or "—"
+        if narrow and len(peer) > 12:
+            peer = peer[:11] + "…"
+        peer += "*" if row.peers_from_earlier_run else ""
+        table.add_row(row.version, check, median, vs_first, peer, vs_peer,
+                      run.created_utc.strftime("%m-%d %H:%M" if narrow else "%Y-%m-%d %H:%M"),
+                      "yes" if row.profiled else "")
+    return table
+
+
+def facts_grid(run: Run) -> Table:
+    """The check and the timing method, two lines each, labelled on the left."""
+    from ..analysis.diff import format_ms, format_ms_range
+    from ..analysis.stats import median_ci
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    c = run.check
+    tol = c.criterion
+    verdict = Text("✔ passed" if c.passed else "✘ FAILED", style="green" if c.passed else "bold red")
+    verdict.append(f": {c.mismatches:,} of {c.n_elements:,} elements out of tolerance ({tol}, seed {c.seed})")
+    errors = [f"{label} {value:.3g}" for label, value in (("max abs error", c.max_abs_error),
+                                                          ("max rel error", c.max_rel_error)) if value is not None]
+    if c.nan_count or c.inf_count:
+        errors.append(f"{c.nan_count} NaN, {c.inf_count} inf")
+    if run.ranked_checks:
+        failed = sum(not r.passed for r in run.ranked_checks)
+        errors.append(f"ranked re-checks {len(run.ranked_checks) - failed}/{len(run.ranked_checks)} passed")
+    if not c.passed and c.message:
+        errors.append(c.message)
+    grid.add_row("check", Text.assemble(verdict, "\n" + "; ".join(errors) if errors else ""))
+    if run.timing:
+        t = run.timing
+        ci = median_ci(t.samples_ms)
+        grid.add_row("timing", f"median {format_ms(t.median_ms, 5)}, {ci.coverage:.0%} CI "
+                               f"{format_ms_range(ci.low_ms, ci.high_ms)}; n={t.n}, stopped by {t.stop_reason}\n"
+                               f"{t.method}, L2 flush {'on' if t.l2_flush else 'off'}, {t.warmup_reps} warm-up calls"
+                               + (", ranked (fresh input every repetition)" if t.ranked else ""))
+    return grid
+
+
+def derived_table(run: Run) -> Table:
+    from ..render.diff_text import figure_value
+
+    d = run.derived
+    assert d is not None
+    table = Table(title="derived from the work model", title_justify="left", box=None, header_style="bold",
+                  pad_edge=False, padding=(0, 1))
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_column("", style="dim")
+    table.add_row("compute", f"{d.tflops:,.1f}", "TFLOP/s")
+    table.add_row("memory traffic", f"{d.gbps:,.1f}", "GB/s")
+    table.add_row("arithmetic intensity", f"{d.arithmetic_intensity:,.1f}", "flop/B")
+    if d.ceiling_value is not None:
+        table.add_row(f"ceiling ({d.ceiling})", f"{d.ceiling_value:,.1f}", d.ceiling_unit or "")
+    if d.fraction_of_ceiling is not None:
+        table.add_row("fraction of ceiling", figure_value(d.fraction_of_ceiling, "of ceiling"), "")
+    if d.floor_ms is not None:
+        table.add_row("roofline floor", f"{d.floor_ms:.3f}", "ms")
+    return table
+
+
+def peers_table(run: Run) -> Table:
+    from ..analysis.diff import format_ms
+
+    table = Table(title="peers timed in the same run", title_justify="left", box=None, header_style="bold",
+                  pad_edge=False, padding=(0, 1))
+    table.add_column("peer", no_wrap=True)
+    table.add_column("check")
+    table.add_column("median", justify="right", no_wrap=True)
+    table.add_column(f"{run.version.split('_')[0]} vs peer", justify="right")
+    table.add_column("what it is", style="dim")
+    ours = run.timing.mean_ms if run.timing else None
+    for p in run.peers:
+        if p.timing is None:
+            table.add_row(p.name, Text("error", style="red"), "—", "—", p.error or p.description)
+            continue
+        check = "ok" if p.check is None or p.check.passed else "FAIL"
+        speedup = f"{p.timing.mean_ms / ours:.2f}×" if ours else "—"
+        table.add_row(p.name, check, format_ms(p.timing.mean_ms), speedup, p.description)
+    return table
+
+
+def code_table(run: Run) -> Table:
+    c = run.code
+    state = "clean" if c.git_dirty is False else "dirty: uncommitted changes" if c.git_dirty else "state unknown"
+    table = Table.grid(padding=(0, 1))
+    table.title = f"code {c.digest} · commit {c.git_commit or 'unknown'} ({state})"
+    table.title_justify = "left"
+    table.title_style = "bold"
+    table.add_column(no_wrap=True)
+    for f in c.files:
+        table.add_row(f"{f.path}  [dim]{len(f.text.splitlines())} lines[/dim]")
+        table.add_row(f"  [dim]sha256[/dim] {f.sha256}")
+    if c.config:
+        table.add_row("config: " + ", ".join(f"{k}={v}" for k, v in c.config.items()))
+    return table
+
+
+def refs_table(d: RunDiff, width: int) -> Table:
+    same_gpu = d.a.gpu == d.b.gpu
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False, padding=(0, 1),
+                  collapse_padding=width < 100,
+                  caption=f"both on {d.a.gpu}" if same_gpu else None, caption_justify="left")
+    for col in ("", "version", "run", *([] if same_gpu else ["GPU"]), "commit", "code"):
+        table.add_column(col, no_wrap=True)
+    for side, r in (("A", d.a), ("B", d.b)):
+        commit = (r.git_commit or "?") + (" [yellow](dirty)[/yellow]" if r.git_dirty else "")
+        run_id = r.run_id if width >= 100 else r.run_id.split("_")[0]  # the rest repeats GPU and case
+        table.add_row(side, r.version, run_id, *([] if same_gpu else [gpu_label(r.gpu)]), commit, r.code_digest)
+    return table
+
+
+def gpu_label(name: str) -> str:
+    from ..records import gpu_slug
+
+    return gpu_slug(name)
+
+
+def timing_table(d: RunDiff) -> Table:
+    from ..analysis.diff import format_ms
+    from ..render.diff_text import rel_change_text
+
+    v = d.verdict
+    assert v is not None
+    table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 1))
+    for col, justify in (("timing", "left"), ("A", "right"), ("B", "right"), ("change", "right"), ("B/A", "right")):
+        table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for row in d.timing_rows:
+        is_ms = row.unit == "ms"
+        a, b = (format_ms(row.a, 5), format_ms(row.b, 5)) if is_ms else (f"{row.a:g}", f"{row.b:g}")
+        table.add_row(row.name, a, b, rel_change_text(row.rel_change), f"{row.b / row.a:.3f}" if row.a else "—")
+    table.add_row("median CI", ci_text(v.ci_a, v.ci_coverage_a), ci_text(v.ci_b, v.ci_coverage_b), "", "")
+    return table
+
+
+def ci_text(ci: tuple[float, float], coverage: float) -> str:
+    from ..analysis.diff import format_ms_range
+
+    return f"{format_ms_range(*ci)} ({coverage:.0%})"
+
+
+def figures_table(figures: list[FigureDelta]) -> Table:
+    from ..render.diff_text import figure_label, figure_value, rel_change_text
+
+    table = Table(title="figures both runs have, most moved first", title_justify="left", box=None,
+                  header_style="bold", pad_edge=False, padding=(0, 1))
+    table.add_column("group", no_wrap=True, style="dim", max_width=24, overflow="ellipsis")
+    table.add_column("figure", overflow="fold")
+    table.add_column("A", justify="right", no_wrap=True)
+    table.add_column("B", justify="right", no_wrap=True)
+    table.add_column("change", justify="right", no_wrap=True)
+    for f in figures:
+        change = rel_change_text(f.rel_change)
+        style = "" if f.rel_change == 0 else "bold" if f.moved >= 0.05 else ""
+        table.add_row(f.group.replace("profile ", "ncu ", 1), figure_label(f), figure_value(f.a, f.unit),
+                      figure_value(f.b, f.unit), Text(change, style=style))
+    return table
+
+
+def paths_pair(path_a: str | None, path_b: str | None) -> str:
+    """'kernels/x/{v01.py → v02.py}' when both sit in one folder."""
+    if path_a and path_b:
+        head_a, _, name_a = path_a.rpartition("/")
+        head_b, _, name_b = path_b.rpartition("/")
+        if head_a == head_b:
+            return f"{head_a}/{{{name_a} → {name_b}}}" if name_a != name_b else path_a
+    return f"{path_a or '(new)'} → {path_b or '(removed)'}"
+
+
+def history_table(assignment: str, version: str, case: str, found: list[Run], width: int) -> Table:
+    from ..analysis.diff import comparability_warnings, compare_timing, format_ms, format_ms_range
+    from ..analysis.stats import median_ci
+
+    gpus = list(dict.fromkeys(r.device.slug for r in found))
+    on = f" · on {found[0].device.name}" if len(gpus) == 1 else ""
+    table = Table(title=f"[bold]{assignment} {version}[/bold] · case {case}{on} · {len(found)} run(s)",
+                  title_justify="left", box=None, header_style="bold", pad_edge=False, padding=(0, 1),
+                  collapse_padding=width < 100,
+                  caption=f"vs previous: the diff verdict against the run above on the same GPU (⚠: measured "
+                          f"differently, see report diff); runs of different sessions can differ by a few percent "
+                          f"with the card's state alone; name a run as {version.split('_')[0]}@<run id prefix>",
+                  caption_justify="left")
+    table.add_column("run id", no_wrap=True, overflow="ellipsis")  # a cut id is still a usable prefix
+    if len(gpus) > 1:
+        table.add_column("GPU", no_wrap=True)
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("median (99% CI)", justify="right", no_wrap=True)
+    table.add_column("vs previous", no_wrap=True)
+    table.add_column("commit", no_wrap=True)
+    table.add_column("code", no_wrap=True)
+    previous_on: dict[str, Run] = {}
+    for run in found:
+        commit = (run.code.git_commit or "?")[:8] + ("*" if run.code.git_dirty else "")
+        gpu = [run.device.slug] if len(gpus) > 1 else []
+        if run.timing is None:
+            table.add_row(run.run_id[:19], *gpu, "—", Text("check failed", style="red"), "", commit,
+                          run.code.digest[:8])
+            continue
+        ci = median_ci(run.timing.samples_ms)
+        ci_text = format_ms_range(ci.low_ms, ci.high_ms).removesuffix(" ms")
+        median = f"{format_ms(run.timing.median_ms)} [dim]({ci_text})[/dim]"
+        vs = Text("")
+        before = previous_on.get(run.device.slug)
+        if before is not None and before.timing is not None:
+            v = compare_timing(before.timing, run.timing)
+            label = "same" if v.verdict == "same" else (
+                f"{1 / v.ratio:.2f}× faster" if v.verdict == "faster" else f"{v.ratio:.2f}× slower")
+            vs = Text(label, style={"faster": "green", "slower": "red"}.get(v.verdict, ""))
+            if comparability_warnings(before, run):
+                vs.append(" ⚠", style="bold yellow")
+            if before.code.digest != run.code.digest:
+                vs.append(" (code)", style="dim")
+        table.add_row(run.run_id[:19], *gpu, str(run.timing.n), median, vs, commit, run.code.digest[:8])
+        previous_on[run.device.slug] = run
+    return table
