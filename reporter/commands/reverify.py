@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from ..assignments import AssignmentError, find_repo_root, get_assignment
+from ..render.tables import reverify_table
 from ..store import RecordError
 from .common import console, fail
 
@@ -42,7 +42,7 @@ def command(
 ) -> None:
     """Time versions against their exports from before a rewrite, interleaved; record report diff's verdict."""
     from .. import store
-    from ..analysis.diff import compare_timing, format_ms
+    from ..analysis.diff import compare_timing
     from ..harness.device import NoGPU
     from ..harness.reverify import ReverifyError, reverify
     from ..harness.run import RunOptions
@@ -72,7 +72,6 @@ def command(
     except (AssignmentError, RecordError, ReverifyError, ValueError) as e:
         fail(str(e))
 
-    table = Table("version", "case", "before", "now", "verdict (now against before)", title="re-verification")
     by_version: dict[str, list[ReverifyCase]] = {}
     for res in results:
         verdict = compare_timing(res.before.timing, res.after.timing) \
@@ -84,10 +83,6 @@ def command(
             summary=verdict.sentence if verdict else f"not timed: {problem or 'no timing'}"))
         if res.after.timing is not None:
             store.save(res.after, store.run_path(logs_dir, res.after))
-        table.add_row(res.version, res.case_name,
-                      format_ms(res.before.timing.median_ms) if res.before.timing else "-",
-                      format_ms(res.after.timing.median_ms) if res.after.timing else "-",
-                      verdict.sentence if verdict else f"[red]not timed: {problem}[/red]")
     failed = False
     for v in versions:
         rows = by_version.get(v.name, [])
@@ -103,7 +98,7 @@ def command(
         failed |= not rv.same
         console.print(f"{v.name}: {'same within noise on every case' if rv.same else 'NOT the same'} -> {path}",
                       highlight=False, markup=False)
-    console.print(table)
+    console.print(reverify_table(by_version))
     if failed:
         raise typer.Exit(1)
 

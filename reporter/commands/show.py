@@ -7,10 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
-from ..render.tables import code_table, derived_table, facts_grid, peers_table
+from ..render.tables import code_table, derived_table, facts_grid, kernel_metrics_table, peers_table
 from .common import CaseOpt, GpuOpt, LogsOpt, RootOpt, console, fail, project_paths, user_errors
 
 if TYPE_CHECKING:
@@ -83,9 +82,6 @@ def _print_run(run: Run, all_metrics: bool = False, peers_run: Run | None = None
 
 
 def _print_profile(run: Run, all_metrics: bool) -> None:
-    from ..ncu_metrics import CS149_BLOCK
-    from ..render.diff_text import figure_value
-
     p = run.profile
     if p is None:
         console.print("profile: none taken", style="dim")
@@ -95,22 +91,10 @@ def _print_profile(run: Run, all_metrics: bool) -> None:
         console.print(head + (f": {p.reason}" if p.reason else ""), highlight=False)
         return
     console.print(head + f", {len(p.kernels)} kernel(s)", highlight=False)
-    block = [(label, metric) for label, metric in CS149_BLOCK]
     hidden = 0
     for k in p.kernels:
-        table = Table(title=f"#{k.index} {k.name}", title_justify="left", box=None, header_style="bold",
-                      pad_edge=False, padding=(0, 1))
-        table.add_column("metric", overflow="fold")
-        table.add_column("value", justify="right", no_wrap=True)
-        if k.grid or k.block:
-            table.add_row("launch", f"grid {k.grid} × block {k.block}")
-        shown = [(label, k.metrics[m]) for label, m in block if m in k.metrics]
-        if all_metrics:
-            named = {m for _, m in block}
-            shown += [(name, m) for name, m in k.metrics.items() if name not in named]
-        hidden += len(k.metrics) - len(shown)
-        for label, m in shown:
-            table.add_row(label, figure_value(m.value, m.unit))
+        table, left_out = kernel_metrics_table(k, all_metrics)
+        hidden += left_out
         console.print(table)
     if hidden:
         console.print(f"[dim]{hidden} more metrics in the record: report show ... --all-metrics[/dim]")

@@ -11,7 +11,7 @@ from rich.text import Text
 if TYPE_CHECKING:
     from ..analysis.diff import FigureDelta, RunDiff
     from ..analysis.listing import ListRow
-    from ..records import Run
+    from ..records import KernelProfile, ReverifyCase, Run
 
 
 def agreement_table(check, runs=None):  # type: ignore[no-untyped-def]
@@ -295,4 +295,39 @@ def history_table(assignment: str, version: str, case: str, found: list[Run], wi
                 vs.append(" (code)", style="dim")
         table.add_row(run.run_id[:19], *gpu, str(run.timing.n), median, vs, commit, run.code.digest[:8])
         previous_on[run.device.slug] = run
+    return table
+
+
+def kernel_metrics_table(k: KernelProfile, all_metrics: bool) -> tuple[Table, int]:
+    """One profiled kernel: its launch and the CS149 block (every metric with ``all_metrics``), and
+    how many of its metrics were left out."""
+    from ..ncu_metrics import CS149_BLOCK
+    from .diff_text import figure_value
+
+    table = Table(title=f"#{k.index} {k.name}", title_justify="left", box=None, header_style="bold",
+                  pad_edge=False, padding=(0, 1))
+    table.add_column("metric", overflow="fold")
+    table.add_column("value", justify="right", no_wrap=True)
+    if k.grid or k.block:
+        table.add_row("launch", f"grid {k.grid} × block {k.block}")
+    shown = [(label, k.metrics[m]) for label, m in CS149_BLOCK if m in k.metrics]
+    if all_metrics:
+        named = {m for _, m in CS149_BLOCK}
+        shown += [(name, m) for name, m in k.metrics.items() if name not in named]
+    for label, m in shown:
+        table.add_row(label, figure_value(m.value, m.unit))
+    return table, len(k.metrics) - len(shown)
+
+
+def reverify_table(by_version: dict[str, list[ReverifyCase]]) -> Table:
+    """`report reverify`'s verdicts: each version and case, before and now, report diff's sentence."""
+    from ..analysis.diff import format_ms
+
+    table = Table("version", "case", "before", "now", "verdict (now against before)", title="re-verification")
+    for version, cases in by_version.items():
+        for c in cases:
+            table.add_row(version, c.case_name,
+                          format_ms(c.before.timing.median_ms) if c.before.timing else "-",
+                          format_ms(c.after.timing.median_ms) if c.after.timing else "-",
+                          c.summary if c.verdict else f"[red]{c.summary}[/red]")
     return table
