@@ -17,10 +17,10 @@ from typing import Annotated
 
 import typer
 
-from ..assignments import AssignmentError, find_repo_root, get_assignment
+from ..assignments import AssignmentError, get_assignment
 from ..render.tables import reverify_table
 from ..store import RecordError
-from .common import console, fail
+from .common import LogsOpt, RootOpt, console, fail, project_paths
 
 NAME = "reverify"
 
@@ -37,8 +37,7 @@ def command(
     budget_s: Annotated[float, typer.Option(help="wall-time budget per callable and case, seconds")] = 10.0,
     warmup: Annotated[int, typer.Option(help="untimed rounds first")] = 3,
     rest_s: Annotated[float, typer.Option("--rest-s", help="seconds of idle GPU before each pair's rounds")] = 3.0,
-    root: Annotated[Path | None, typer.Option("--root", help="project root; default: found upwards from here")] = None,
-    logs: Annotated[Path | None, typer.Option("--logs", help="records folder; default: <root>/logs")] = None,
+    root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Time versions against their exports from before a rewrite, interleaved; record report diff's verdict."""
     from .. import store
@@ -49,10 +48,9 @@ def command(
     from ..harness.timing import StoppingRule
     from ..records import Reverification, ReverifyCase
 
-    repo = (root or find_repo_root()).resolve()
-    logs_dir = (logs or repo / "logs").resolve()
+    repo, kernels, logs_dir = project_paths(root, logs)
     try:
-        a = get_assignment(repo / "kernels", assignment)
+        a = get_assignment(kernels, assignment)
         versions = [a.version(v) for v in version]
         cases = list(case) if case else list(a.cases())
         for c in cases:
