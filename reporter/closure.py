@@ -100,7 +100,7 @@ def own_cuda_sources(path: Path, tree: ast.Module) -> list[Path]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(CUDA_SUFFIXES) \
                 and "\n" not in node.value and len(node.value) < 256:
             q = path.parent / node.value
-            if q.is_file() and _inside(q, path.parent):
+            if q.is_file() and inside(q, path.parent):
                 found.append(q)
     return list(dict.fromkeys(q.resolve() for q in found))
 
@@ -117,7 +117,8 @@ def named_sources(tree: ast.Module, folder: Path) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _inside(path: Path, folder: Path) -> bool:
+def inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies below it (links resolved)."""
     try:
         path.resolve().relative_to(folder.resolve())
         return True
@@ -181,7 +182,7 @@ def _rel(path: Path, folder: Path, root: Path | None = None) -> str:
     """A file's place beside the version: relative to the assignment's folder when inside it, else
     relative to the include folder it was found under (``common/sm90/wgmma.cuh``)."""
     for base in (folder, root):
-        if base is not None and _inside(path, base):
+        if base is not None and inside(path, base):
             return path.resolve().relative_to(base.resolve()).as_posix()
     raise ClosureError(f"{path}: a header reached from outside the assignment's folder and the include folders "
                        f"({folder}, {folder.parent}); include shared headers by their path from {folder.parent}")

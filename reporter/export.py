@@ -56,12 +56,11 @@ from typing import Literal
 
 from . import store
 from .analysis.diff import format_ms
-from .assignments import Assignment, Version, git_state
-from .closure import ClosureError, source_closure
-from .submission import EmbeddedFile
-from .assignments import spec_literal
+from .assignments import Assignment, Version, git_state, spec_literal
+from .closure import ClosureError, imported_modules, inside, source_closure
 from .records import Run
 from .standing import figure, standing_run
+from .submission import EmbeddedFile
 
 PACKAGE = __name__.partition(".")[0]  # 'reporter'
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -121,41 +120,22 @@ def _parse(path: Path, text: str) -> ast.Module:
         raise ExportError(f"{path}:{e.lineno}: syntax error: {e.msg}") from e
 
 
-def _imports(tree: ast.Module) -> list[tuple[str, list[str]]]:
-    """(module, names) per absolute import anywhere in the file; ``import a.b`` gives ('a.b', [])."""
-    out: list[tuple[str, list[str]]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.extend((a.name, []) for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append((node.module, [a.name for a in node.names]))
-    return out
-
-
 def _package_imports(tree: ast.Module, path: Path) -> list[str]:
     """The modules of this package a file imports: ``from reporter.cuda import x``,
     ``import reporter.cuda``, ``from reporter import cuda`` all give 'reporter.cuda'."""
     out: list[str] = []
-    for module, names in _imports(tree):
+    for module, _, names in imported_modules(tree):
         if module == PACKAGE and names:
             out.extend(f"{PACKAGE}.{n}" for n in names)
         elif module == PACKAGE or module.startswith(PACKAGE + "."):
             out.append(module)
     for node in ast.walk(tree):  # relative imports, in a module of this package
-        if isinstance(node, ast.ImportFrom) and node.level > 0 and _inside(path, PACKAGE_DIR):
+        if isinstance(node, ast.ImportFrom) and node.level > 0 and inside(path, PACKAGE_DIR):
             if node.module:
                 out.append(f"{PACKAGE}.{node.module}")
             else:
                 out.extend(f"{PACKAGE}.{a.name}" for a in node.names)
     return list(dict.fromkeys(out))
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    try:
-        path.resolve().relative_to(folder.resolve())
-        return True
-    except ValueError:
-        return False
 
 
 def _origin(path: Path, repo: Path) -> str:
@@ -251,7 +231,7 @@ def collect(repo: Path, version: Version) -> tuple[list[EmbeddedFile], list[tupl
     modules += [(m, next(f.rel for f in files if f.module == m)) for m in order]
 
     local = set(order) | {PACKAGE, "__future__"}
-    third_party = {mod.partition(".")[0] for _, _, tree in texts.values() for mod, _ in _imports(tree)}
+    third_party = {mod.partition(".")[0] for _, _, tree in texts.values() for mod, _, _ in imported_modules(tree)}
     requires = sorted(m for m in third_party if m not in local and m not in sys.stdlib_module_names)
     return files, modules, requires
 

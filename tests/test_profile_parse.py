@@ -482,12 +482,10 @@ def test_profile_into_run_attaches_the_profile_and_the_cli_prints_it(tmp_path, f
 # --------------------------------------------------------------------------- the profiled process
 
 
-def test_profile_target_runs_warm_then_inside_the_range(tmp_path, monkeypatch):
-    """A CPU-only assignment stands in for a GPU one: the target loads it, calls the version
-    once outside and once inside <assignment>/<vNN>/profile, and prints nothing on stdout."""
-    import reporter.harness.profile_target as target
-
-    folder = tmp_path / "kernels" / "toy"
+def _toy_assignment(root: Path, extra: str = "") -> Path:
+    """kernels/toy/assignment.py under ``root``: one tiny case, the identity as reference, plus
+    ``extra`` (peers, say); a CPU-only stand-in for a GPU assignment."""
+    folder = root / "kernels" / "toy"
     folder.mkdir(parents=True)
     (folder / "assignment.py").write_text(textwrap.dedent("""
         from reporter.assignments import Tolerance
@@ -500,7 +498,16 @@ def test_profile_target_runs_warm_then_inside_the_range(tmp_path, monkeypatch):
             return data
         def work_model(n, seed=1):
             return WorkModel(flops=0, bytes=n, ceiling="copy")
-    """))
+    """) + textwrap.dedent(extra))
+    return folder
+
+
+def test_profile_target_runs_warm_then_inside_the_range(tmp_path, monkeypatch):
+    """A CPU-only assignment stands in for a GPU one: the target loads it, calls the version
+    once outside and once inside <assignment>/<vNN>/profile, and prints nothing on stdout."""
+    import reporter.harness.profile_target as target
+
+    folder = _toy_assignment(tmp_path)
     log = tmp_path / "calls.txt"
     (folder / "v01_toy.py").write_text(textwrap.dedent(f"""
         def custom_kernel(data):
@@ -528,26 +535,15 @@ def test_profile_target_profiles_a_peer_by_name(tmp_path, monkeypatch, capsys):
     an unknown peer is a clear error listing the ones there are."""
     import reporter.harness.profile_target as target
 
-    folder = tmp_path / "kernels" / "toy"
-    folder.mkdir(parents=True)
     log = tmp_path / "calls.txt"
-    (folder / "assignment.py").write_text(textwrap.dedent(f"""
-        from reporter.assignments import Peer, Tolerance
-        from reporter.records import WorkModel
-        CASES = {{"tiny": {{"n": 3, "seed": 1}}}}
-        TOLERANCE = Tolerance()
-        def generate_input(n, seed):
-            return list(range(n))
-        def ref_kernel(data):
-            return data
-        def work_model(n, seed=1):
-            return WorkModel(flops=0, bytes=n, ceiling="copy")
+    folder = _toy_assignment(tmp_path, f"""
+        from reporter.assignments import Peer
         def _lib(data):
             with open({str(log)!r}, "a") as f:
                 f.write("lib\\n")
             return data
         PEERS = {{"lib": Peer(_lib, "a library")}}
-    """))
+    """)
     (folder / "v01_toy.py").write_text("def custom_kernel(data):\n    return data\n")
     pushed: list[str] = []
     monkeypatch.setattr(target, "_sync", lambda: None)

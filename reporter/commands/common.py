@@ -21,6 +21,9 @@ LogsOpt = Annotated[Path | None, typer.Option("--logs", help="records folder; de
 CaseOpt = Annotated[str | None, typer.Option("--case", "-c", help="case name; default the assignment's BENCHMARK_CASE")]
 GpuOpt = Annotated[str | None, typer.Option(
     "--gpu", help="GPU label of the runs to use (e.g. h100); default the newest")]
+HoldOpt = Annotated[bool, typer.Option(
+    "--hold", help="hold the stream until each timed call is queued, so host launch time stays out of the samples "
+                   "(method cuda-events+hold)")]
 GpuFilterOpt = Annotated[str | None, typer.Option("--gpu", help="only runs on this GPU label (e.g. h100)")]
 
 

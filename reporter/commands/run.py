@@ -9,7 +9,7 @@ import typer
 
 from ..assignments import AssignmentError, get_assignment
 from ..store import RecordError
-from .common import LogsOpt, RootOpt, console, fail, project_paths
+from .common import HoldOpt, LogsOpt, RootOpt, console, fail, project_paths
 
 NAME = "run"
 
@@ -34,7 +34,7 @@ def command(
     remeasure_ceilings: Annotated[bool, typer.Option(help="measure device ceilings again instead of reusing logs/devices/")] = False,
     profile: Annotated[bool, typer.Option("--profile", help="also profile one call of each checked version under Nsight Compute (ncu); slow")] = False,
     profile_timeout_s: Annotated[float, typer.Option(help="give up on one ncu profile after this many seconds")] = 1800.0,
-    hold: Annotated[bool, typer.Option("--hold", help="hold the stream until each timed call is queued, so host launch time stays out of the samples (method cuda-events+hold)")] = False,
+    hold: HoldOpt = False,
     interleave: Annotated[bool, typer.Option(
         "--interleave/--sequential",
         help="--interleave: check everything, then time the versions and peers of each case together in rounds "

@@ -9,7 +9,7 @@ import typer
 
 from ..assignments import AssignmentError, get_assignment
 from ..store import RecordError
-from .common import LogsOpt, RootOpt, console, fail, project_paths
+from .common import HoldOpt, LogsOpt, RootOpt, console, fail, project_paths
 
 NAME = "sweep"
 
@@ -20,7 +20,7 @@ def command(
     case: Annotated[str | None, typer.Option("--case", "-c", help="case to sweep on; default the benchmark case")] = None,
     max_reps: Annotated[int, typer.Option(help="most timed repetitions per configuration")] = 20,
     budget_s: Annotated[float, typer.Option(help="wall-time budget per configuration, seconds (interleaved: the sum for all)")] = 1.5,
-    hold: Annotated[bool, typer.Option("--hold", help="hold the stream until each timed call is queued (see `report run --help`)")] = False,
+    hold: HoldOpt = False,
     interleave: Annotated[bool, typer.Option(
         "--interleave/--sequential",
         help="time the configurations in rounds, one call of each per round in a rotating order, so the card's "

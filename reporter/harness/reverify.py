@@ -22,14 +22,22 @@ from types import ModuleType
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from ..assignments import Assignment, Version
 from ..cuda import track_launches
 from ..records import CodeSnapshot, Run, SourceFile, derive
 from ..submission import Submission, SubmissionError, read_submission
-from .run import (QuietProgress, RunOptions, _CaseInputs, _check_once, _free, _new_run, _sync, kernel_builds,
-                  open_session)
+from .run import (
+    QuietProgress,
+    RunOptions,
+    _CaseInputs,
+    _check_once,
+    _free,
+    _new_run,
+    draw_case,
+    kernel_builds,
+    open_session,
+)
 from .timing import benchmark_interleaved
 
 
@@ -99,15 +107,10 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
         pairs.append(Pair(v, afters[v.name], before, sub))
 
     out: list[CaseResult] = []
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with QuietProgress(*columns, console=console, transient=False) as progress:
+    with QuietProgress(console=console, transient=False) as progress:
         for case_name in case_names:
-            case = a.case(case_name)
+            case, data, ref = draw_case(a, case_name, console)
             seed = int(case["seed"])
-            with console.status(f"{a.name}/{case_name}: drawing input and reference"):
-                data = a.spec.generate_input(**case)
-                ref = a.spec.ref_kernel(data)
-                _sync()
             for p in pairs:
                 config = getattr(p.after, "CONFIG", None)
                 after = _new_run(a, p.version, p.after, case_name, case, info, session, command, repo_root,

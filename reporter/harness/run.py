@@ -64,6 +64,16 @@ def _sync() -> None:
     torch.cuda.synchronize()
 
 
+def draw_case(a: Assignment, case_name: str, console: Console) -> tuple[dict, Any, Any]:
+    """A case's parameters, its seeded input and the reference output, computed once per case."""
+    case = a.case(case_name)
+    with console.status(f"{a.name}/{case_name}: drawing input and reference"):
+        data = a.spec.generate_input(**case)
+        ref = a.spec.ref_kernel(data)
+        _sync()
+    return case, data, ref
+
+
 def make_timer(hold: bool) -> CudaEventTimer:
     """Plain event timing, or event timing with the stream held (``--hold``)."""
     if not hold:
@@ -89,6 +99,8 @@ class QuietProgress(Progress):
     """
 
     def __init__(self, *columns: Any, interval_s: float = 0.25, **kwargs: Any) -> None:
+        columns = columns or (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                              TimeElapsedColumn())
         super().__init__(*columns, auto_refresh=False, **kwargs)
         self._interval_s = interval_s
         self._drawn = 0.0
@@ -409,8 +421,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
     summary: list[Run] = []
     modules = {v.name: v.load() for v in versions}
 
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with QuietProgress(*columns, console=console, transient=False) as progress:
+    with QuietProgress(console=console, transient=False) as progress:
         overall = progress.add_task("runs", total=len(case_names) * len(versions))
 
         def keep(r: Run) -> None:  # write the record, tell the caller
@@ -420,12 +431,8 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
             progress.advance(overall)
 
         for case_name in case_names:
-            case = a.case(case_name)
+            case, data, ref = draw_case(a, case_name, console)
             seed = int(case["seed"])
-            with console.status(f"{a.name}/{case_name}: drawing input and reference"):
-                data = a.spec.generate_input(**case)
-                ref = a.spec.ref_kernel(data)
-                _sync()
             if opts.interleave:
                 for r in _run_case_interleaved(a, versions, modules, case_name, case, data, ref, opts, flush, timer,
                                                ceilings, ceilings_ref, info, session, command, repo_root, progress,
@@ -494,17 +501,14 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
     if not configs or make is None:
         raise ValueError(f"{v.path}: a sweep needs SWEEP (a list of configs) and make_kernel(config)")
     info = device_info()
-    case = a.case(case_name)
     flush = L2Flusher(info.l2_bytes)
     timer = make_timer(hold)
     sampler = open_sampler()
-    data = a.spec.generate_input(**case)
-    ref = a.spec.ref_kernel(data)
+    case, data, ref = draw_case(a, case_name, console)
     points: list[SweepPoint] = []
     opts = RunOptions(rule=rule, hold=hold)
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     fns: dict[int, Callable[[Any], Any]] = {}
-    with QuietProgress(*columns, console=console) as progress:
+    with QuietProgress(console=console) as progress:
         task = progress.add_task(f"sweep {v.name} · {case_name}" + (" · check" if interleave else ""),
                                  total=len(configs))
         for cfg in configs:
