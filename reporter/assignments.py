@@ -12,6 +12,8 @@ the GPU MODE / CS149 harnesses), ``vNN_slug.py`` files (one per iteration, each 
 * ``TOLERANCE``: a :class:`Tolerance` (``Tolerance.exact()`` for integer results);
 * ``work_model(**case) -> WorkModel``;
 * ``PEERS``: ``{name: Peer}``, library implementations timed beside the versions;
+* optionally ``PROBES``: ``{name: Probe}``, pieces of a version timed alone to tell which one bounds
+  it (``report run --probes``); they are not checked, since they do not compute the answer;
 * ``REFERENCE_RESULTS``: public results (leaderboard rows) with their GPU;
 * optionally ``COURSE``: a :class:`CourseSource`, the course problem folder whose interface the
   assignment follows (its harness can then run the exports: ``report crosscheck``);
@@ -76,6 +78,16 @@ class Tolerance:
 @dataclass(frozen=True)
 class Peer:
     """A library implementation timed in the same run (e.g. torch SDPA with one backend)."""
+
+    fn: Callable[[Any], Any]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A piece of a kernel timed alone (its loads without the arithmetic, say), called with the
+    case's input like a version. Its output is not checked: a probe does not compute the answer.
+    It raises ``ValueError`` when it does not apply to a case (the harness records why)."""
 
     fn: Callable[[Any], Any]
     description: str = ""

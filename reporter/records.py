@@ -303,6 +303,11 @@ class Profile(Record):
     tool_version: str | None = None
     command: list[str] = Field(default_factory=list)
     kernels: list[KernelProfile] = Field(default_factory=list)
+    read_with: str | None = Field(None, description="what read the metrics: 'ncu_report' (NVIDIA's module, "
+                                  "from the report file), 'ncu --import csv' or 'ncu stdout csv'; None in "
+                                  "records made before it was kept")
+    report_file: str | None = Field(None, description="the profile's .ncu-rep, beside the run's record (a "
+                                    "name in its folder), for Nsight Compute's UI; None when not kept")
 
 
 # --------------------------------------------------------------------------- builds
@@ -364,6 +369,16 @@ class PeerResult(Record):
     error: str | None = None
 
 
+class ProbeResult(Record):
+    """A probe (:class:`reporter.assignments.Probe`) timed on the case's input, unchecked: what a
+    piece of a kernel takes alone. Always timed on the case's own input, one call after another."""
+
+    name: str
+    description: str = ""
+    timing: TimingStats | None = None
+    error: str | None = None
+
+
 class Measurement(Record):
     """What every measured record (a run, a sweep) says about where and on what it was taken."""
 
@@ -392,6 +407,8 @@ class Run(Measurement):
     derived: Derived | None = None
     ceilings_ref: str | None = Field(None, description="path of the ceilings record the derived figures used")
     peers: list[PeerResult] = Field(default_factory=list)
+    probes: list[ProbeResult] = Field(default_factory=list, description="`report run --probes`: pieces of a "
+                                      "kernel timed alone on this case, in the same session")
     profile: Profile | None = None
     builds: list[KernelBuild] = Field(
         default_factory=list, description="the compiler's report on each CUDA-source kernel the version launched "

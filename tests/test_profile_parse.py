@@ -618,3 +618,179 @@ def test_report_run_has_a_profile_option():
     result = CliRunner().invoke(app, ["run", "--help"])
     assert result.exit_code == 0 and "--profile" in result.output
     assert RunOptions().profile is False and RunOptions(profile=True).profile
+
+
+# --------------------------------------------------------------------------- the report file (.ncu-rep)
+
+# A stand-in for NVIDIA's ncu_report module with the calls reporter.harness.profile makes (load_report,
+# ranges, actions, metric names, kinds, values, units); the real module is exercised on the GPU
+# (tests/test_profile_gpu.py compares what it reads with ncu's own CSV of the same file).
+FAKE_NCU_REPORT = '''
+class IMetric:
+    ValueKind_STRING, ValueKind_DOUBLE, ValueKind_UINT64 = 1, 2, 3
+
+class IAction:
+    NameBase_DEMANGLED = 7
+
+class _Metric:
+    def __init__(self, kind, value, unit):
+        self._k, self._v, self._u = kind, value, unit
+    def kind(self): return self._k
+    def as_string(self): return str(self._v)
+    def as_double(self): return float(self._v)
+    def as_uint64(self): return int(self._v)
+    def unit(self): return self._u
+
+class _Action:
+    def __init__(self, name, metrics): self._n, self._m = name, metrics
+    def name(self, base=None): return self._n + ("(demangled)" if base == IAction.NameBase_DEMANGLED else "")
+    def metric_names(self): return set(self._m)
+    def metric_by_name(self, n): return self._m.get(n)
+
+class _Range:
+    def __init__(self, actions): self._a = actions
+    def num_actions(self): return len(self._a)
+    def action_by_idx(self, i): return self._a[i]
+
+class _Context:
+    def __init__(self, ranges): self._r = ranges
+    def num_ranges(self): return len(self._r)
+    def range_by_idx(self, i): return self._r[i]
+
+def load_report(path):
+    assert open(path).read() == "report"
+    M = _Metric
+    metrics = {
+        "gpu__time_duration.sum": M(IMetric.ValueKind_DOUBLE, 83.5, "usecond"),
+        "dram__bytes_read.sum": M(IMetric.ValueKind_UINT64, 123456789012345, "byte"),
+        "launch__grid_dim_x": M(IMetric.ValueKind_UINT64, 132, ""),
+        "launch__grid_dim_y": M(IMetric.ValueKind_UINT64, 1, ""),
+        "launch__grid_dim_z": M(IMetric.ValueKind_UINT64, 1, ""),
+        "launch__block_dim_x": M(IMetric.ValueKind_UINT64, 384, ""),
+        "launch__block_dim_y": M(IMetric.ValueKind_UINT64, 1, ""),
+        "launch__block_dim_z": M(IMetric.ValueKind_UINT64, 1, ""),
+        "device__attribute_display_name": M(IMetric.ValueKind_STRING, "NVIDIA H100", ""),
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed": M(IMetric.ValueKind_DOUBLE, 61.25, "%"),
+    }
+    return _Context([_Range([_Action("attn_fwd", metrics)])])
+'''
+
+
+def _fake_install(tmp_path: Path, with_module: bool, ncu_body: str) -> str:
+    """An Nsight Compute install: <root>/nsight-compute-2025.3/{ncu, extras/python/ncu_report.py} and
+    CUDA's wrapper <root>/bin/ncu, which is what find_ncu() usually returns."""
+    install = tmp_path / "nsight-compute-2025.3"
+    install.mkdir()
+    real = Path(_fake_ncu(install, ncu_body))
+    if with_module:
+        (install / "extras" / "python").mkdir(parents=True)
+        (install / "extras" / "python" / "ncu_report.py").write_text(FAKE_NCU_REPORT)
+    (tmp_path / "bin").mkdir()
+    wrapper = tmp_path / "bin" / "ncu"
+    wrapper.write_text(f'#!/bin/sh\nexec "{real}" "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    return str(wrapper)
+
+
+@pytest.fixture()
+def fresh_module(monkeypatch):
+    """Each test imports its own ncu_report."""
+    monkeypatch.delitem(sys.modules, "ncu_report", raising=False)
+    yield
+    sys.modules.pop("ncu_report", None)
+
+
+def test_ncu_command_exports_a_report_when_asked(flashattn, tmp_path):
+    a, v = flashattn
+    plain = ncu_command("ncu", assignment=a.name, version=v.name, version_short=v.short, case="c", root=ROOT)
+    assert "--export" not in plain
+    cmd = ncu_command("ncu", assignment=a.name, version=v.name, version_short=v.short, case="c", root=ROOT,
+                      export=tmp_path / "p.ncu-rep")
+    assert cmd[cmd.index("--export") + 1] == str(tmp_path / "p.ncu-rep") and "--force-overwrite" in cmd
+
+
+def test_the_report_module_is_found_in_the_install_ncu_belongs_to(tmp_path):
+    from reporter.harness.profile import ncu_report_dir
+
+    wrapper = _fake_install(tmp_path, True, "exit 0\n")
+    assert ncu_report_dir(wrapper) == tmp_path / "nsight-compute-2025.3" / "extras" / "python"
+    assert ncu_report_dir(str(tmp_path / "nsight-compute-2025.3" / "ncu")) == ncu_report_dir(wrapper)
+    other = tmp_path / "elsewhere" / "bin"  # an ncu with no install beside it
+    other.mkdir(parents=True)
+    assert ncu_report_dir(_fake_ncu(other, "exit 0\n")) is None
+
+
+def test_the_report_is_read_with_ncu_report_where_the_install_ships_it(tmp_path, fresh_module):
+    from reporter.harness.profile import read_report
+
+    wrapper = _fake_install(tmp_path, True, "exit 3\n")  # the CSV import would fail: the module must read it
+    rep = tmp_path / "p.ncu-rep"
+    rep.write_text("report")
+    (k,), how = read_report(rep, wrapper)
+    assert how == "ncu_report"
+    assert k.name == "attn_fwd(demangled)" and k.grid == "(132, 1, 1)" and k.block == "(384, 1, 1)"
+    assert k.metrics["gpu__time_duration.sum"].value == pytest.approx(83_500) and \
+        k.metrics["gpu__time_duration.sum"].unit == "ns"  # base units, as the CSV path stores them
+    assert k.metrics["dram__bytes_read.sum"].value == 123456789012345  # every digit of an integer
+    assert k.metrics["device__attribute_display_name"].value == "NVIDIA H100"
+    assert k.metrics["sm__throughput.avg.pct_of_peak_sustained_elapsed"].unit == "%"
+    (k2,), _ = read_report(rep, wrapper, keep={"gpu__time_duration.sum"}.__contains__)
+    assert set(k2.metrics) == {"gpu__time_duration.sum"}
+
+
+def test_without_the_module_ncu_import_reads_the_report_as_csv(tmp_path, fresh_module):
+    from reporter.harness.profile import read_report
+
+    wrapper = _fake_install(tmp_path, False, f"""
+        [ "$1" = "--import" ] && [ -f "$2" ] && cat "{HANDWRITTEN}" && exit 0
+        exit 5
+    """)
+    rep = tmp_path / "p.ncu-rep"
+    rep.write_text("report")
+    kernels, how = read_report(rep, wrapper)
+    assert how == "ncu --import csv" and kernels == _kernels()
+
+
+def test_a_module_that_fails_to_load_falls_back_to_the_csv(tmp_path, fresh_module):
+    from reporter.harness.profile import read_report
+
+    wrapper = _fake_install(tmp_path, True, f'[ "$1" = "--import" ] && cat "{HANDWRITTEN}"\n')
+    (tmp_path / "nsight-compute-2025.3" / "extras" / "python" / "ncu_report.py").write_text(
+        "raise ImportError('libgcc_s.so.1: cannot open shared object file')\n")
+    rep = tmp_path / "p.ncu-rep"
+    rep.write_text("report")
+    kernels, how = read_report(rep, wrapper)
+    assert how == "ncu --import csv" and len(kernels) == 2
+
+
+def test_a_profile_keeps_its_report_beside_the_record(tmp_path, flashattn, fresh_module):
+    """ncu writes the file named after --export; the profile reads it, and the file is kept where
+    asked, under the name the record gives."""
+    a, v = flashattn
+    wrapper = _fake_install(tmp_path, False, f"""
+        if [ "$1" = "--version" ]; then echo "Version 2025.3.1.0"; exit 0; fi
+        if [ "$1" = "--import" ]; then cat "{HANDWRITTEN}"; exit 0; fi
+        while [ $# -gt 0 ]; do
+            if [ "$1" = "--export" ]; then printf report > "$2"; fi
+            shift
+        done
+        echo "==PROF== Report: written"
+    """)
+    keep = tmp_path / "logs" / "flashattn" / "v02_fused_triton" / "20261122T000000Z_h100_test_small.ncu-rep"
+    p = profile_version(ROOT, a, v, "test_small", options=ProfileOptions(ncu=wrapper, timeout_s=30, keep_report=keep))
+    assert p.status == "ok", p.reason
+    assert p.read_with == "ncu --import csv" and len(p.kernels) == 2
+    assert keep.read_text() == "report" and p.report_file == keep.name
+    assert not list(keep.parent.glob("*.part"))
+
+    p = profile_version(ROOT, a, v, "test_small", options=ProfileOptions(ncu=wrapper, timeout_s=30))
+    assert p.status == "ok" and p.report_file is None  # not kept: nothing written anywhere
+
+
+def test_a_profile_without_a_report_file_reads_the_printed_csv(tmp_path, flashattn):
+    a, v = flashattn
+    ncu = _fake_ncu(tmp_path, f'cat "{HANDWRITTEN}"\n')
+    p = profile_version(ROOT, a, v, "test_small", options=ProfileOptions(ncu=ncu, timeout_s=30,
+                                                                         keep_report=tmp_path / "k.ncu-rep"))
+    assert p.status == "ok" and p.read_with == "ncu stdout csv" and p.report_file is None
+    assert not (tmp_path / "k.ncu-rep").exists()

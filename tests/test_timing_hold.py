@@ -103,10 +103,28 @@ def test_a_hold_that_times_out_while_timing_voids_the_run():
         benchmark(lambda rep: rep, timer=timer, rule=RULE)
 
 
-def test_clock_event_reason_names():
+def test_clock_event_reason_names_come_from_pynvml_constants():
+    pynvml = pytest.importorskip("pynvml")
     assert reason_names(0) == []
-    assert reason_names(0x4 | 0x40) == ["sw_power_cap", "hw_thermal_slowdown"]
-    assert reason_names(0x1000) == ["0x1000"]
+    mask = pynvml.nvmlClocksEventReasonSwPowerCap | pynvml.nvmlClocksEventReasonHwThermalSlowdown
+    assert reason_names(mask) == ["sw_power_cap", "hw_thermal_slowdown"]
+    # the name records have always kept, although NVML calls it DisplayClockSetting
+    assert reason_names(pynvml.nvmlClocksEventReasonDisplayClockSetting) == ["display_clocks_setting"]
+    assert reason_names(1 << 40) == ["0x10000000000"]  # a bit NVML has no name for
+
+
+def test_without_pynvml_no_bit_has_a_name(monkeypatch):
+    import sys
+
+    from reporter.harness.gpu_state import clock_event_reasons
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
+    clock_event_reasons.cache_clear()
+    try:
+        assert reason_names(0x44) == ["0x44"]
+    finally:
+        monkeypatch.undo()
+        clock_event_reasons.cache_clear()
 
 
 @pytest.mark.gpu

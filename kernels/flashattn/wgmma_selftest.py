@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""On-GPU self-test of v06_wgmma: compile, debug modes with descriptor retries, checks, timing.
+"""On-GPU self-test of v06_wgmma: compile, debug modes with descriptor retries, checks.
 
 Every stage runs in its own subprocess with a timeout, so a ``trap`` (the kernel's
 HANG_TRAP), an illegal address or a hang in one stage loses nothing else; the parent prints
@@ -17,18 +17,20 @@ a summary table at the end and writes ``$OUT/wgmma_selftest.json`` when ``$OUT``
   mode0    full attention with the settled strides: (1, 2, 256, 128), test_small, test_medium
            against the assignment's ref_kernel and tolerance, outputs NaN-poisoned; then the
            EXTRA_CONFIGS on (1, 2, 256, 128) and test_small
-  bench    (4, 64, 8192, 128): 3 warm-ups, 20 timed calls with CUDA events, L2 flushed (a
-           write of twice its size) before each; median ms and TFLOP/s (4·B·H·S²·D flops)
-           for v06, torch SDPA (cuDNN, FlashAttention-2) timed the same way, then the
-           EXTRA_CONFIGS; v06's output is compared with cuDNN's
 
   v07      v07_pingpong: compile every SWEEP config (NVRTC attributes + nvcc ptxas report), then
            v07 as configured on (1, 2, 256, 128), test_small, test_medium and the other SWEEP
-           configs on (1, 2, 256, 128) and test_small (NaN-poisoned, assignment tolerance);
-           the bench stage then also times every v07 SWEEP config. Skipped in fake mode.
+           configs on (1, 2, 256, 128) and test_small (NaN-poisoned, assignment tolerance).
+           Skipped in fake mode.
+
+Timing is not a stage: the harness does it, with the check and the peers, for v06 as
+configured and for every configuration of a SWEEP (nothing written with --quick):
+
+    report run flashattn -v v06 -c benchmark --quick
+    report sweep flashattn v06 --quick; report sweep flashattn v07 --quick
 
     python3 kernels/flashattn/wgmma_selftest.py                   # all stages, under 4 minutes
-    python3 kernels/flashattn/wgmma_selftest.py --only compile,v07,bench   # skip v06's debug modes
+    python3 kernels/flashattn/wgmma_selftest.py --only compile,v07   # skip v06's debug modes
     python3 kernels/flashattn/wgmma_selftest.py --only mode1,mode2
     python3 kernels/flashattn/wgmma_selftest.py --stage mode1 --payload '{"candidates": [{}]}'  # in-process
 """
@@ -57,17 +59,15 @@ for _p in (str(ROOT), str(HERE)):
 MARK = "@@RESULT "
 SEED = 1118
 DEBUG_SHAPE = (1, 2, 256, 128)
-BENCH_SHAPE = (4, 64, 8192, 128)
 TOTAL_BUDGET_S = 225.0  # the whole self-test stays under 4 minutes
-STAGE_TIMEOUT_S = {"compile": 90, "mode1": 60, "mode2": 60, "mode0": 90, "v07": 120, "bench": 120}
-STAGES_ALL = ["compile", "mode1", "mode2", "mode0", "v07", "bench"]
+STAGE_TIMEOUT_S = {"compile": 90, "mode1": 60, "mode2": 60, "mode0": 90, "v07": 120}
+STAGES_ALL = ["compile", "mode1", "mode2", "mode0", "v07"]
 CHUNK_TOL = 0.1  # matching recovered operand chunks: least squares through a square random matrix loses digits
 # WGMMA_SELFTEST_FAKE=1 runs every stage on the CPU against an emulation of the kernel (torch
 # math), to test this script without a GPU; WGMMA_FAKE_TRUTH='{"V_LBO": 1024, "V_SBO": 16384}'
 # makes the emulated hardware accept only those strides (wrong ones swap the d halves), and
 # WGMMA_FAKE_CRASH='{"V_SBO": 2048}' kills the process on a launch with those defines.
 FAKE = os.environ.get("WGMMA_SELFTEST_FAKE") == "1"
-FAKE_BENCH_SHAPE = (1, 2, 256, 128)
 # other v06 configurations, checked on small cases and timed after v06 as configured:
 # the swept ring depth, the (default-off) intra-warpgroup overlap, and no proxy fence
 EXTRA_CONFIGS: list[dict[str, int]] = [{"STAGES": 3}, {"INTRA_WG_OVERLAP": 1}, {"PROXY_FENCE": 0}]
@@ -108,11 +108,6 @@ def parse_results(text: str) -> list[dict[str, Any]]:
             except json.JSONDecodeError:
                 pass
     return out
-
-
-def tflops(shape: tuple[int, int, int, int], ms: float) -> float:
-    b, h, s, d = shape
-    return 4.0 * b * h * s * s * d / (ms * 1e-3) / 1e12
 
 
 def block_error_map(out: Any, ref: Any, tol: float, rows: int = 128, block: int = 8) -> list[str]:
@@ -601,106 +596,6 @@ def child_v07(payload: dict[str, Any]) -> None:
         emit(rec)
 
 
-def _time_ms(fn: Any, data: Any, reps: int = 20, warmup: int = 3) -> tuple[float, float, list[float]]:
-    """Median and min of `reps` CUDA-event timings, each after an L2 flush (a write of 2x L2)."""
-    import torch
-
-    samples = []
-    if FAKE:
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn(data)
-            samples.append((time.perf_counter() - t0) * 1e3)
-        srt = sorted(samples)
-        return srt[len(srt) // 2], srt[0], samples
-    l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 50 << 20))
-    flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
-        fn(data)
-    torch.cuda.synchronize()
-    for _ in range(reps):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn(data)
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-    srt = sorted(samples)
-    return srt[len(srt) // 2], srt[0], samples
-
-
-def child_bench(payload: dict[str, Any]) -> None:
-    import torch
-
-    v06 = _v06()
-    defines = dict(payload.get("defines", {}))
-    shape = FAKE_BENCH_SHAPE if FAKE else BENCH_SHAPE
-    data = _inputs(shape, seed=SEED)
-
-    def v06_fn(extra: dict[str, Any]) -> Any:
-        def run(d: Any) -> Any:
-            out = torch.empty_like(d[0])
-            _launch(d[0], d[1], d[2], defines={**defines, **extra}, out=out)
-            return out
-        return run
-
-    def sdpa(backend: str) -> Any:
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
-        backend = "MATH" if FAKE else backend
-
-        def run(d: Any) -> Any:
-            with sdpa_kernel(getattr(SDPBackend, backend)):
-                return torch.nn.functional.scaled_dot_product_attention(d[0], d[1], d[2], is_causal=False)
-        return run
-
-    cudnn_out = None
-    try:
-        cudnn_out = sdpa("CUDNN_ATTENTION")(data)
-        _sync()
-    except Exception as e:  # noqa: BLE001
-        print(f"[bench] cuDNN SDPA unavailable: {e}", flush=True)
-    # v06 as configured and the peers first; other configurations last (a trap ends the process)
-    entries = [("v06", v06_fn({})), ("sdpa_cudnn", sdpa("CUDNN_ATTENTION")), ("sdpa_flash", sdpa("FLASH_ATTENTION"))]
-    if not FAKE:  # v07's configs right after the peers (same data, flush and reps)
-        v07 = _v07()
-
-        def v07_fn(cfg: dict[str, Any]) -> Any:
-            def run(d: Any) -> Any:
-                out = torch.empty_like(d[0])
-                v07.launch(d[0], d[1], d[2], config=cfg, out=out)
-                return out
-            return run
-        entries += [(f"v07 {_tag(cfg)}" + (" (CONFIG)" if cfg == v07.CONFIG else ""), v07_fn(cfg))
-                    for cfg in v07.SWEEP]
-    entries += [("v06 " + ",".join(f"{k}={v}" for k, v in extra.items()), v06_fn(extra)) for extra in EXTRA_CONFIGS]
-    print(f"[bench] device {'cpu (fake)' if FAKE else torch.cuda.get_device_name()} shape {shape}", flush=True)
-    for name, fn in entries:
-        rec: dict[str, Any] = {"stage": "bench", "name": name, "shape": list(shape)}
-        try:
-            med, best, samples = _time_ms(fn, data, reps=3 if FAKE else 20)
-            rec.update(ok=True, median_ms=med, min_ms=best, tflops=tflops(shape, med),
-                       samples_ms=[round(x, 4) for x in samples])
-            if name.startswith(("v06", "v07")) and cudnn_out is not None:
-                out = fn(data)
-                _sync()
-                diff = (out.float() - cudnn_out.float()).abs()
-                rec["max_abs_diff_vs_cudnn"] = float(torch.nan_to_num(diff, nan=float("inf")).max())
-            print(f"[bench] {name}: median {med:.3f} ms (min {best:.3f}) = {rec['tflops']:.1f} TFLOP/s"
-                  + (f", max |diff| vs cuDNN {rec['max_abs_diff_vs_cudnn']:.2e}" if "max_abs_diff_vs_cudnn" in rec
-                     else ""), flush=True)
-        except Exception as e:  # noqa: BLE001
-            rec["ok"] = False
-            rec["error"] = f"{type(e).__name__}: {e}"[-2000:]
-            print(f"[bench] {name}: ERROR {rec['error']}", flush=True)
-            emit(rec)
-            if name.startswith(("v06", "v07")):
-                raise  # a trap kills the context: nothing after it could run
-            continue
-        emit(rec)
-
-
 def run_child_stage(stage: str, payload: dict[str, Any]) -> int:
     import torch
 
@@ -718,8 +613,6 @@ def run_child_stage(stage: str, payload: dict[str, Any]) -> int:
         child_mode0(payload)
     elif stage == "v07":
         child_v07(payload)
-    elif stage == "bench":
-        child_bench(payload)
     else:
         raise SystemExit(f"unknown stage {stage}")
     return 0
@@ -834,43 +727,25 @@ def summarize(log: list[dict[str, Any]], chosen: dict[str, Any]) -> list[str]:
                 else:
                     det = r.get("error", "")[:100]
                 rows.append((stage, r.get("case", ""), "PASS" if r.get("ok") else "FAIL", det))
-            elif stage == "bench":
-                if r.get("ok"):
-                    det = f"{r['median_ms']:.3f} ms  {r['tflops']:.1f} TFLOP/s"
-                    if "max_abs_diff_vs_cudnn" in r:
-                        det += f"  |diff| vs cuDNN {r['max_abs_diff_vs_cudnn']:.1e}"
-                else:
-                    det = r.get("error", "")[:100]
-                rows.append((stage, r.get("name", ""), "ok" if r.get("ok") else "FAIL", det))
         if entry["status"] not in ("ok",):
             rows.append((stage, "(process)", entry["status"].upper(), "see its output above"))
     widths = [max(len(str(row[i])) for row in rows) for i in range(3)]
     lines = [f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}" for row in rows]
     lines.insert(1, "-" * min(120, max(len(x) for x in lines)))
-    lines.append(f"descriptor defines used for mode0/bench: {json.dumps(chosen)}")
+    lines.append(f"descriptor defines used for mode0: {json.dumps(chosen)}")
     return lines
 
 
 def headline(log: list[dict[str, Any]]) -> dict[str, Any]:
-    """The few facts the run is for: v06 (as configured) correct on the assignment's cases, its time, cuDNN's."""
+    """The few facts the run is for: v06 (as configured) and v07 correct on the assignment's cases."""
     recs = [r for entry in log for r in entry.get("records", [])]
     out: dict[str, Any] = {}
     checks = {r["case"]: bool(r.get("ok")) for r in recs if r.get("stage") == "mode0" and not r.get("extra_defines")}
     if checks:
         out["v06_correct_on"] = checks
-    bench = {r["name"]: r for r in recs if r.get("stage") == "bench" and r.get("ok")}
-    for name in ("v06", "sdpa_cudnn"):
-        if name in bench:
-            out[f"{name}_median_ms"] = round(bench[name]["median_ms"], 3)
-            out[f"{name}_tflops"] = round(bench[name]["tflops"], 1)
     v07_checks = {r["case"]: bool(r.get("ok")) for r in recs if r.get("stage") == "v07" and "max_abs_err" in r}
     if v07_checks:
         out["v07_correct_on"] = v07_checks
-    for name, r in bench.items():
-        if name.startswith("v07"):
-            out[f"{name}_median_ms"] = round(r["median_ms"], 3)
-    if "v06" in bench and "sdpa_cudnn" in bench:
-        out["v06_over_cudnn_time_ratio"] = round(bench["v06"]["median_ms"] / bench["sdpa_cudnn"]["median_ms"], 3)
     return out
 
 
@@ -907,8 +782,6 @@ def parent(only: list[str], budget_s: float) -> int:
         runner.child("mode0", {"defines": chosen})
     if "v07" in only:
         runner.child("v07", {})
-    if "bench" in only:
-        runner.child("bench", {"defines": chosen})
 
     if runner.no_device:
         print("\n*** no CUDA device in the child processes: nothing was tested", flush=True)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reporter.assignments import CourseSource, Peer, ReferenceResult, Tolerance
+from reporter.assignments import CourseSource, Peer, Probe, ReferenceResult, Tolerance
 from reporter.records import WorkModel
 
 TITLE = "Per-channel histogram: uint8 [length, num_channels] → int32 [num_channels, num_bins]"
@@ -135,4 +135,37 @@ PEERS = {
     "bincount_per_channel": Peer(_bincount_per_channel,
                                  "torch.bincount per channel in a Python loop (the CS149 reference)"),
     "bincount_offset": Peer(_bincount_offset, "one torch.bincount over value + num_bins·channel"),
+}
+
+
+def _probe(name: str) -> Any:
+    """A probe of histogram_probes.py, looked up at its first call (it needs CuPy and a GPU) and
+    called directly from then on."""
+    found: list[Any] = []
+
+    def call(data: tuple[Any, int]) -> None:
+        if not found:
+            import histogram_probes as hp
+
+            found.append({"probe_read_w4": lambda: hp.read_strips(name, 128, 1024),
+                          "probe_read_w8": lambda: hp.read_strips(name, 256, 512),
+                          "probe_read_w16": lambda: hp.read_strips(name, 512, 256),
+                          "probe_no_atomics": lambda: hp.no_atomics,
+                          "probe_atoms_bin_major": lambda: hp.atomics_only(name),
+                          "probe_atoms_channel_major": lambda: hp.atomics_only(name)}[name]())
+        found[0](data)
+
+    return call
+
+
+# pieces of v05 timed alone (probes.cu; `report run histogram -c benchmark --probes`)
+PROBES = {
+    "probe_read_w4": Probe(_probe("probe_read_w4"), "read only, 128-byte strips (4 B per lane), 1024 threads"),
+    "probe_read_w8": Probe(_probe("probe_read_w8"), "read only, 256-byte strips (8 B per lane), 512 threads"),
+    "probe_read_w16": Probe(_probe("probe_read_w16"), "read only, 512-byte strips (16 B per lane), 256 threads"),
+    "probe_no_atomics": Probe(_probe("probe_no_atomics"), "v05's loop with its shared atomic replaced by an add"),
+    "probe_atoms_bin_major": Probe(_probe("probe_atoms_bin_major"),
+                                   "v05's shared atomics alone (bin-major, conflict-free layout), no loads"),
+    "probe_atoms_channel_major": Probe(_probe("probe_atoms_channel_major"),
+                                       "the same atomics in v03's channel-major layout (bank = value % 32)"),
 }

@@ -1,5 +1,6 @@
-// Probes: pieces of v05 timed alone, to tell which one bounds it. Not versions (bench_quick.py
-// runs them; the harness does not). Every probe uses v05's persistent grid (groups x chunks
+// Probes: pieces of v05 timed alone, to tell which one bounds it. Not versions: the harness times
+// them unchecked (assignment.PROBES, histogram_probes.py; `report run histogram --probes`).
+// Every probe uses v05's persistent grid (groups x chunks
 // blocks of THREADS threads, one per SM) and writes one word per thread to `sink` so that
 // nothing is optimised away.
 //

@@ -1,5 +1,6 @@
 """`report run`: check and time versions of an assignment on a CUDA GPU; write records under
-logs/."""
+logs/. ``--quick`` is the same check and timing loop for a look while working: 20 timed calls, no
+rest, nothing written."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ from ..store import RecordError
 from .common import HoldOpt, LogsOpt, RootOpt, console, fail, project_paths
 
 NAME = "run"
+EPILOG = ("Quick look while working: report run flashattn -v v15 -c benchmark --quick  ·  "
+          "with the assignment's probes: report run histogram -c benchmark --probes")
+
+#: what --quick changes: timed calls (min = max) and the rest before each timing
+QUICK_REPS = 20
+FULL_REPS = 100
+FULL_REST_S = 3.0
 
 
 def command(
@@ -20,17 +28,20 @@ def command(
     case: Annotated[list[str] | None, typer.Option("--case", "-c", help="case(s) to run; default all")] = None,
     ranked: Annotated[bool, typer.Option(help="fresh input every repetition (seed += 13), every output re-checked")] = False,
     peers: Annotated[bool, typer.Option(help="time the assignment's peers in the same run")] = True,
-    min_reps: Annotated[int, typer.Option(
+    min_reps: Annotated[int | None, typer.Option(
         help="fewest timed repetitions: with the default 100 (= --max-reps) every figure spans the same window, "
              "the course harness's 100 calls; a card at its power cap dips about a second into back-to-back "
-             "calls, so a run stopped after a few calls on a rested card reports a time nobody reproduces")] = 100,
-    max_reps: Annotated[int, typer.Option(help="most timed repetitions")] = 100,
+             "calls, so a run stopped after a few calls on a rested card reports a time nobody reproduces "
+             f"[default: {FULL_REPS}; --quick: {QUICK_REPS}]", show_default=False)] = None,
+    max_reps: Annotated[int | None, typer.Option(
+        help=f"most timed repetitions [default: {FULL_REPS}; --quick: {QUICK_REPS}]", show_default=False)] = None,
     budget_s: Annotated[float, typer.Option(help="wall-time budget per version and case, seconds")] = 10.0,
     target_rel_stderr: Annotated[float, typer.Option(help="stop once stderr/mean falls under this")] = 1e-3,
     warmup: Annotated[int, typer.Option(help="untimed calls before timing")] = 3,
-    rest_s: Annotated[float, typer.Option(
+    rest_s: Annotated[float | None, typer.Option(
         "--rest-s", help="seconds of idle GPU before timing each version and peer (before each case's rounds when "
-                         "interleaving), so each starts from a rested card as in a course harness; 0: no rest")] = 3.0,
+                         "interleaving), so each starts from a rested card as in a course harness; 0: no rest "
+                         f"[default: {FULL_REST_S}; --quick: 0]", show_default=False)] = None,
     remeasure_ceilings: Annotated[bool, typer.Option(help="measure device ceilings again instead of reusing logs/devices/")] = False,
     profile: Annotated[bool, typer.Option("--profile", help="also profile one call of each checked version under Nsight Compute (ncu); slow")] = False,
     profile_timeout_s: Annotated[float, typer.Option(help="give up on one ncu profile after this many seconds")] = 1800.0,
@@ -40,6 +51,12 @@ def command(
         help="--interleave: check everything, then time the versions and peers of each case together in rounds "
              "(one call of each per round, rotating order), so none runs on a cooler card than the others; "
              "ranked, each round's callables share one fresh input. Default: each timed on its own, peers first")] = False,
+    probes: Annotated[bool, typer.Option(
+        "--probes", help="also time the assignment's PROBES (pieces of a kernel timed alone, unchecked) on each "
+                         "case, after its versions; kept in each run's record")] = False,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help=f"a look, not a record: the same check and timing, {QUICK_REPS} timed calls and no rest "
+                        "unless given, and nothing written under logs/ (not even measured ceilings)")] = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Check and time versions of an assignment on a CUDA GPU; write records under logs/."""
@@ -55,16 +72,25 @@ def command(
         cases = list(case) if case else list(a.cases())
         for c in cases:
             a.case(c)
-        rule = StoppingRule(min_reps=min_reps, max_reps=max_reps, budget_s=budget_s,
-                            target_rel_stderr=target_rel_stderr, warmup_reps=warmup, rest_s=rest_s)
+        if probes and not getattr(a.spec, "PROBES", None):
+            raise ValueError(f"--probes: {a.path / 'assignment.py'} defines no PROBES")
+        reps = QUICK_REPS if quick else FULL_REPS
+        rule = StoppingRule(min_reps=min_reps if min_reps is not None else min(reps, max_reps or reps),
+                            max_reps=max_reps if max_reps is not None else max(reps, min_reps or reps),
+                            budget_s=budget_s, target_rel_stderr=target_rel_stderr, warmup_reps=warmup,
+                            rest_s=rest_s if rest_s is not None else (0.0 if quick else FULL_REST_S))
         written = run(repo, logs_dir, a, versions, cases, RunOptions(ranked=ranked, rule=rule, peers=peers,
                                                                     remeasure_ceilings=remeasure_ceilings,
                                                                     profile=profile,
                                                                     profile_timeout_s=profile_timeout_s,
-                                                                    hold=hold, interleave=interleave), console,
-                      events=TerminalEvents(console))
+                                                                    hold=hold, interleave=interleave,
+                                                                    probes=probes, write=not quick), console,
+                      events=TerminalEvents(console, written=not quick))
     except NoGPU as e:
         fail(str(e), 3)
     except (AssignmentError, RecordError, ValueError) as e:
         fail(str(e))
-    console.print(f"{len(written)} records written under {logs_dir / assignment}")
+    if quick:
+        console.print("quick run: nothing written (run without --quick to keep records)")
+    else:
+        console.print(f"{len(written)} records written under {logs_dir / assignment}")

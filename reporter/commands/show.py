@@ -9,7 +9,7 @@ import typer
 from rich.panel import Panel
 from rich.text import Text
 
-from ..render.tables import code_table, derived_table, facts_grid, kernel_metrics_table, peers_table
+from ..render.tables import code_table, derived_table, facts_grid, kernel_metrics_table, peers_table, probes_table
 from .common import CaseOpt, GpuOpt, LogsOpt, RootOpt, console, fail, project_paths, user_errors
 
 if TYPE_CHECKING:
@@ -76,6 +76,8 @@ def _print_run(run: Run, all_metrics: bool = False, peers_run: Run | None = None
         where = (f"; the latest run of this code that did: report show {run.assignment} "
                  f"{run.version.split('_')[0]} --run {peers_run.run_id}" if peers_run is not None else "")
         console.print(f"peers: none timed in this run{where}", style="dim", highlight=False)
+    if run.probes:
+        console.print(probes_table(run.probes, run.case_name, against=run))
     _print_profile(run, all_metrics)
     console.print(code_table(run))
 
@@ -90,7 +92,11 @@ def _print_profile(run: Run, all_metrics: bool) -> None:
     if p.status != "ok":
         console.print(head + (f": {p.reason}" if p.reason else ""), highlight=False)
         return
-    console.print(head + f", {len(p.kernels)} kernel(s)", highlight=False)
+    read = f", read with {p.read_with}" if p.read_with else ""
+    console.print(head + f", {len(p.kernels)} kernel(s){read}", highlight=False)
+    if p.report_file:
+        console.print(f"Nsight Compute report (open it in ncu-ui): {p.report_file}, beside this run's record",
+                      highlight=False)
     hidden = 0
     for k in p.kernels:
         table, left_out = kernel_metrics_table(k, all_metrics)

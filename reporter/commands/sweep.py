@@ -25,6 +25,8 @@ def command(
         "--interleave/--sequential",
         help="time the configurations in rounds, one call of each per round in a rotating order, so the card's "
              "warming up cannot favour the first (default); --sequential times each to the end in SWEEP's order")] = True,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="a look, not a record: the same checks and timing, nothing written under logs/")] = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Time every configuration of a tunable version; the sweep is recorded and shown in the report."""
@@ -39,9 +41,9 @@ def command(
         v = a.version(version)
         rule = StoppingRule(min_reps=3, max_reps=max_reps, budget_s=budget_s, warmup_reps=1)
         path = sweep(repo, logs_dir, a, v, case or a.benchmark_case, rule, console, hold=hold, interleave=interleave,
-                     events=TerminalEvents(console))
+                     events=TerminalEvents(console), write=not quick)
     except NoGPU as e:
         fail(str(e), 3)
     except (AssignmentError, RecordError, ValueError) as e:
         fail(str(e))
-    console.print(f"sweep written to {path}")
+    console.print(f"sweep written to {path}" if path else "quick sweep: nothing written")

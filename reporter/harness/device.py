@@ -77,22 +77,12 @@ def device_info() -> DeviceInfo:
 
 
 def _median_ms(fn: Callable[[], object], reps: int) -> float:
-    import statistics
+    """Median of ``reps`` event-timed calls after 3 warm-ups, through the harness's one timing loop
+    (no L2 flush: a 2 GiB copy or an 8192³ product does not fit in L2 anyway)."""
+    from .timing import CudaEventTimer, StoppingRule, benchmark
 
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    rule = StoppingRule(min_reps=reps, max_reps=reps, warmup_reps=3, budget_s=600.0)
+    return benchmark(lambda rep: fn(), timer=CudaEventTimer(), rule=rule).median_ms
 
 
 def measure_ceilings(info: DeviceInfo, *, copy_bytes: int = 2 << 30, matmul_n: int = 8192,

@@ -5,35 +5,68 @@ the SM and memory clocks, the GPU temperature, the board power and which of NVML
 event reasons (power cap, thermal slowdown, idle, sync boost, ...) were active. The sampler is
 read after each timed call, outside the timed window, so it costs wall time, not sample time.
 
-NVML comes from the ``nvidia-ml-py`` package (module ``pynvml``), which GPU images usually
-carry. Without it, or without a GPU, :func:`open_sampler` returns ``None`` and the run records
-no state; nothing else changes.
+NVML comes from the ``nvidia-ml-py`` package (module ``pynvml``, the ``gpu`` extra), which GPU
+images usually carry; the reasons' bits are its named constants. Without it, or without a GPU,
+:func:`open_sampler` returns ``None`` and the run records no state; nothing else changes.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
-# nvmlClocksEventReasons bits (nvml.h); "none" is 0.
-CLOCK_EVENT_REASONS: dict[int, str] = {
-    0x1: "gpu_idle",
-    0x2: "applications_clocks_setting",
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x10: "sync_boost",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown",
-    0x100: "display_clocks_setting",
-}
-
 FIELDS = ("sm_clock_mhz", "mem_clock_mhz", "temp_c", "power_w")
+
+#: the names records keep for the reasons NVML had names for when the first records were made (the
+#: suffix of pynvml's ``nvmlClocksEventReason<Suffix>``); a reason NVML adds later is recorded as its
+#: suffix in snake case (``BoardLimit`` -> ``board_limit``)
+RECORDED_NAMES = {
+    "GpuIdle": "gpu_idle",
+    "ApplicationsClocksSetting": "applications_clocks_setting",
+    "SwPowerCap": "sw_power_cap",
+    "HwSlowdown": "hw_slowdown",
+    "SyncBoost": "sync_boost",
+    "SwThermalSlowdown": "sw_thermal_slowdown",
+    "HwThermalSlowdown": "hw_thermal_slowdown",
+    "HwPowerBrakeSlowdown": "hw_power_brake_slowdown",
+    "DisplayClockSetting": "display_clocks_setting",
+}
+# constants of pynvml that are not one reason: none, all of them, a deprecated alias
+_NOT_A_REASON = {"None", "All", "UserDefinedClocks"}
+
+
+def _snake(suffix: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", suffix).lower()
+
+
+@functools.cache
+def clock_event_reasons() -> dict[int, str]:
+    """Bit -> recorded name, from pynvml's named constants (``nvmlClocksEventReason*``, or the
+    ``nvmlClocksThrottleReason*`` of older pynvml). Empty without pynvml: then no bit has a name."""
+    try:
+        import pynvml
+    except ImportError:
+        return {}
+    table: dict[int, str] = {}
+    for prefix in ("nvmlClocksEventReason", "nvmlClocksThrottleReason"):  # the newer names win
+        for attr in dir(pynvml):
+            suffix = attr.removeprefix(prefix)
+            if suffix == attr or suffix in _NOT_A_REASON:
+                continue
+            bit = getattr(pynvml, attr)
+            if isinstance(bit, int) and bit > 0 and bit & (bit - 1) == 0 and bit not in table:
+                table[bit] = RECORDED_NAMES.get(suffix, _snake(suffix))
+    return dict(sorted(table.items()))
 
 
 def reason_names(mask: int) -> list[str]:
-    names = [name for bit, name in CLOCK_EVENT_REASONS.items() if mask & bit]
-    unknown = mask & ~sum(CLOCK_EVENT_REASONS)
+    """The names of the reasons set in an NVML clock-event mask, lowest bit first; bits pynvml has
+    no name for (or every bit, without pynvml) as one hexadecimal remainder."""
+    table = clock_event_reasons()
+    names = [name for bit, name in table.items() if mask & bit]
+    unknown = mask & ~sum(table)
     if unknown:
         names.append(f"0x{unknown:x}")
     return names

@@ -1,5 +1,11 @@
-"""Nsight Compute as a subprocess: one call of one version, selected by its NVTX range,
-parsed from ``--csv --page raw`` into a :class:`~reporter.records.Profile`.
+"""Nsight Compute as a subprocess: one call of one version, selected by its NVTX range, into a
+:class:`~reporter.records.Profile`.
+
+ncu writes its report file (``--export``); the metrics are read from that file with NVIDIA's
+``ncu_report`` module (``extras/python`` of the Nsight Compute install) where the install ships
+it, otherwise with ``ncu --import <file> --csv --page raw``, and, when no file was written, from
+the CSV ncu printed. The record says which (``Profile.read_with``). With a ``keep_report`` path
+the file is kept beside the run's record, for Nsight Compute's UI; without, it is deleted.
 
 The harness pushes nested ranges ``<assignment>/<vNN>/<phase>`` (see :mod:`.nvtx_ranges`);
 :mod:`.profile_target` runs the version once outside any range (compilation, warm-up) and
@@ -16,11 +22,13 @@ No torch or CUDA import: the profiled process is the one that touches the GPU.
 from __future__ import annotations
 
 import csv
+import importlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -176,6 +184,95 @@ def _kernel(index: int, cells: list[str], header: list[str], units: list[str],
                          block=cell(BLOCK_COL), metrics=metrics)
 
 
+# --------------------------------------------------------------------------- report files
+
+REPORT_SUFFIX = ".ncu-rep"
+
+
+def ncu_report_dir(ncu: str) -> Path | None:
+    """``extras/python`` (holding ``ncu_report.py``) of the Nsight Compute install ``ncu`` belongs
+    to: beside the executable, or, for CUDA's ``bin/ncu`` wrapper, ``nsight-compute-*`` beside ``bin``."""
+    real = Path(ncu).resolve()
+    candidates = [real.parent / "extras" / "python",
+                  *sorted(real.parent.parent.glob("nsight-compute*/extras/python"), reverse=True)]
+    return next((c for c in candidates if (c / "ncu_report.py").is_file()), None)
+
+
+def _dims(action: object, prefix: str) -> str | None:
+    """'(x, y, z)' from ``<prefix>_dim_{x,y,z}`` as ncu's CSV prints it, or None."""
+    parts = []
+    for axis in "xyz":
+        m = action.metric_by_name(f"{prefix}_dim_{axis}")  # type: ignore[attr-defined]
+        if m is None:
+            return None
+        parts.append(str(int(m.as_uint64())))
+    return f"({', '.join(parts)})"
+
+
+def _raw_value(ncu_report: object, m: object) -> str:
+    """A metric's value as text, as the CSV would give it: text for a string metric, every digit
+    of an integer, ``repr`` of a double."""
+    metric = getattr(ncu_report, "IMetric", None)
+    kind = m.kind()  # type: ignore[attr-defined]
+    if kind == getattr(metric, "ValueKind_STRING", object()):
+        return m.as_string()  # type: ignore[attr-defined]
+    integers = {getattr(metric, f"ValueKind_{k}", object()) for k in ("UINT32", "UINT64")}
+    if kind in integers:
+        return str(m.as_uint64())  # type: ignore[attr-defined]
+    return repr(m.as_double())  # type: ignore[attr-defined]
+
+
+def read_report_module(path: Path, module_dir: Path, keep: Callable[[str], bool] | None = None) -> list[KernelProfile]:
+    """Kernels of an ``.ncu-rep`` read with NVIDIA's ``ncu_report`` module from ``module_dir``."""
+    if str(module_dir) not in sys.path:
+        sys.path.insert(0, str(module_dir))
+    ncu_report = importlib.import_module("ncu_report")
+    ctx = ncu_report.load_report(str(path))
+    demangled = getattr(getattr(ncu_report, "IAction", None), "NameBase_DEMANGLED", None)
+    kernels: list[KernelProfile] = []
+    for r in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(r)
+        for i in range(rng.num_actions()):
+            action = rng.action_by_idx(i)
+            metrics = {}
+            for name in sorted(action.metric_names()):
+                if not _is_metric_column(name) or (keep is not None and not keep(name)):
+                    continue
+                m = action.metric_by_name(name)
+                unit = m.unit() if hasattr(m, "unit") else ""
+                parsed = parse_metric(_raw_value(ncu_report, m), unit or "")
+                if parsed is not None:
+                    metrics[name] = parsed
+            name = action.name(demangled) if demangled is not None else action.name()
+            kernels.append(KernelProfile(index=len(kernels), name=name, grid=_dims(action, "launch__grid"),
+                                         block=_dims(action, "launch__block"), metrics=metrics))
+    return kernels
+
+
+def read_report_csv(path: Path, ncu: str, keep: Callable[[str], bool] | None = None,
+                    timeout_s: float = 600.0) -> list[KernelProfile]:
+    """Kernels of an ``.ncu-rep`` printed by ``ncu --import <file> --csv --page raw``."""
+    out = subprocess.run([ncu, "--import", str(path), "--csv", "--page", "raw", "--print-units", "base"],
+                         capture_output=True, text=True, timeout=timeout_s, check=False)
+    if out.returncode != 0:
+        raise NcuOutputError(f"ncu --import {path.name} exited {out.returncode}: "
+                             f"{(out.stderr or out.stdout).strip().splitlines()[-1:] or ''}")
+    return parse_ncu_csv(out.stdout, keep=keep)
+
+
+def read_report(path: Path, ncu: str, keep: Callable[[str], bool] | None = None
+                ) -> tuple[list[KernelProfile], str]:
+    """The kernels of a report file and what read them: ``ncu_report`` where the install ships
+    it (and it loads), else ``ncu --import`` as CSV."""
+    module_dir = ncu_report_dir(ncu)
+    if module_dir is not None:
+        try:
+            return read_report_module(path, module_dir, keep), "ncu_report"
+        except Exception:  # a module that does not load here, or an API it lacks: NVIDIA's CSV still reads it
+            pass
+    return read_report_csv(path, ncu, keep), "ncu --import csv"
+
+
 # --------------------------------------------------------------------------- failures
 
 
@@ -253,9 +350,11 @@ def nvtx_filter(assignment: str, version_short: str, phase: str = "profile") -> 
 
 
 def ncu_command(ncu: str, *, assignment: str, version: str, version_short: str, case: str, root: Path,
-                metrics: Sequence[str] = PROFILE_METRICS, python: str | None = None) -> list[str]:
+                metrics: Sequence[str] = PROFILE_METRICS, python: str | None = None,
+                export: Path | None = None) -> list[str]:
     return [
         ncu,
+        *(["--export", str(export), "--force-overwrite"] if export is not None else []),
         "--nvtx", "--nvtx-include", nvtx_filter(assignment, version_short),
         # clocks as the harness sees them (boost), not ncu's locked base clock
         "--clock-control", "none",
@@ -276,6 +375,7 @@ class ProfileOptions:
     metrics: tuple[str, ...] = PROFILE_METRICS
     ncu: str | None = None  # default: find_ncu()
     extra_env: dict[str, str] = field(default_factory=dict)
+    keep_report: Path | None = None  # where the .ncu-rep goes (beside the run's record); None: not kept
 
 
 @dataclass
@@ -332,8 +432,23 @@ def profile_version(repo_root: Path, a: Assignment, v: Version, case_name: str, 
         return Profile(status="unavailable", tool="ncu",
                        reason=f"Nsight Compute (ncu) was not found on PATH; install it or set {NCU_ENV}")
     version = ncu_version(ncu)
-    cmd = ncu_command(ncu, assignment=a.name, version=v.name, version_short=v.short, case=case_name,
-                      root=repo_root, metrics=opts.metrics)
+    with tempfile.TemporaryDirectory(prefix="ncu-") as tmp:
+        # ncu writes its report here; it is moved beside the record (keep_report) only once read
+        export = Path(tmp) / f"profile{REPORT_SUFFIX}"
+        cmd = ncu_command(ncu, assignment=a.name, version=v.name, version_short=v.short, case=case_name,
+                          root=repo_root, metrics=opts.metrics, export=export)
+        prof = _profile_run(cmd, ncu, version, repo_root, v, case_name, opts, console, progress)
+        if prof.status == "ok" and opts.keep_report is not None and export.is_file():
+            opts.keep_report.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(export, opts.keep_report.with_name(opts.keep_report.name + ".part"))
+            os.replace(opts.keep_report.with_name(opts.keep_report.name + ".part"), opts.keep_report)
+            prof.report_file = opts.keep_report.name
+        return prof
+
+
+def _profile_run(cmd: list[str], ncu: str, version: str | None, repo_root: Path, v: Version, case_name: str,
+                 opts: ProfileOptions, console: Console | None, progress: Progress | None) -> Profile:
+    """Run ncu's command, then read what it measured: its report file, else its printed CSV."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(repo_root), *filter(None, [env.get("PYTHONPATH")])])
     env.update(opts.extra_env)
@@ -365,24 +480,38 @@ def profile_version(repo_root: Path, a: Assignment, v: Version, case_name: str, 
     except OSError as e:
         return Profile(status="unavailable", tool="ncu", tool_version=version, command=cmd,
                        reason=f"cannot start ncu ({ncu}): {e.strerror or e}")
+    export = Path(cmd[cmd.index("--export") + 1]) if "--export" in cmd else None
+    report: tuple[list[KernelProfile], str] | None = None
+    if export is not None and export.is_file() and done.returncode == 0 and not done.timed_out:
+        wanted = set(opts.metrics) | set(LAUNCH_METRICS)
+        try:
+            report = read_report(export, ncu, keep=wanted.__contains__)
+        except (NcuOutputError, OSError, subprocess.SubprocessError):
+            report = None  # the printed CSV, if any, is read below
     return profile_from_output(done.returncode, done.stdout, done.stderr, tool_version=version, command=cmd,
                                requested=opts.metrics, timed_out_after_s=opts.timeout_s if done.timed_out else None,
-                               elapsed_s=time.monotonic() - t0)
+                               elapsed_s=time.monotonic() - t0, from_report=report)
 
 
 def profile_from_output(returncode: int, stdout: str, stderr: str, *, tool_version: str | None = None,
                         command: list[str] | None = None, requested: Sequence[str] | None = None,
-                        timed_out_after_s: float | None = None, elapsed_s: float | None = None) -> Profile:
-    """The Profile for one finished ncu run, from its exit code and output. With ``requested``
+                        timed_out_after_s: float | None = None, elapsed_s: float | None = None,
+                        from_report: tuple[list[KernelProfile], str] | None = None) -> Profile:
+    """The Profile for one finished ncu run, from its exit code and output, or from its report
+    file's kernels and what read them (``from_report``) when there were some. With ``requested``
     only those metrics (and :data:`LAUNCH_METRICS`) are kept; without, every column."""
 
     def result(status: Literal["ok", "failed", "unavailable"], reason: str,
-               kernels: list[KernelProfile] | None = None) -> Profile:
+               kernels: list[KernelProfile] | None = None, read_with: str | None = None) -> Profile:
         return Profile(status=status, reason=reason, tool="ncu", tool_version=tool_version,
-                       command=list(command or []), kernels=kernels or [])
+                       command=list(command or []), kernels=kernels or [], read_with=read_with)
 
     if timed_out_after_s is not None:
         return result("failed", f"ncu did not finish within {timed_out_after_s:.0f} s and was stopped")
+    took = f"; ncu took {elapsed_s:.0f} s" if elapsed_s is not None else ""
+    if returncode == 0 and from_report is not None and from_report[0]:
+        kernels, how = from_report
+        return result("ok", f"{len(kernels)} kernel(s) profiled{took}", kernels, read_with=how)
     wanted = set(requested or ()) | set(LAUNCH_METRICS)
     try:
         kernels = parse_ncu_csv(stdout, keep=wanted.__contains__ if requested else None)
@@ -396,8 +525,7 @@ def profile_from_output(returncode: int, stdout: str, stderr: str, *, tool_versi
         return result(*classify_failure(returncode, stdout, stderr))
     if not kernels:
         return result(*classify_failure(returncode, stdout, stderr + "\nNo kernels were profiled"))
-    took = f"; ncu took {elapsed_s:.0f} s" if elapsed_s is not None else ""
-    return result("ok", f"{len(kernels)} kernel(s) profiled{took}", kernels)
+    return result("ok", f"{len(kernels)} kernel(s) profiled{took}", kernels, read_with="ncu stdout csv")
 
 
 def profile_into_run(run: Run, repo_root: Path, a: Assignment, v: Version, *, options: ProfileOptions | None = None,

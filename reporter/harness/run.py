@@ -3,7 +3,10 @@
 For each case: draw the seeded input, compute the reference once, time the peers, then for
 each version: poison, call, check; only a version that passes is timed. In ranked mode each
 repetition draws a fresh input (seed += 13 per repetition) and re-checks the output.
-Every run becomes a :class:`~reporter.records.Run` written atomically under ``logs/``.
+Every run becomes a :class:`~reporter.records.Run` written atomically under ``logs/``, except in
+a quick run (``RunOptions.write=False``, ``report run --quick``), which checks and times the same
+way and writes nothing: the one timing loop of the repository serves a look as well as a record.
+With ``RunOptions.probes`` the assignment's ``PROBES`` are timed too, after the versions of each case.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import shlex
 import sys
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,7 @@ from ..records import (
     DeviceInfo,
     KernelBuild,
     PeerResult,
+    ProbeResult,
     Run,
     Sweep,
     SweepPoint,
@@ -56,6 +60,9 @@ class RunOptions:
     profile_timeout_s: float = 1800.0
     hold: bool = False  # hold the stream until each timed call is queued (see .hold)
     interleave: bool = False  # time versions and peers of a case in rounds together (see _run_case_interleaved)
+    logs: Path | None = None  # where records go; a profile's .ncu-rep is kept beside its run's record there
+    probes: bool = False  # also time the assignment's PROBES on each case (see _time_probes)
+    write: bool = True  # False: a quick look, nothing written under logs/ (ceilings included)
 
 
 def _sync() -> None:
@@ -122,17 +129,20 @@ def _free() -> None:
     torch.cuda.empty_cache()
 
 
-def ensure_ceilings(logs: Path, info: DeviceInfo, console: Console, remeasure: bool) -> tuple[str, DeviceCeilings]:
+def ensure_ceilings(logs: Path, info: DeviceInfo, console: Console, remeasure: bool,
+                    write: bool = True) -> tuple[str, DeviceCeilings]:
+    """The device's ceilings: the latest record under logs/devices/, or measured now (and written
+    there unless ``write`` is False, when the reference says they were measured and not kept)."""
     found = None if remeasure else store.latest_ceilings(logs, info.name, info.slug)
     if found:
         path, c = found
         return _relative(path, logs), c
     with console.status(f"measuring ceilings of {info.name} (copy bandwidth, fp16/bf16/fp32 matmul)"):
         c = measure_ceilings(info)
-    path = store.save(c, store.ceilings_path(logs, c))
+    where = str(store.save(c, store.ceilings_path(logs, c))) if write else "not written (quick run)"
     console.print(f"ceilings: copy {c.copy_gbps:,.0f} GB/s; "
-                  + ", ".join(f"{k} {v:,.0f} TFLOP/s" for k, v in c.matmul_tflops.items()) + f"  → {path}")
-    return _relative(path, logs), c
+                  + ", ".join(f"{k} {v:,.0f} TFLOP/s" for k, v in c.matmul_tflops.items()) + f"  → {where}")
+    return (_relative(Path(where), logs) if write else "measured in this session, not written"), c
 
 
 def _relative(path: Path, logs: Path) -> str:
@@ -275,6 +285,33 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
     return out
 
 
+def _time_probes(a: Assignment, case: dict, data: Any, opts: RunOptions, flush: L2Flusher, timer: CudaEventTimer,
+                 progress: Progress, state: Callable[[], dict[str, float]] | None = None) -> list[ProbeResult]:
+    """The assignment's ``PROBES`` timed one after another on the case's own input: one untimed call
+    first (a compile, or the ``ValueError`` of a probe that does not apply to the case), then the
+    timing rule of the versions, never ranked (a probe's output is not the answer, so there is
+    nothing to re-check). A probe that raises is recorded with the error; the others go on."""
+    out: list[ProbeResult] = []
+    plain = RunOptions(rule=opts.rule, hold=opts.hold)
+    for name, probe in (getattr(a.spec, "PROBES", {}) or {}).items():
+        task = progress.add_task(f"probe {name}", total=opts.rule.max_reps)
+        names = (a.name, f"probe:{name}")
+        pr = ProbeResult(name=name, description=probe.description)
+        try:
+            with ranges(*names, "first call"):
+                probe.fn(data)
+                _sync()
+            pr.timing = time_callable(probe.fn, data, a=a, case=case, ref=None, names=names, opts=plain, flush=flush,
+                                      timer=timer, on_sample=lambda i, ms, t=task: progress.update(t, completed=i + 1),
+                                      state=state)
+        except Exception as e:  # a probe is a diagnostic: its failure is recorded, the run goes on
+            pr.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+        out.append(pr)
+        progress.update(task, completed=opts.rule.max_reps, visible=False)
+        _free()
+    return out
+
+
 def _new_run(a: Assignment, v: Version, mod: Any, case_name: str, case: dict, info: DeviceInfo, session: str,
              command: str, repo_root: Path, ceilings_ref: str) -> Run:
     """A run record for one version on one case, not checked yet."""
@@ -290,12 +327,15 @@ def _new_run(a: Assignment, v: Version, mod: Any, case_name: str, case: dict, in
 def _profile(r: Run, repo_root: Path, a: Assignment, v: Version, opts: RunOptions, console: Console,
              progress: Progress, events: Events) -> None:
     """One call of a checked version under Nsight Compute, into ``r.profile`` (never raises: a
-    missing or failing ncu is recorded there)."""
-    from .profile import ProfileOptions, profile_into_run
+    missing or failing ncu is recorded there). Its report file is kept beside the run's record
+    (same stem, ``.ncu-rep``) when records are written."""
+    from .profile import REPORT_SUFFIX, ProfileOptions, profile_into_run
 
     _free()  # the profiled child process needs the memory this one cached
+    keep = (store.run_path(opts.logs, r).with_suffix(REPORT_SUFFIX)
+            if opts.write and opts.logs is not None else None)
     profile_into_run(r, repo_root, a, v, console=console, progress=progress,
-                     options=ProfileOptions(timeout_s=opts.profile_timeout_s))
+                     options=ProfileOptions(timeout_s=opts.profile_timeout_s, keep_report=keep))
     events.profiled(r)
 
 
@@ -402,7 +442,7 @@ def open_session(logs: Path, opts: RunOptions, console: Console
     from logs/), the session id, the command line, the L2 flusher and the timer."""
     require_cuda()
     info = device_info()
-    ceilings_ref, ceilings = ensure_ceilings(logs, info, console, opts.remeasure_ceilings)
+    ceilings_ref, ceilings = ensure_ceilings(logs, info, console, opts.remeasure_ceilings, write=opts.write)
     command = "report " + " ".join(shlex.quote(x) for x in sys.argv[1:])
     return (info, ceilings_ref, ceilings, store.utc_stamp(), command, L2Flusher(info.l2_bytes),
             make_timer(opts.hold))
@@ -410,10 +450,13 @@ def open_session(logs: Path, opts: RunOptions, console: Console
 
 def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], case_names: list[str],
         opts: RunOptions, console: Console | None = None, events: Events | None = None) -> list[Path]:
-    """Check and time each version on each case; returns the paths of the records written.
-    ``console`` shows progress; ``events`` hears of each record (the CLI prints its text)."""
+    """Check and time each version on each case; returns the paths of the records written (none
+    when ``opts.write`` is False). ``console`` shows progress; ``events`` hears of each run (the CLI
+    prints its text), written or not."""
     console = console or Console()
     events = events or Silent()
+    if opts.logs is None:
+        opts = replace(opts, logs=logs)
     info, ceilings_ref, ceilings, session, command, flush, timer = open_session(logs, opts, console)
     sampler = open_sampler()
     state = sampler.sample if sampler else None
@@ -425,7 +468,8 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
         overall = progress.add_task("runs", total=len(case_names) * len(versions))
 
         def keep(r: Run) -> None:  # write the record, tell the caller
-            written.append(store.save(r, store.run_path(logs, r)))
+            if opts.write:
+                written.append(store.save(r, store.run_path(logs, r)))
             summary.append(r)
             events.run_written(r, info)
             progress.advance(overall)
@@ -434,14 +478,18 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
             case, data, ref = draw_case(a, case_name, console)
             seed = int(case["seed"])
             if opts.interleave:
-                for r in _run_case_interleaved(a, versions, modules, case_name, case, data, ref, opts, flush, timer,
-                                               ceilings, ceilings_ref, info, session, command, repo_root, progress,
-                                               state, console, events):
+                runs = _run_case_interleaved(a, versions, modules, case_name, case, data, ref, opts, flush, timer,
+                                             ceilings, ceilings_ref, info, session, command, repo_root, progress,
+                                             state, console, events)
+                probes = _time_probes(a, case, data, opts, flush, timer, progress, state) if opts.probes else []
+                for r in runs:
+                    r.probes = probes
                     keep(r)
                 del data, ref
                 _free()
                 continue
             peers = _time_peers(a, case, data, ref, opts, flush, timer, ceilings, progress, state) if opts.peers else []
+            case_runs: list[Run] = []
             for v in versions:
                 mod = modules[v.name]
                 task = progress.add_task(f"{v.name} · {case_name}", total=opts.rule.max_reps)
@@ -473,8 +521,15 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                     console.print(f"[red]{v.name} on {case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
                 r.builds = kernel_builds(launched, repo_root)
                 progress.update(task, completed=opts.rule.max_reps, visible=False)
-                keep(r)
+                keep(r)  # written now: a crash further on loses nothing of it
+                case_runs.append(r)
                 _free()
+            if opts.probes:  # after the versions, so that each version is timed as in a run without them
+                probes = _time_probes(a, case, data, opts, flush, timer, progress, state)
+                for r in case_runs:
+                    r.probes = probes
+                    if opts.write:
+                        store.save(r, store.run_path(logs, r))  # the same file, rewritten atomically
             del data, ref
             _free()
     events.runs_done(summary)
@@ -483,14 +538,15 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
 
 def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str, rule: StoppingRule,
           console: Console | None = None, hold: bool = False, interleave: bool = True,
-          events: Events | None = None) -> Path:
+          events: Events | None = None, write: bool = True) -> Path | None:
     """Time every configuration a tunable version offers (``SWEEP`` list and ``make_kernel(config)``).
 
     Each configuration is built and checked first (a failure is recorded and the sweep goes on).
     Then the ones that passed are timed interleaved (one call of each per round, in a rotating
     order: :func:`benchmark_interleaved`), so a card that heats up during the sweep cannot favour
     whichever configuration comes first; ``interleave=False`` times them one after another, in
-    ``SWEEP``'s order, as sweeps recorded before the interleaving were.
+    ``SWEEP``'s order, as sweeps recorded before the interleaving were. With ``write=False``
+    (``report sweep --quick``) nothing is written and None is returned; ``events`` still hears of it.
     """
     console = console or Console()
     events = events or Silent()
@@ -556,6 +612,6 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
               timing_order="interleaved" if interleave else "sequential")
     best = s.best()
     s.chosen = best.config if best else None  # the lowest median; analysis.sweep says which others it ties with
-    path = store.save(s, store.sweep_path(logs, s))
+    path = store.save(s, store.sweep_path(logs, s)) if write else None
     events.sweep_written(s)
     return path

@@ -11,7 +11,7 @@ from rich.text import Text
 if TYPE_CHECKING:
     from ..analysis.diff import FigureDelta, RunDiff
     from ..analysis.listing import ListRow
-    from ..records import KernelProfile, ReverifyCase, Run
+    from ..records import KernelProfile, ProbeResult, ReverifyCase, Run
 
 
 def agreement_table(check, runs=None):  # type: ignore[no-untyped-def]
@@ -160,6 +160,32 @@ def peers_table(run: Run) -> Table:
         check = "ok" if p.check is None or p.check.passed else "FAIL"
         speedup = f"{p.timing.mean_ms / ours:.2f}×" if ours else "—"
         table.add_row(p.name, check, format_ms(p.timing.mean_ms), speedup, p.description)
+    return table
+
+
+def probes_table(probes: list[ProbeResult], case_name: str, against: Run | None = None) -> Table:
+    """The probes timed on one case; beside each, its time as a share of ``against``'s (the version
+    whose record holds them) when there is one."""
+    from ..analysis.diff import format_ms
+
+    table = Table(title=f"probes on {case_name}: pieces of a kernel timed alone, unchecked", title_justify="left",
+                  box=None, header_style="bold", pad_edge=False, padding=(0, 1))
+    table.add_column("probe", no_wrap=True)
+    table.add_column("mean", justify="right", no_wrap=True)
+    table.add_column("± stderr", justify="right", no_wrap=True)
+    table.add_column("n", justify="right")
+    ours = against.timing.mean_ms if against is not None and against.timing else None
+    if ours:
+        table.add_column(f"of {against.version.split('_')[0]}'s time", justify="right")  # type: ignore[union-attr]
+    table.add_column("what it is", style="dim")
+    for p in probes:
+        if p.timing is None:
+            table.add_row(p.name, Text("error", style="red"), "—", "—", *(["—"] if ours else []),
+                          p.error or p.description)
+            continue
+        share = [f"{100 * p.timing.mean_ms / ours:.0f} %"] if ours else []
+        table.add_row(p.name, format_ms(p.timing.mean_ms), format_ms(p.timing.stderr_ms), str(p.timing.n), *share,
+                      p.description)
     return table
 
 

@@ -15,6 +15,7 @@ from ..analysis.metrics import format_value, value
 from ..analysis.sweep import config_name, decision, note, standings
 from ..ncu_metrics import CS149_BLOCK, DURATION
 from ..records import DeviceInfo, Profile, Run, Sweep, TimingStats
+from .tables import probes_table
 
 
 def leaderboard_block(stats: TimingStats, *, title: str, case: dict, device_lines: list[str],
@@ -85,8 +86,8 @@ def format_metric_block(profile: Profile | None, max_kernels: int | None = None)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def summary_table(runs: list[Run]) -> Table:
-    t = Table(title="runs written")
+def summary_table(runs: list[Run], title: str = "runs written") -> Table:
+    t = Table(title=title)
     for col in ("version", "case", "check", "mean ms", "± stderr", "median ms", "n", "TFLOP/s", "GB/s", "% of roof",
                 "best peer ms"):
         t.add_column(col, justify="right" if col not in ("version", "case", "check") else "left")
@@ -130,8 +131,8 @@ class TerminalEvents:
     run's leaderboard block (``blocks``), each profile's metric block and how its duration agrees
     with the run's timing, the table of runs, a sweep's table and decision."""
 
-    def __init__(self, console: Console, *, blocks: bool = True) -> None:
-        self.console, self.blocks = console, blocks
+    def __init__(self, console: Console, *, blocks: bool = True, written: bool = True) -> None:
+        self.console, self.blocks, self.written = console, blocks, written
 
     def run_written(self, run: Run, device: DeviceInfo) -> None:
         if self.blocks and run.timing:
@@ -152,7 +153,12 @@ class TerminalEvents:
         self.console.print(format_metric_block(prof, max_kernels=BLOCK_KERNELS), highlight=False, markup=False)
 
     def runs_done(self, runs: list[Run]) -> None:
-        self.console.print(summary_table(runs))
+        self.console.print(summary_table(runs, "runs written" if self.written else "runs (quick: not written)"))
+        shown: set[str] = set()
+        for r in runs:  # every run of a case holds the same probes: one table per case
+            if r.probes and r.case_name not in shown:
+                shown.add(r.case_name)
+                self.console.print(probes_table(r.probes, r.case_name))
 
     def sweep_written(self, sweep: Sweep) -> None:
         self.console.print(sweep_table(sweep))
