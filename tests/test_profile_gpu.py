@@ -11,6 +11,7 @@ from reporter.harness.profile import (
     ProfileOptions,
     find_ncu,
     ncu_report_dir,
+    ncu_version,
     profile_version,
     read_report_csv,
     read_report_module,
@@ -35,7 +36,7 @@ def test_the_report_file_is_kept_and_both_readers_agree(tmp_path):
     prof = profile_version(ROOT, a, v, "test_small", options=ProfileOptions(timeout_s=300, keep_report=keep))
     assert prof.status == "ok", prof.reason
     assert keep.is_file() and prof.report_file == keep.name
-    module_dir = ncu_report_dir(ncu)
+    module_dir = ncu_report_dir(ncu, ncu_version(ncu))
     print(f"ncu {ncu}; ncu_report in {module_dir}; the profile was read with {prof.read_with}")
     if module_dir is None:
         assert prof.read_with == "ncu --import csv"

@@ -717,7 +717,16 @@ def test_the_report_module_is_found_in_the_install_ncu_belongs_to(tmp_path):
     assert ncu_report_dir(str(tmp_path / "nsight-compute-2025.3" / "ncu")) == ncu_report_dir(wrapper)
     other = tmp_path / "elsewhere" / "bin"  # an ncu with no install beside it
     other.mkdir(parents=True)
-    assert ncu_report_dir(_fake_ncu(other, "exit 0\n")) is None
+    lone = _fake_ncu(other, "exit 0\n")
+    assert ncu_report_dir(lone) is None
+    # CUDA's wrapper script with the installs under /opt/nvidia/nsight-compute/<version>/: the one
+    # ncu --version names, not merely the newest
+    roots = tmp_path / "opt"
+    for ver in ("2025.3.1", "2025.4.0"):
+        (roots / ver / "extras" / "python").mkdir(parents=True)
+        (roots / ver / "extras" / "python" / "ncu_report.py").write_text("")
+    assert ncu_report_dir(lone, "2025.3.1.0", roots=[roots]) == roots / "2025.3.1" / "extras" / "python"
+    assert ncu_report_dir(lone, "2024.1.0.0", roots=[roots]) is None
 
 
 def test_the_report_is_read_with_ncu_report_where_the_install_ships_it(tmp_path, fresh_module):

@@ -189,12 +189,21 @@ def _kernel(index: int, cells: list[str], header: list[str], units: list[str],
 REPORT_SUFFIX = ".ncu-rep"
 
 
-def ncu_report_dir(ncu: str) -> Path | None:
+#: where Nsight Compute installs live, one folder per version ('2025.3.1'), when ncu is CUDA's wrapper script
+INSTALL_ROOTS = (Path("/opt/nvidia/nsight-compute"),)
+
+
+def ncu_report_dir(ncu: str, version: str | None = None, roots: Sequence[Path] = INSTALL_ROOTS) -> Path | None:
     """``extras/python`` (holding ``ncu_report.py``) of the Nsight Compute install ``ncu`` belongs
-    to: beside the executable, or, for CUDA's ``bin/ncu`` wrapper, ``nsight-compute-*`` beside ``bin``."""
+    to: beside the executable; for CUDA's ``bin/ncu`` wrapper, ``nsight-compute-*`` beside ``bin``, or
+    the install under ``roots`` whose folder names ``version`` (``ncu --version``: '2025.3.1.0' is
+    in '2025.3.1/'). None when none is found: then the report is read as CSV."""
     real = Path(ncu).resolve()
     candidates = [real.parent / "extras" / "python",
                   *sorted(real.parent.parent.glob("nsight-compute*/extras/python"), reverse=True)]
+    if version:
+        candidates += [d / "extras" / "python" for root in roots for d in sorted(Path(root).glob("*"), reverse=True)
+                       if version == d.name or version.startswith(d.name + ".")]
     return next((c for c in candidates if (c / "ncu_report.py").is_file()), None)
 
 
@@ -260,11 +269,12 @@ def read_report_csv(path: Path, ncu: str, keep: Callable[[str], bool] | None = N
     return parse_ncu_csv(out.stdout, keep=keep)
 
 
-def read_report(path: Path, ncu: str, keep: Callable[[str], bool] | None = None
+def read_report(path: Path, ncu: str, keep: Callable[[str], bool] | None = None, version: str | None = None
                 ) -> tuple[list[KernelProfile], str]:
     """The kernels of a report file and what read them: ``ncu_report`` where the install ships
-    it (and it loads), else ``ncu --import`` as CSV."""
-    module_dir = ncu_report_dir(ncu)
+    it (and it loads), else ``ncu --import`` as CSV. ``version``: ``ncu --version``'s, to find the
+    install behind a wrapper script."""
+    module_dir = ncu_report_dir(ncu, version)
     if module_dir is not None:
         try:
             return read_report_module(path, module_dir, keep), "ncu_report"
@@ -485,7 +495,7 @@ def _profile_run(cmd: list[str], ncu: str, version: str | None, repo_root: Path,
     if export is not None and export.is_file() and done.returncode == 0 and not done.timed_out:
         wanted = set(opts.metrics) | set(LAUNCH_METRICS)
         try:
-            report = read_report(export, ncu, keep=wanted.__contains__)
+            report = read_report(export, ncu, keep=wanted.__contains__, version=version)
         except (NcuOutputError, OSError, subprocess.SubprocessError):
             report = None  # the printed CSV, if any, is read below
     return profile_from_output(done.returncode, done.stdout, done.stderr, tool_version=version, command=cmd,
