@@ -743,7 +743,7 @@ def test_the_report_is_read_with_ncu_report_where_the_install_ships_it(tmp_path,
     assert k.metrics["dram__bytes_read.sum"].value == 123456789012345  # every digit of an integer
     assert k.metrics["device__attribute_display_name"].value == "NVIDIA H100"
     assert k.metrics["sm__throughput.avg.pct_of_peak_sustained_elapsed"].unit == "%"
-    (k2,), _ = read_report(rep, wrapper, keep={"gpu__time_duration.sum"}.__contains__)
+    (k2,), _ = read_report(rep, wrapper, wanted={"gpu__time_duration.sum"})
     assert set(k2.metrics) == {"gpu__time_duration.sum"}
 
 
@@ -758,6 +758,20 @@ def test_without_the_module_ncu_import_reads_the_report_as_csv(tmp_path, fresh_m
     rep.write_text("report")
     kernels, how = read_report(rep, wrapper)
     assert how == "ncu --import csv" and kernels == _kernels()
+
+
+def test_a_module_that_crashes_its_process_costs_only_the_reader(tmp_path, fresh_module):
+    """The native module segfaulted in a process with torch loaded on the H100 node: it is read in
+    a child, whose death sends the file to the CSV import and leaves this process running."""
+    from reporter.harness.profile import read_report
+
+    wrapper = _fake_install(tmp_path, True, f'[ "$1" = "--import" ] && cat "{HANDWRITTEN}"\n')
+    (tmp_path / "nsight-compute-2025.3" / "extras" / "python" / "ncu_report.py").write_text(
+        "import os, signal\ndef load_report(path):\n    os.kill(os.getpid(), signal.SIGSEGV)\n")
+    rep = tmp_path / "p.ncu-rep"
+    rep.write_text("report")
+    kernels, how = read_report(rep, wrapper)
+    assert how == "ncu --import csv" and len(kernels) == 2
 
 
 def test_a_module_that_fails_to_load_falls_back_to_the_csv(tmp_path, fresh_module):

@@ -31,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -258,6 +258,41 @@ def read_report_module(path: Path, module_dir: Path, keep: Callable[[str], bool]
     return kernels
 
 
+def read_report_module_isolated(path: Path, module_dir: Path, wanted: Iterable[str] | None = None,
+                                timeout_s: float = 300.0) -> list[KernelProfile]:
+    """:func:`read_report_module` in a child process: NVIDIA's native ``_ncu_report`` can crash the
+    process that loads it (on the H100 node it segfaulted inside a process that had torch and CUDA
+    loaded), and a crash there must cost the reader, not the run. Raises ``NcuOutputError`` when
+    the child fails, so that the CSV import reads the file instead."""
+    import json
+
+    cmd = [sys.executable, "-m", "reporter.harness.profile", "--read-report", str(path), str(module_dir),
+           *sorted(wanted or ())]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                         *filter(None, [env.get("PYTHONPATH")])])
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env)
+    except subprocess.TimeoutExpired as e:
+        raise NcuOutputError(f"ncu_report did not read {path.name} within {timeout_s:.0f} s") from e
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
+        raise NcuOutputError(f"ncu_report could not read {path.name} (exit {out.returncode}): {last[:200]}")
+    return [KernelProfile.model_validate(k) for k in json.loads(out.stdout)]
+
+
+def _read_report_main(argv: list[str]) -> int:
+    """``python -m reporter.harness.profile --read-report <file> <module dir> [metric ...]``: the
+    kernels as JSON on stdout (every metric when none is named)."""
+    import json
+
+    path, module_dir, *wanted = argv
+    keep = set(wanted).__contains__ if wanted else None
+    kernels = read_report_module(Path(path), Path(module_dir), keep)
+    print(json.dumps([k.model_dump() for k in kernels]))
+    return 0
+
+
 def read_report_csv(path: Path, ncu: str, keep: Callable[[str], bool] | None = None,
                     timeout_s: float = 600.0) -> list[KernelProfile]:
     """Kernels of an ``.ncu-rep`` printed by ``ncu --import <file> --csv --page raw``."""
@@ -269,17 +304,19 @@ def read_report_csv(path: Path, ncu: str, keep: Callable[[str], bool] | None = N
     return parse_ncu_csv(out.stdout, keep=keep)
 
 
-def read_report(path: Path, ncu: str, keep: Callable[[str], bool] | None = None, version: str | None = None
+def read_report(path: Path, ncu: str, wanted: Iterable[str] | None = None, version: str | None = None
                 ) -> tuple[list[KernelProfile], str]:
     """The kernels of a report file and what read them: ``ncu_report`` where the install ships
-    it (and it loads), else ``ncu --import`` as CSV. ``version``: ``ncu --version``'s, to find the
-    install behind a wrapper script."""
+    it (and it loads, in a child process), else ``ncu --import`` as CSV. ``wanted``: the metrics to
+    keep (default all); ``version``: ``ncu --version``'s, to find the install behind a wrapper script."""
+    wanted = set(wanted) if wanted is not None else None
+    keep = wanted.__contains__ if wanted is not None else None
     module_dir = ncu_report_dir(ncu, version)
     if module_dir is not None:
         try:
-            return read_report_module(path, module_dir, keep), "ncu_report"
-        except Exception:  # a module that does not load here, or an API it lacks: NVIDIA's CSV still reads it
-            pass
+            return read_report_module_isolated(path, module_dir, wanted), "ncu_report"
+        except (NcuOutputError, ValueError, OSError):  # the child crashed or the module lacks an API: NVIDIA's
+            pass                                       # CSV still reads the file
     return read_report_csv(path, ncu, keep), "ncu --import csv"
 
 
@@ -495,7 +532,7 @@ def _profile_run(cmd: list[str], ncu: str, version: str | None, repo_root: Path,
     if export is not None and export.is_file() and done.returncode == 0 and not done.timed_out:
         wanted = set(opts.metrics) | set(LAUNCH_METRICS)
         try:
-            report = read_report(export, ncu, keep=wanted.__contains__, version=version)
+            report = read_report(export, ncu, wanted=wanted, version=version)
         except (NcuOutputError, OSError, subprocess.SubprocessError):
             report = None  # the printed CSV, if any, is read below
     return profile_from_output(done.returncode, done.stdout, done.stderr, tool_version=version, command=cmd,
@@ -549,3 +586,9 @@ def profile_into_run(run: Run, repo_root: Path, a: Assignment, v: Version, *, op
         prof = Profile(status="failed", tool="ncu", reason=f"profiling raised {type(e).__name__}: {e}")
     run.profile = prof
     return prof
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 4 and sys.argv[1] == "--read-report":
+        sys.exit(_read_report_main(sys.argv[2:]))
+    sys.exit("usage: python -m reporter.harness.profile --read-report <file.ncu-rep> <ncu_report dir> [metric ...]")

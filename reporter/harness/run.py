@@ -431,8 +431,6 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
     for j, r in enumerate(runs):
         r.peers = peer_results
         r.builds = kernel_builds(launched.get(j, []), repo_root)
-        if opts.profile and r.timing is not None:
-            _profile(r, repo_root, a, versions[j], opts, console, progress, events)
     return runs
 
 
@@ -467,6 +465,10 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
     with QuietProgress(console=console, transient=False) as progress:
         overall = progress.add_task("runs", total=len(case_names) * len(versions))
 
+        def resave(r: Run) -> None:  # a written record that gained a profile or probes: the same file, atomically
+            if opts.write:
+                store.save(r, store.run_path(logs, r))
+
         def keep(r: Run) -> None:  # write the record, tell the caller
             if opts.write:
                 written.append(store.save(r, store.run_path(logs, r)))
@@ -485,6 +487,10 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                 for r in runs:
                     r.probes = probes
                     keep(r)
+                for j, r in enumerate(runs):  # profiled once every record of the case is on disk
+                    if opts.profile and r.timing is not None:
+                        _profile(r, repo_root, a, versions[j], opts, console, progress, events)
+                        resave(r)
                 del data, ref
                 _free()
                 continue
@@ -509,8 +515,6 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                                                      state=state)
                     if r.check.passed:
                         r.derived = derive(r.work, r.timing.mean_ms, ceilings)  # type: ignore[union-attr]
-                        if opts.profile:
-                            _profile(r, repo_root, a, v, opts, console, progress, events)
                     else:
                         r.error = f"check failed, not timed: {r.check.message}"
                 except RankedCheckFailed as e:
@@ -521,15 +525,17 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                     console.print(f"[red]{v.name} on {case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
                 r.builds = kernel_builds(launched, repo_root)
                 progress.update(task, completed=opts.rule.max_reps, visible=False)
-                keep(r)  # written now: a crash further on loses nothing of it
+                keep(r)  # written now: a crash further on (a profiler's, say) loses nothing of it
+                if opts.profile and r.timing is not None:
+                    _profile(r, repo_root, a, v, opts, console, progress, events)
+                    resave(r)
                 case_runs.append(r)
                 _free()
             if opts.probes:  # after the versions, so that each version is timed as in a run without them
                 probes = _time_probes(a, case, data, opts, flush, timer, progress, state)
                 for r in case_runs:
                     r.probes = probes
-                    if opts.write:
-                        store.save(r, store.run_path(logs, r))  # the same file, rewritten atomically
+                    resave(r)
             del data, ref
             _free()
     events.runs_done(summary)
