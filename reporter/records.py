@@ -306,8 +306,9 @@ class Profile(Record):
     read_with: str | None = Field(None, description="what read the metrics: 'ncu_report' (NVIDIA's module, "
                                   "from the report file), 'ncu --import csv' or 'ncu stdout csv'; None in "
                                   "records made before it was kept")
-    report_file: str | None = Field(None, description="the profile's .ncu-rep, beside the run's record (a "
-                                    "name in its folder), for Nsight Compute's UI; None when not kept")
+    report_file: str | None = Field(None, description="the profile's report, gzip-compressed beside the run's "
+                                    "record (a name in its folder; gunzip -k gives the .ncu-rep Nsight Compute's "
+                                    "UI opens); None when not kept")
 
 
 # --------------------------------------------------------------------------- builds

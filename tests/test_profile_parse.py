@@ -799,12 +799,14 @@ def test_a_profile_keeps_its_report_beside_the_record(tmp_path, flashattn, fresh
         done
         echo "==PROF== Report: written"
     """)
-    keep = tmp_path / "logs" / "flashattn" / "v02_fused_triton" / "20261122T000000Z_h100_test_small.ncu-rep"
+    import gzip
+
+    keep = tmp_path / "logs" / "flashattn" / "v02_fused_triton" / "20261122T000000Z_h100_test_small.ncu-rep.gz"
     p = profile_version(ROOT, a, v, "test_small", options=ProfileOptions(ncu=wrapper, timeout_s=30, keep_report=keep))
     assert p.status == "ok", p.reason
     assert p.read_with == "ncu --import csv" and len(p.kernels) == 2
-    assert keep.read_text() == "report" and p.report_file == keep.name
-    assert not list(keep.parent.glob("*.part"))
+    assert gzip.decompress(keep.read_bytes()) == b"report" and p.report_file == keep.name
+    assert [f.name for f in keep.parent.iterdir()] == [keep.name]  # no partial file left
 
     p = profile_version(ROOT, a, v, "test_small", options=ProfileOptions(ncu=wrapper, timeout_s=30))
     assert p.status == "ok" and p.report_file is None  # not kept: nothing written anywhere

@@ -17,7 +17,7 @@ import statistics
 import math
 from typing import Any
 
-from ..records import DeviceCeilings, PeerResult, Run, Sweep, derive
+from ..records import DeviceCeilings, PeerResult, ProbeResult, Run, Sweep, derive
 from .summary import AssignmentSummary, VersionSummary
 
 
@@ -247,6 +247,23 @@ class PeerFacts(TimingFacts):
         return self._peer.derived
 
 
+class ProbeFacts(TimingFacts):
+    """A probe timed in a version's run (``{{ v07.probe('probe_read_w16').us }}``): its timing only;
+    a probe computes no answer, so it has no derived figures."""
+
+    def __init__(self, probe: ProbeResult, owner: str) -> None:
+        self._probe = probe
+        self._what = f"{owner}'s probe '{probe.name}'"
+
+    def _t(self):
+        if self._probe.timing is None:
+            raise BindingError(f"{self._what} was not timed ({self._probe.error or 'no timing'})")
+        return self._probe.timing
+
+    def _derived(self):
+        raise BindingError(f"{self._what}: a probe has a time, no derived figures")
+
+
 def _config_names(sw: Sweep) -> list[str]:
     """Each point's configuration as a worklog names it: 'STAGES=3 CLUSTER=2', in the sweep's order."""
     return [" ".join(f"{k}={v}" for k, v in p.config.items()) for p in sw.points]
@@ -331,6 +348,27 @@ class VersionFacts(TimingFacts):
         if not runs:
             raise BindingError(f"{label}: no such run")
         return TimingFacts(max(runs, key=lambda r: r.created_utc), label)
+
+    def probe(self, name: str, case_name: str | None = None) -> ProbeFacts:
+        """A probe timed in this version's newest run that has probes, on a case (default the
+        benchmark): ``{{ v07.probe('probe_read_w16').us }}`` beside ``{{ v07.probe_run().us }}``."""
+        run = self._probe_run(case_name)
+        found = next((p for p in run.probes if p.name == name), None)
+        if found is None:
+            raise BindingError(f"{self.short}.probe('{name}'): not among {', '.join(p.name for p in run.probes)}")
+        return ProbeFacts(found, self.short)
+
+    def probe_run(self, case_name: str | None = None) -> TimingFacts:
+        """The version's own timing in the run its probes come from (same session, same card)."""
+        return TimingFacts(self._probe_run(case_name), f"{self.short}.probe_run()", self._s.ceilings)
+
+    def _probe_run(self, case_name: str | None) -> Run:
+        case_name = case_name or self._v.benchmark_case
+        runs = [r for r in self._v.all_runs if r.case_name == case_name and r.probes]
+        if not runs:
+            raise BindingError(f"{self.short} has no run with probes on case '{case_name}' "
+                               f"(report run <assignment> -v {self.short} -c {case_name} --probes)")
+        return max(runs, key=lambda r: r.created_utc)
 
     def run(self, run_id: str) -> TimingFacts:
         """A specific run of this version by id (or a unique prefix), e.g. an earlier session's."""

@@ -95,8 +95,8 @@ def _print_profile(run: Run, all_metrics: bool) -> None:
     read = f", read with {p.read_with}" if p.read_with else ""
     console.print(head + f", {len(p.kernels)} kernel(s){read}", highlight=False)
     if p.report_file:
-        console.print(f"Nsight Compute report (open it in ncu-ui): {p.report_file}, beside this run's record",
-                      highlight=False)
+        console.print(f"Nsight Compute report: {p.report_file}, beside this run's record "
+                      f"(gunzip -k it, then open the .ncu-rep in ncu-ui)", highlight=False)
     hidden = 0
     for k in p.kernels:
         table, left_out = kernel_metrics_table(k, all_metrics)

@@ -187,6 +187,9 @@ def _kernel(index: int, cells: list[str], header: list[str], units: list[str],
 # --------------------------------------------------------------------------- report files
 
 REPORT_SUFFIX = ".ncu-rep"
+#: how a kept report is stored: gzip (a two-kernel H100 profile: 2.3 MB as ncu writes it, 190 kB
+#: compressed); ``gunzip -k`` gives the file Nsight Compute's UI opens
+KEPT_SUFFIX = REPORT_SUFFIX + ".gz"
 
 
 #: where Nsight Compute installs live, one folder per version ('2025.3.1'), when ncu is CUDA's wrapper script
@@ -486,11 +489,23 @@ def profile_version(repo_root: Path, a: Assignment, v: Version, case_name: str, 
                           root=repo_root, metrics=opts.metrics, export=export)
         prof = _profile_run(cmd, ncu, version, repo_root, v, case_name, opts, console, progress)
         if prof.status == "ok" and opts.keep_report is not None and export.is_file():
-            opts.keep_report.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(export, opts.keep_report.with_name(opts.keep_report.name + ".part"))
-            os.replace(opts.keep_report.with_name(opts.keep_report.name + ".part"), opts.keep_report)
+            _keep(export, opts.keep_report)
             prof.report_file = opts.keep_report.name
         return prof
+
+
+def _keep(report: Path, dest: Path) -> None:
+    """The report at ``dest``, gzip-compressed when ``dest`` ends in .gz, written atomically."""
+    import gzip
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(f".{dest.name}.{os.getpid()}.part")
+    try:
+        with open(report, "rb") as src, (gzip.open(part, "wb") if dest.suffix == ".gz" else open(part, "wb")) as out:
+            shutil.copyfileobj(src, out)
+        os.replace(part, dest)
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def _profile_run(cmd: list[str], ncu: str, version: str | None, repo_root: Path, v: Version, case_name: str,

@@ -328,12 +328,12 @@ def _profile(r: Run, repo_root: Path, a: Assignment, v: Version, opts: RunOption
              progress: Progress, events: Events) -> None:
     """One call of a checked version under Nsight Compute, into ``r.profile`` (never raises: a
     missing or failing ncu is recorded there). Its report file is kept beside the run's record
-    (same stem, ``.ncu-rep``) when records are written."""
-    from .profile import REPORT_SUFFIX, ProfileOptions, profile_into_run
+    (same stem, ``.ncu-rep.gz``) when records are written."""
+    from .profile import KEPT_SUFFIX, ProfileOptions, profile_into_run
 
     _free()  # the profiled child process needs the memory this one cached
-    keep = (store.run_path(opts.logs, r).with_suffix(REPORT_SUFFIX)
-            if opts.write and opts.logs is not None else None)
+    path = store.run_path(opts.logs, r) if opts.write and opts.logs is not None else None
+    keep = path.with_name(path.stem + KEPT_SUFFIX) if path is not None else None
     profile_into_run(r, repo_root, a, v, console=console, progress=progress,
                      options=ProfileOptions(timeout_s=opts.profile_timeout_s, keep_report=keep))
     events.profiled(r)
