@@ -55,7 +55,8 @@ def test_the_report_file_is_kept_and_both_readers_agree(tmp_path):
             m, c = km.metrics[name], kc.metrics[name]
             assert m.unit == c.unit, (name, m.unit, c.unit)
             if isinstance(c.value, float) and isinstance(m.value, float):
-                assert m.value == pytest.approx(c.value, rel=2e-3, abs=1e-9), name
+                # the CSV prints two decimals ('0.05' where the module reads 0.0497)
+                assert m.value == pytest.approx(c.value, rel=2e-3, abs=0.006), name
             else:
                 assert str(m.value) == str(c.value), name
     assert prof.read_with == "ncu_report"
