@@ -110,3 +110,22 @@ def test_a_heading_in_fenced_code_is_code_for_the_report_and_for_report_new(ctx,
     assert wl.versions["v01"].line == 1 and wl.stopped.line == 9
     assert version_section(text, "v02") is None
     assert "## v02_fused_triton notes" in version_section(text, "v01")
+
+
+def test_probe_bindings_read_the_newest_run_with_probes():
+    from reporter import store
+    from reporter.analysis.facts import fmt_number
+
+    h = get_assignment(ROOT / "kernels", "histogram")
+    hctx = binding_context(summarize(h, ROOT / "logs", "h100"))
+    runs = [store.load(p) for p in (ROOT / "logs" / "histogram" / "v07_lean_launch").glob("*.json")]
+    newest = max((r for r in runs if r.probes and r.case_name == "benchmark"), key=lambda r: r.created_utc)
+    w8 = next(p for p in newest.probes if p.name == "probe_read_w8")
+    text = bind("{{ v07.probe('probe_read_w8').us }} / {{ v07.probe_run().us }}", hctx, Path("w.md"))
+    assert text == f"{fmt_number(w8.timing.mean_ms * 1e3)} / {fmt_number(newest.timing.mean_ms * 1e3)}"
+    for expr, why in (("{{ v07.probe('probe_nothing').us }}", "not among probe_read_w4"),
+                      ("{{ v01.probe('probe_read_w8').us }}", "no run with probes"),
+                      ("{{ v07.probe('probe_read_w8').gbps }}", "no derived figures")):
+        with pytest.raises(WorklogError) as e:
+            bind(expr, hctx, Path("w.md"))
+        assert why in str(e.value), (expr, str(e.value))
