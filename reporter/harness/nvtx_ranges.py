@@ -1,7 +1,7 @@
 """NVTX ranges nested as <assignment> / <version> / <phase>, so a profiler can select one phase
 of one version: ``ncu --nvtx --nvtx-include "flashattn/v02/profile/"``.
 
-Uses the ``nvtx`` package when installed, else ``torch.cuda.nvtx``, else nothing.
+Through ``torch.cuda.nvtx`` (torch ships NVTX; no separate package), else nothing.
 """
 
 from __future__ import annotations
@@ -11,12 +11,6 @@ from collections.abc import Iterator
 
 
 def _push_pop():
-    try:
-        import nvtx  # type: ignore[import-not-found]
-
-        return (lambda name: nvtx.push_range(name)), (lambda: nvtx.pop_range())
-    except ImportError:
-        pass
     try:
         import torch
 
