@@ -692,12 +692,11 @@ def _fake_install(tmp_path: Path, with_module: bool, ncu_body: str) -> str:
     return str(wrapper)
 
 
-@pytest.fixture()
-def fresh_module(monkeypatch):
-    """Each test imports its own ncu_report."""
-    monkeypatch.delitem(sys.modules, "ncu_report", raising=False)
-    yield
-    sys.modules.pop("ncu_report", None)
+def _report_file(tmp_path: Path) -> Path:
+    """A stand-in .ncu-rep; the fake module and the fake ncu only look at its name and content."""
+    rep = tmp_path / "p.ncu-rep"
+    rep.write_text("report")
+    return rep
 
 
 def test_ncu_command_exports_a_report_when_asked(flashattn, tmp_path):
@@ -729,12 +728,11 @@ def test_the_report_module_is_found_in_the_install_ncu_belongs_to(tmp_path):
     assert ncu_report_dir(lone, "2024.1.0.0", roots=[roots]) is None
 
 
-def test_the_report_is_read_with_ncu_report_where_the_install_ships_it(tmp_path, fresh_module):
+def test_the_report_is_read_with_ncu_report_where_the_install_ships_it(tmp_path):
     from reporter.harness.profile import read_report
 
     wrapper = _fake_install(tmp_path, True, "exit 3\n")  # the CSV import would fail: the module must read it
-    rep = tmp_path / "p.ncu-rep"
-    rep.write_text("report")
+    rep = _report_file(tmp_path)
     (k,), how = read_report(rep, wrapper)
     assert how == "ncu_report"
     assert k.name == "attn_fwd(demangled)" and k.grid == "(132, 1, 1)" and k.block == "(384, 1, 1)"
@@ -747,20 +745,19 @@ def test_the_report_is_read_with_ncu_report_where_the_install_ships_it(tmp_path,
     assert set(k2.metrics) == {"gpu__time_duration.sum"}
 
 
-def test_without_the_module_ncu_import_reads_the_report_as_csv(tmp_path, fresh_module):
+def test_without_the_module_ncu_import_reads_the_report_as_csv(tmp_path):
     from reporter.harness.profile import read_report
 
     wrapper = _fake_install(tmp_path, False, f"""
         [ "$1" = "--import" ] && [ -f "$2" ] && cat "{HANDWRITTEN}" && exit 0
         exit 5
     """)
-    rep = tmp_path / "p.ncu-rep"
-    rep.write_text("report")
+    rep = _report_file(tmp_path)
     kernels, how = read_report(rep, wrapper)
     assert how == "ncu --import csv" and kernels == _kernels()
 
 
-def test_a_module_that_crashes_its_process_costs_only_the_reader(tmp_path, fresh_module):
+def test_a_module_that_crashes_its_process_costs_only_the_reader(tmp_path):
     """The native module segfaulted in a process with torch loaded on the H100 node: it is read in
     a child, whose death sends the file to the CSV import and leaves this process running."""
     from reporter.harness.profile import read_report
@@ -768,25 +765,23 @@ def test_a_module_that_crashes_its_process_costs_only_the_reader(tmp_path, fresh
     wrapper = _fake_install(tmp_path, True, f'[ "$1" = "--import" ] && cat "{HANDWRITTEN}"\n')
     (tmp_path / "nsight-compute-2025.3" / "extras" / "python" / "ncu_report.py").write_text(
         "import os, signal\ndef load_report(path):\n    os.kill(os.getpid(), signal.SIGSEGV)\n")
-    rep = tmp_path / "p.ncu-rep"
-    rep.write_text("report")
+    rep = _report_file(tmp_path)
     kernels, how = read_report(rep, wrapper)
     assert how == "ncu --import csv" and len(kernels) == 2
 
 
-def test_a_module_that_fails_to_load_falls_back_to_the_csv(tmp_path, fresh_module):
+def test_a_module_that_fails_to_load_falls_back_to_the_csv(tmp_path):
     from reporter.harness.profile import read_report
 
     wrapper = _fake_install(tmp_path, True, f'[ "$1" = "--import" ] && cat "{HANDWRITTEN}"\n')
     (tmp_path / "nsight-compute-2025.3" / "extras" / "python" / "ncu_report.py").write_text(
         "raise ImportError('libgcc_s.so.1: cannot open shared object file')\n")
-    rep = tmp_path / "p.ncu-rep"
-    rep.write_text("report")
+    rep = _report_file(tmp_path)
     kernels, how = read_report(rep, wrapper)
     assert how == "ncu --import csv" and len(kernels) == 2
 
 
-def test_a_profile_keeps_its_report_beside_the_record(tmp_path, flashattn, fresh_module):
+def test_a_profile_keeps_its_report_beside_the_record(tmp_path, flashattn):
     """ncu writes the file named after --export; the profile reads it, and the file is kept where
     asked, under the name the record gives."""
     a, v = flashattn

@@ -33,6 +33,8 @@ from typing import Any
 from reporter.assignments import CourseSource, Peer, Probe, ReferenceResult, Tolerance
 from reporter.records import WorkModel
 
+import histogram_probes as hp  # beside this file; torch, CuPy and NumPy only inside its probes
+
 TITLE = "Per-channel histogram: uint8 [length, num_channels] → int32 [num_channels, num_bins]"
 SEED = 1001
 NUM_BINS = 256
@@ -138,34 +140,17 @@ PEERS = {
 }
 
 
-def _probe(name: str) -> Any:
-    """A probe of histogram_probes.py, looked up at its first call (it needs CuPy and a GPU) and
-    called directly from then on."""
-    found: list[Any] = []
-
-    def call(data: tuple[Any, int]) -> None:
-        if not found:
-            import histogram_probes as hp
-
-            found.append({"probe_read_w4": lambda: hp.read_strips(name, 128, 1024),
-                          "probe_read_w8": lambda: hp.read_strips(name, 256, 512),
-                          "probe_read_w16": lambda: hp.read_strips(name, 512, 256),
-                          "probe_no_atomics": lambda: hp.no_atomics,
-                          "probe_atoms_bin_major": lambda: hp.atomics_only(name),
-                          "probe_atoms_channel_major": lambda: hp.atomics_only(name)}[name]())
-        found[0](data)
-
-    return call
-
-
 # pieces of v05 timed alone (probes.cu; `report run histogram -c benchmark --probes`)
 PROBES = {
-    "probe_read_w4": Probe(_probe("probe_read_w4"), "read only, 128-byte strips (4 B per lane), 1024 threads"),
-    "probe_read_w8": Probe(_probe("probe_read_w8"), "read only, 256-byte strips (8 B per lane), 512 threads"),
-    "probe_read_w16": Probe(_probe("probe_read_w16"), "read only, 512-byte strips (16 B per lane), 256 threads"),
-    "probe_no_atomics": Probe(_probe("probe_no_atomics"), "v05's loop with its shared atomic replaced by an add"),
-    "probe_atoms_bin_major": Probe(_probe("probe_atoms_bin_major"),
+    "probe_read_w4": Probe(hp.read_strips("probe_read_w4", 128, 1024),
+                           "read only, 128-byte strips (4 B per lane), 1024 threads"),
+    "probe_read_w8": Probe(hp.read_strips("probe_read_w8", 256, 512),
+                           "read only, 256-byte strips (8 B per lane), 512 threads"),
+    "probe_read_w16": Probe(hp.read_strips("probe_read_w16", 512, 256),
+                            "read only, 512-byte strips (16 B per lane), 256 threads"),
+    "probe_no_atomics": Probe(hp.no_atomics, "v05's loop with its shared atomic replaced by an add"),
+    "probe_atoms_bin_major": Probe(hp.atomics_only("probe_atoms_bin_major"),
                                    "v05's shared atomics alone (bin-major, conflict-free layout), no loads"),
-    "probe_atoms_channel_major": Probe(_probe("probe_atoms_channel_major"),
+    "probe_atoms_channel_major": Probe(hp.atomics_only("probe_atoms_channel_major"),
                                        "the same atomics in v03's channel-major layout (bank = value % 32)"),
 }

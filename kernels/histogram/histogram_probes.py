@@ -54,9 +54,10 @@ def _geometry(data: tuple[Any, int], width: int) -> tuple[Any, int, int, int, in
 
 def read_strips(kernel: str, width: int, threads: int) -> Callable[[tuple[Any, int]], None]:
     """Read only: every lane loads width/32 bytes of a row, a block covers a ``width``-byte strip."""
-    import numpy as np
 
     def probe(data: tuple[Any, int]) -> None:
+        import numpy as np
+
         array, length, channels, groups, chunks = _geometry(data, width)
         k = load_module(SOURCE).kernel(kernel)
         sink = _sink(array.device, groups * chunks * threads)
@@ -79,9 +80,10 @@ def no_atomics(data: tuple[Any, int]) -> None:
 
 def atomics_only(kernel: str) -> Callable[[tuple[Any, int]], None]:
     """v05's shared-memory atomics, as many as it issues on this case, with no global load."""
-    import numpy as np
 
     def probe(data: tuple[Any, int]) -> None:
+        import numpy as np
+
         array, length, _, groups, chunks = _geometry(data, 128)
         k = load_module(SOURCE).kernel(kernel)
         sink = _sink(array.device, groups * chunks * 1024)

@@ -24,6 +24,9 @@ GpuOpt = Annotated[str | None, typer.Option(
 HoldOpt = Annotated[bool, typer.Option(
     "--hold", help="hold the stream until each timed call is queued, so host launch time stays out of the samples "
                    "(method cuda-events+hold)")]
+QuickOpt = Annotated[bool, typer.Option(
+    "--quick", help="a look, not a record: the same check and timing loop, nothing written under logs/ (not even "
+                    "measured ceilings); `report run` also takes fewer calls and no rest unless given (see --max-reps)")]
 GpuFilterOpt = Annotated[str | None, typer.Option("--gpu", help="only runs on this GPU label (e.g. h100)")]
 
 

@@ -10,7 +10,7 @@ import typer
 
 from ..assignments import AssignmentError, get_assignment
 from ..store import RecordError
-from .common import HoldOpt, LogsOpt, RootOpt, console, fail, project_paths
+from .common import HoldOpt, LogsOpt, QuickOpt, RootOpt, console, fail, project_paths
 
 NAME = "run"
 EPILOG = ("Quick look while working: report run flashattn -v v15 -c benchmark --quick  ·  "
@@ -54,9 +54,7 @@ def command(
     probes: Annotated[bool, typer.Option(
         "--probes", help="also time the assignment's PROBES (pieces of a kernel timed alone, unchecked) on each "
                          "case, after its versions; kept in each run's record")] = False,
-    quick: Annotated[bool, typer.Option(
-        "--quick", help=f"a look, not a record: the same check and timing, {QUICK_REPS} timed calls and no rest "
-                        "unless given, and nothing written under logs/ (not even measured ceilings)")] = False,
+    quick: QuickOpt = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Check and time versions of an assignment on a CUDA GPU; write records under logs/."""

@@ -9,7 +9,7 @@ import typer
 
 from ..assignments import AssignmentError, get_assignment
 from ..store import RecordError
-from .common import HoldOpt, LogsOpt, RootOpt, console, fail, project_paths
+from .common import HoldOpt, LogsOpt, QuickOpt, RootOpt, console, fail, project_paths
 
 NAME = "sweep"
 
@@ -25,8 +25,7 @@ def command(
         "--interleave/--sequential",
         help="time the configurations in rounds, one call of each per round in a rotating order, so the card's "
              "warming up cannot favour the first (default); --sequential times each to the end in SWEEP's order")] = True,
-    quick: Annotated[bool, typer.Option(
-        "--quick", help="a look, not a record: the same checks and timing, nothing written under logs/")] = False,
+    quick: QuickOpt = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Time every configuration of a tunable version; the sweep is recorded and shown in the report."""

@@ -343,8 +343,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
                           case: dict, data: Any, ref: Any, opts: RunOptions, flush: L2Flusher,
                           timer: CudaEventTimer, ceilings: DeviceCeilings, ceilings_ref: str, info: DeviceInfo,
                           session: str, command: str, repo_root: Path, progress: Progress,
-                          state: Callable[[], dict[str, float]] | None, console: Console,
-                          events: Events) -> list[Run]:
+                          state: Callable[[], dict[str, float]] | None, console: Console) -> list[Run]:
     """One case of ``report run --interleave``: check every version and peer once, then time all
     that passed together in rounds (:func:`benchmark_interleaved`), one call of each per round in
     a rotating order, so none of them is timed on a cooler or hotter card than the others.
@@ -482,7 +481,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
             if opts.interleave:
                 runs = _run_case_interleaved(a, versions, modules, case_name, case, data, ref, opts, flush, timer,
                                              ceilings, ceilings_ref, info, session, command, repo_root, progress,
-                                             state, console, events)
+                                             state, console)
                 probes = _time_probes(a, case, data, opts, flush, timer, progress, state) if opts.probes else []
                 for r in runs:
                     r.probes = probes
