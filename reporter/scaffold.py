@@ -17,12 +17,11 @@ from . import store
 from .assignments import VERSION_RE, AssignmentError, get_assignment, is_new_version_name, short_handle
 from .lookup import IterationError
 from .render import TEMPLATES
-from .worklog_sections import DEFAULT_QUESTIONS, insert_section, version_section, worklog_questions
+from .worklog_sections import DEFAULT_QUESTIONS, PLACEHOLDER, insert_section, version_section, worklog_questions
 
 SCAFFOLD_DIR = TEMPLATES / "scaffold"
 
 # Marks every text a person must write before hand-in, so the report can flag leftovers.
-PLACEHOLDER = "EDIT ME"
 ASSIGNMENT_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 

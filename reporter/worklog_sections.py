@@ -18,6 +18,9 @@ from .assignments import VERSION_RE, short_handle
 # The work-log questions, used when worklog.md has no version section to copy them from.
 DEFAULT_QUESTIONS = ["What we concluded", "Hypothesis", "How we came to it", "What to try next"]
 CLOSING_SECTIONS = ("why we stopped", "how llms helped")
+#: The mark on every text a person must write before hand-in (``report new`` writes it, the report
+#: build refuses to print it as an answer).
+PLACEHOLDER = "EDIT ME"
 
 
 _FENCE = re.compile(r"^\s*(```|~~~)")

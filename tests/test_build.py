@@ -43,22 +43,21 @@ def test_build_writes_html_and_pdf(built):
     assert "PDF:" in output and "pages" in output
 
 
-def test_pdf_holds_every_version_and_its_recorded_median(built):
+def test_pdf_holds_every_version_and_its_figure(built):
     out, _, _ = built
     text, pages = pdf_text(out / "worklog.pdf")
     flat = re.sub(r"\s+", " ", text)
     a = get_assignment(ROOT / "kernels", "flashattn")
     s = summarize(a, ROOT / "logs", "h100")
-    timed = [v for v in s.versions if v.median_ms]
+    timed = [v for v in s.versions if v.figure_ms]
     assert len(timed) >= 3
     for v in s.versions:
         assert v.name in flat, f"{v.name} missing from the PDF"
     for v in timed:
-        assert ms(v.median_ms) in flat, f"{v.name}'s median {ms(v.median_ms)} missing from the PDF"
+        assert ms(v.figure_ms) in flat, f"{v.name}'s figure {ms(v.figure_ms)} missing from the PDF"
     assert "Part 1" in flat and "Part 2" in flat and "Part 3" in flat
-    # a budget per version, not a fixed cap: the journey grows, each step must stay compact
-    # (its text, its figures, a key code excerpt of at most render.code.MAX_LINES lines)
-    assert 6 <= pages <= 8 + 4 * len(s.versions), pages
+    # a budget per version: each step about a page, the appendix as long as it needs
+    assert 6 <= pages <= 10 + 2.5 * len(s.versions), pages
 
 
 def test_html_is_self_contained_and_parses(built):
@@ -68,7 +67,7 @@ def test_html_is_self_contained_and_parses(built):
     html = (out / "worklog.html").read_text()
     soup = BeautifulSoup(html, "html.parser")
     assert soup.title and "flash" in soup.title.text.lower()
-    assert len(soup.find_all("svg")) >= 3, "charts are inline SVG"
+    assert len(soup.find_all("svg")) >= 2, "charts are inline SVG"
     assert not soup.find_all("link", rel="stylesheet") and not soup.find_all("script", src=True)
     assert not [i for i in soup.find_all("img") if not str(i.get("src", "")).startswith("data:")]
     ids = {t.get("id") for t in soup.find_all(id=True)}
@@ -158,46 +157,45 @@ def test_report_shows_what_the_compiler_said(project):
     result = runner.invoke(app, ["build", "flashattn", "--root", str(project), "--no-pdf"])
     assert result.exit_code == 0, result.output
     soup = BeautifulSoup((project / "reports" / "flashattn" / "worklog.html").read_text(), "html.parser")
-    section = soup.find("section", id=bench.version)
-    lines = [p.get_text(" ", strip=True) for p in section.select("p.build")]
+    item = next(d for d in soup.select("div.how-item") if d.find("p", class_="how-name").get_text() == bench.version)
+    lines = [p.get_text(" ", strip=True) for p in item.select("p.how-line") if p.get_text().startswith("Build of")]
     assert lines == [
         "Build of attn_fwd_pingpong (nvrtc 13.0, sm_90a): 168 registers/thread, spills 232 B stored / 232 B loaded "
         f"per thread, 152 B stack; ptxas: {advisory}.",
         "Build of attn_fwd_overlap (nvrtc 13.0, sm_90a): 168 registers/thread, no spills; no ptxas advisories.",
     ]
-    observed = section.find("div", class_="observed").get_text(" ", strip=True)
+    observed = soup.find("section", id=bench.version).find("div", class_="observed").get_text(" ", strip=True)
     assert "attn_fwd_pingpong" in observed and "232 bytes of spill stores" in observed
     # versions whose records carry no builds (Triton ones, records made before builds were kept) show none
-    for v in s.versions:
-        if v.bench is not None and v.name != bench.version and not v.bench.builds:
-            assert not soup.find("section", id=v.name).select("p.build"), v.name
-    assert soup.find("section", id="v02_fused_triton").select("p.build") == []
+    for d in soup.select("div.how-item"):
+        name = d.find("p", class_="how-name").get_text()
+        v = s.get(name)
+        if v.bench is not None and name != bench.version and not v.bench.builds:
+            assert not [p for p in d.select("p.how-line") if p.get_text().startswith("Build of")], name
 
 
 def test_report_says_how_each_run_and_sweep_was_timed(built):
-    """Each version's page says how its figure was taken (the standing rule's words), and a sweep
-    says what it decided, ties included; a verdict across two ways of timing is refused."""
+    """Appendix B says how each version's figure was taken (the standing rule's words), appendix D
+    what each sweep decided and which configuration the version runs; a verdict across two ways
+    of timing is refused."""
     from bs4 import BeautifulSoup
 
-    from reporter.analysis.summary import summarize
     from reporter.analysis.sweep import decision
     from reporter.standing import figure
 
     out, _, _ = built
     soup = BeautifulSoup((out / "worklog.html").read_text(), "html.parser")
     s = summarize(get_assignment(ROOT / "kernels", "flashattn"), LOGS, "h100")
+    how = {d.find("p", class_="how-name").get_text(): " ".join(d.get_text(" ", strip=True).split())
+           for d in soup.select("div.how-item")}
+    sweeps = " ".join(soup.find(id="app-sweeps").find_parent("section").get_text(" ", strip=True).split())
     for v in s.versions:
-        text = " ".join(soup.find("section", id=v.name).get_text(" ", strip=True).split())
         if v.bench is not None and v.bench.timing is not None:
-            assert f"The figure is the {figure(v.bench).how}" in text, v.name
+            assert f"The figure is the {figure(v.bench).how}" in how[v.name], v.name
         if v.sweep is not None:
-            assert decision(v.sweep) in text, v.name
-    v14 = " ".join(soup.find("section", id="v14_multicast").get_text(" ", strip=True).split())
-    assert "timed interleaved (one call of each per round, in a rotating order)" in v14
-    assert "Ranked mode: benchmark: median" in v14 and "interleaved, each on a fresh input" in v14
+            assert " ".join(decision(v.sweep).split()) in sweeps, v.name
     pairs = [(s.previous(v), v) for v in s.versions if s.previous(v) is not None]
     differ = [(a, b) for a, b in pairs if a.bench and b.bench and b.bench.timing
               and not b.bench.timing.timed_like(a.bench.timing)]
     for a, b in differ:
-        text = " ".join(soup.find("section", id=b.name).get_text(" ", strip=True).split())
-        assert f"not compared: timed differently ({a.bench.timing.way} vs {b.bench.timing.way})" in text, b.name
+        assert "not compared: timed differently" in how[b.name], b.name

@@ -20,6 +20,7 @@ def command(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="output folder; default reports/<assignment>")] = None,
     gpu: Annotated[str | None, typer.Option(help="GPU label of the records to use (e.g. h100); default the newest")] = None,
     pdf: Annotated[bool, typer.Option(help="also write the PDF (WeasyPrint)")] = True,
+    anonymous: Annotated[bool, typer.Option(help="leave the authors out (for blind grading)")] = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Build the hand-in report (HTML and PDF) from the records and worklog.md. No GPU needed."""
@@ -35,9 +36,11 @@ def command(
     try:
         a = get_assignment(kernels, assignment)
         with console.status(f"building the {assignment} report"):
-            result = build(a, repo, logs_dir, out_dir, gpu=gpu, pdf=pdf)
+            result = build(a, repo, logs_dir, out_dir, gpu=gpu, pdf=pdf, anonymous=anonymous)
     except (AssignmentError, RecordError, SummaryError, WorklogError) as e:
         fail(str(e))
+    for w in result.warnings:
+        err.print(f"[yellow]worklog:[/yellow] {w}", highlight=False)
     console.print(f"HTML: {result.html}")
     if result.pdf:
         console.print(f"PDF:  {result.pdf} ({result.pages} pages)")

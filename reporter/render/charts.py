@@ -1,23 +1,28 @@
-"""Charts as SVG text (matplotlib, Agg): the roofline, time per version, and a sweep.
+"""Charts as SVG text (matplotlib, Agg): the trajectory of the versions' times, their bandwidth
+against the copy ceiling, and the work-model roofline.
 
-Each function takes the assignment summary and returns an ``<svg>`` string to inline in
-the HTML, so the report stays one self-contained file.
+Each ``*_figure`` function builds a matplotlib figure from the assignment summary (the tests
+draw it and check that no two labels overlap, :func:`text_overlaps`); the function of the same
+name without the suffix returns it as ``<svg>`` text to inline in the HTML, so the report stays
+one self-contained file. Labels that would collide are spread apart (:func:`spread`).
 """
 
 from __future__ import annotations
 
 import io
-import math
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from ..analysis.summary import AssignmentSummary  # noqa: E402
-from ..records import Derived, WorkModel, derive  # noqa: E402
+from ..analysis.summary import AssignmentSummary
+from ..records import derive
+from ..standing import peer_ms
 
 VERSION_COLOR = "#1f5aa6"
 PEER_COLOR = "#c0392b"
@@ -48,165 +53,189 @@ def _fmt_ms(ms: float) -> str:
     return f"{ms:.3g} ms" if ms < 100 else f"{ms:.0f} ms"
 
 
-def time_per_version(s: AssignmentSummary) -> str:
-    """Each version's and peer's figure (the mean) on the benchmark case (whiskers: 5th–95th
-    percentile), with the public reference and the roofline floor as vertical lines."""
-    rows: list[tuple[str, float, float, float, str]] = []
-    for v in s.versions:
-        r = v.bench
-        if r and r.timing:
-            q = r.timing.quantiles_ms
-            rows.append((v.name, r.timing.mean_ms, q["p05"], q["p95"], VERSION_COLOR))
-    for p in s.peers:
-        if p.timing:
-            q = p.timing.quantiles_ms
-            rows.append((f"peer: {p.name}", p.timing.mean_ms, q["p05"], q["p95"], PEER_COLOR))
-    fig, ax = plt.subplots(figsize=(6.6, 0.34 * len(rows) + 1.3))
-    if not rows:
+
+
+# --------------------------------------------------------------------------- labels that never collide
+
+
+def spread(wanted: Sequence[float], gap: float, lo: float = float("-inf"), hi: float = float("inf")) -> list[float]:
+    """Positions as close as can be to ``wanted`` (any order), at least ``gap`` apart, kept in
+    [lo, hi] where they fit, in the order of ``wanted``: labels along one axis, in display units."""
+    order = sorted(range(len(wanted)), key=lambda i: wanted[i])
+    pos = [wanted[i] for i in order]
+    for _ in range(2):  # push up, then down from the top bound, then up again from the bottom
+        for k in range(len(pos)):
+            pos[k] = max(pos[k], lo + k * gap if k == 0 else pos[k - 1] + gap)
+        for k in range(len(pos) - 1, -1, -1):
+            pos[k] = min(pos[k], hi - (len(pos) - 1 - k) * gap if k == len(pos) - 1 else pos[k + 1] - gap)
+    out = [0.0] * len(wanted)
+    for k, i in enumerate(order):
+        out[i] = pos[k]
+    return out
+
+
+def visible_texts(fig: Figure) -> list[Text]:
+    """Every text the figure draws: titles, axis and tick labels inside the view, annotations, legends."""
+    fig.canvas.draw()
+    out = []
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip():
+            continue
+        out.append(t)
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    box = fig.bbox
+    drawn = []
+    for t in out:
+        bb = Text.get_window_extent(t, renderer)  # an annotation's own box, without its arrow
+        if bb.width <= 0 or bb.x1 < box.x0 or bb.x0 > box.x1 or bb.y1 < box.y0 or bb.y0 > box.y1:
+            continue
+        drawn.append(t)
+    # tick labels of ticks outside the view are not drawn
+    for ax in fig.axes:
+        for axis, (v0, v1) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            lo, hi = min(v0, v1), max(v0, v1)
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                if not lo <= tick.get_loc() <= hi:
+                    drawn = [t for t in drawn if t is not tick.label1 and t is not tick.label2]
+    return drawn
+
+
+def text_overlaps(fig: Figure, slack_px: float = 0.5) -> list[tuple[str, str]]:
+    """Pairs of drawn texts whose boxes overlap (by more than ``slack_px`` on both axes)."""
+    texts = visible_texts(fig)
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    boxes = [(t.get_text(), Text.get_window_extent(t, renderer)) for t in texts]
+    out = []
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            (a, p), (b, q) = boxes[i], boxes[j]
+            if min(p.x1, q.x1) - max(p.x0, q.x0) > slack_px and min(p.y1, q.y1) - max(p.y0, q.y0) > slack_px:
+                out.append((a, b))
+    return out
+
+
+def _label_column(ax, items: list[tuple[float, str, str]], x_axes: float = 1.01, fontsize: float = 7.0) -> None:
+    """Labels at the right edge of the axes for horizontal lines at data heights ``y`` (log or
+    linear), spread so that none overlaps another."""
+    if not items:
+        return
+    fig = ax.figure
+    fig.canvas.draw()  # the transforms must know the final limits
+    to_px = ax.transData.transform
+    ys_px = [to_px((1.0, y))[1] for y, _, _ in items]
+    gap = fontsize * 1.35 * fig.dpi / 72
+    bbox = ax.get_window_extent()
+    placed = spread(ys_px, gap, bbox.y0 + gap / 2, bbox.y1 + gap * 3)
+    inv = ax.transAxes.inverted()
+    for (y, text, color), y_px in zip(items, placed):
+        y_ax = inv.transform((bbox.x0, y_px))[1]
+        ax.annotate(text, xy=(1.0, y), xycoords=("axes fraction", "data"), xytext=(x_axes, y_ax),
+                    textcoords="axes fraction", va="center", ha="left", fontsize=fontsize, color=color,
+                    annotation_clip=False,
+                    arrowprops={"arrowstyle": "-", "color": color, "lw": 0.5, "alpha": 0.6, "shrinkA": 0,
+                                "shrinkB": 0})
+
+
+# --------------------------------------------------------------------------- the trajectory
+
+
+def trajectory_figure(s: AssignmentSummary) -> Figure:
+    """Each version's figure on the benchmark case, in order, on a log axis (one point per version
+    with a time; a version whose check failed is left out and its tick stays). Horizontal lines:
+    the peers timed in the best version's own run, the public references (labelled with their
+    card), and the roofline floor. The first, the best and the last version are labelled with
+    their times."""
+    pts = [(v.short, v.figure.ms, v) for v in s.versions if v.figure is not None]
+    fig, ax = plt.subplots(figsize=(6.6, 3.0))
+    if not pts:
         ax.text(0.5, 0.5, "no timed runs", ha="center", va="center", transform=ax.transAxes)
-        return svg_text(fig)
-    y = list(range(len(rows)))[::-1]
-    med = [r[1] for r in rows]
-    lo = [max(r[1] - r[2], 0) for r in rows]
-    hi = [max(r[3] - r[1], 0) for r in rows]
-    ax.barh(y, med, color=[r[4] for r in rows], height=0.62, xerr=[lo, hi],
-            error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#555"})
-    ax.set_yticks(y, [r[0] for r in rows])
-    spread = max(med) / max(min(med), 1e-12)
-    if spread > 20:
-        ax.set_xscale("log")
-    for yi, m in zip(y, med):
-        ax.text(m * (1.04 if spread > 20 else 1.0) + (0 if spread > 20 else max(med) * 0.01), yi, _fmt_ms(m),
-                va="center", ha="left", fontsize=7.5)
-    lines = []
-    for ref in s.references:
-        if ref.case == s.benchmark_case or ref.case == "benchmark":
-            ax.axvline(ref.median_ms, color=REF_COLOR, ls="--", lw=1)
-            lines.append((ref.median_ms, f"{ref.label} ({ref.gpu})", REF_COLOR))
+        return fig
+    xs = list(range(len(s.versions)))
+    index = {v.name: i for i, v in enumerate(s.versions)}
+    px = [index[v.name] for _, _, v in pts]
+    py = [ms for _, ms, _ in pts]
+    ax.plot(px, py, "-", color=VERSION_COLOR, lw=1.0, zorder=2)
     best = s.best
-    floor = best.figure.derived(s.ceilings).floor_ms if best and best.figure else None
+    ax.plot(px, py, "o", color=VERSION_COLOR, ms=4, zorder=3)
+    if best is not None and best.figure is not None:
+        ax.plot([index[best.name]], [best.figure.ms], "o", color=FLOOR_COLOR, ms=7, zorder=4)
+    lines: list[tuple[float, str, str]] = []
+    bench = best.figure.run if best is not None and best.figure is not None else None
+    if bench is not None:
+        for p in bench.peers:
+            t = peer_ms(p)
+            if t and bench.timing is not None and p.timing is not None and bench.timing.timed_like(p.timing):
+                ax.axhline(t, color=PEER_COLOR, ls="--", lw=0.8, zorder=1)
+                lines.append((t, f"{p.name} {_fmt_ms(t)}", PEER_COLOR))
+    for ref in s.references:
+        if ref.case in (s.benchmark_case, "benchmark"):
+            ax.axhline(ref.median_ms, color=REF_COLOR, ls="-.", lw=0.8, zorder=1)
+            card = f"another {ref.gpu}" if ref.gpu.lower() == s.gpu.lower() else f"a {ref.gpu}"
+            lines.append((ref.median_ms, f"{ref.label} {_fmt_ms(ref.median_ms)} ({card})", REF_COLOR))
+    floor = best.figure.derived(s.ceilings).floor_ms if best is not None and best.figure is not None else None
     if floor:
-        f = floor
-        ax.axvline(f, color=FLOOR_COLOR, ls=":", lw=1.2)
-        lines.append((f, "roofline floor (measured peaks)", FLOOR_COLOR))
-    from matplotlib.lines import Line2D
-
-    if lines:
-        handles = [Line2D([], [], color=c, ls="--" if c == REF_COLOR else ":", lw=1.2) for _, _, c in lines]
-        ax.legend(handles, [f"{label}: {_fmt_ms(x)}" for x, label, _ in lines], loc="lower right", fontsize=7,
-                  frameon=True, framealpha=0.9)
-    ax.set_xlabel(f"time on the benchmark case ({s.gpu.upper()}; mean, whiskers 5th–95th percentile), lower is better")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_ms(v) if v > 0 else "0"))
-    ax.set_xlim(right=max(med + [x for x, _, _ in lines]) * (2.2 if spread > 20 else 1.18))
-    ax.set_title("Time per version")
-    return svg_text(fig)
-
-
-@dataclass(frozen=True)
-class _Point:
-    work: WorkModel
-    derived: Derived
-
-
-def roofline(s: AssignmentSummary) -> str:
-    """Log-log roofline from the measured ceilings: one point per version at its
-    work-model intensity, arrows from each version to the next, peers as crosses."""
-    c = s.ceilings
-    pts = [(v.name, _Point(v.figure.run.work, v.figure.derived(c))) for v in s.versions if v.figure is not None]
-    fig, ax = plt.subplots(figsize=(6.6, 3.9))
-    if c is None or not pts:
-        ax.text(0.5, 0.5, "no ceilings or no timed runs recorded", ha="center", va="center", transform=ax.transAxes)
-        return svg_text(fig)
-    work = pts[0][1].work
-    bw_tbs = c.copy_gbps / 1e3  # TB/s -> TFLOP/s per (flop/byte)
-    if work.flops == 0:
-        return _bandwidth_chart(s)
-    intensities = [r.derived.arithmetic_intensity for _, r in pts]
-    x_lo = min(min(intensities) / 30, 1.0)
-    x_hi = max(max(intensities) * 30, 1e4)
-    xs = [x_lo * (x_hi / x_lo) ** (i / 200) for i in range(201)]
-    roofs = sorted(c.matmul_tflops.items(), key=lambda kv: -kv[1])
-    for name, peak in roofs:
-        main = work.ceiling == f"matmul_{name}"
-        ax.plot(xs, [min(peak, x * bw_tbs) for x in xs], color=ROOF_COLOR if main else "#999",
-                lw=1.6 if main else 0.8, ls="-" if main else "--")
-        near_main = any(abs(peak / p - 1) < 0.15 for n, p in roofs if f"matmul_{n}" == work.ceiling)
-        if main or not near_main:  # roofs within 15 % of the main one would print on top of it
-            ax.text(peak / bw_tbs * 1.15, peak * 1.06, f"{name} matmul {peak:,.0f} TFLOP/s", ha="left",
-                    va="bottom", fontsize=7, color=ROOF_COLOR if main else "#777")
-    ridge = roofs[0][1] / bw_tbs
-    ax.text(ridge / 8, ridge / 8 * bw_tbs * 1.15, f"copy {c.copy_gbps:,.0f} GB/s", rotation=0, fontsize=7,
-            color=ROOF_COLOR, ha="center")
-    prev = None
-    # labels of points at one intensity stack up: spread them vertically, in order of rate
-    order = sorted(range(len(pts)), key=lambda i: pts[i][1].derived.tflops)
-    label_dy = {i: 0.0 for i in order}
-    last_y = None
-    for i in order:
-        y_log = math.log10(pts[i][1].derived.tflops)
-        if last_y is not None and y_log - last_y < 0.06:
-            label_dy[i] = label_dy[order[order.index(i) - 1]] + 8
-        last_y = y_log
-    for i, (name, r) in enumerate(pts):
-        x, yv = r.derived.arithmetic_intensity, r.derived.tflops
-        ax.plot([x], [yv], "o", color=VERSION_COLOR, ms=5, zorder=3)
-        ax.annotate(f"{name.split('_')[0]} {yv:,.0f}", (x, yv), textcoords="offset points",
-                    xytext=(7, -3 + label_dy[i]), fontsize=7, color=VERSION_COLOR)
-        if prev is not None:
-            ax.annotate("", xy=(x, yv), xytext=prev, arrowprops={"arrowstyle": "->", "color": VERSION_COLOR,
-                                                                  "lw": 0.9, "shrinkA": 4, "shrinkB": 4})
-        prev = (x, yv)
-    for p in s.peers:
-        pd = derive(work, p.timing.mean_ms, c) if p.timing else None
-        if pd and pd.tflops > 0:
-            ax.plot([pd.arithmetic_intensity], [pd.tflops], "x", color=PEER_COLOR, ms=6, mew=1.5)
-            ax.annotate(p.name, (pd.arithmetic_intensity, pd.tflops), textcoords="offset points",
-                        xytext=(-7, 0), ha="right", va="center", fontsize=7, color=PEER_COLOR)
-    ax.set_xscale("log")
+        ax.axhline(floor, color=FLOOR_COLOR, ls=":", lw=1.0, zorder=1)
+        lines.append((floor, f"roofline floor {_fmt_ms(floor)}", FLOOR_COLOR))
     ax.set_yscale("log")
-    ax.set_xlim(x_lo, x_hi)
-    top = max(p for _, p in roofs)
-    bottom = min([r.derived.tflops for _, r in pts] + [top]) / 10
-    ax.set_ylim(bottom, top * 2.2)
-    ax.set_xlabel("arithmetic intensity of the work model (flop per DRAM byte)")
-    ax.set_ylabel("TFLOP/s (work model flops / time)")
-    ax.set_title(f"Roofline on the {s.gpu.upper()}, measured ceilings")
-    ax.grid(True, which="major", lw=0.3, color="#ccc")
-    return svg_text(fig)
+    every = [y for y, _, _ in lines] + py
+    ax.set_ylim(min(every) / 1.6, max(every) * 1.6)
+    ax.set_xlim(-0.6, len(xs) - 0.4)
+    ax.set_xticks(xs, [v.short for v in s.versions], fontsize=7 if len(xs) > 12 else 8,
+                  rotation=90 if len(xs) > 24 else 0)
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_ms(v)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.grid(True, axis="y", which="major", lw=0.3, color="#ccc")
+    ax.set_ylabel("time on the benchmark case (log)")
+    ax.set_title(f"Time per version on the {s.gpu.upper()}, lower is better")
+    # the first, the best and the last version carry their times, above or below their point
+    named = {0, len(pts) - 1} | ({next(i for i, p in enumerate(pts) if p[2] is best)} if best else set())
+    for i in sorted(named):
+        _, y, _ = pts[i]
+        above = i == 0 or y >= py[i - 1]
+        last = i == len(pts) - 1 and i != 0
+        ax.annotate(_fmt_ms(y), (px[i], y), xytext=(-5 if last else 0, 7 if above else -8), textcoords="offset points",
+                    ha="right" if last else "center", va="bottom" if above else "top", fontsize=7, color=VERSION_COLOR)
+    _label_column(ax, lines)
+    return fig
 
 
-def _bandwidth_chart(s: AssignmentSummary) -> str:
-    """For work with no flops: achieved GB/s per version against the copy ceiling."""
+def trajectory(s: AssignmentSummary) -> str:
+    return svg_text(trajectory_figure(s))
+
+
+# --------------------------------------------------------------------------- bandwidth
+
+
+def bandwidth_figure(s: AssignmentSummary) -> Figure:
+    """For work with no floating-point operations: each version's bandwidth (work-model bytes over
+    its figure) as a bar, the peers of the best version's run below them, and the measured copy
+    ceiling as a vertical line."""
     c = s.ceilings
     rows = [(v.name, v.figure.derived(c).gbps, VERSION_COLOR) for v in s.versions if v.figure is not None]
-    work = next((v.figure.run.work for v in s.versions if v.figure is not None), None)
-    rows += [(f"peer: {p.name}", derive(work, p.timing.mean_ms, c).gbps, PEER_COLOR) for p in s.peers
-             if p.timing and work is not None]
-    fig, ax = plt.subplots(figsize=(6.6, 0.34 * len(rows) + 1.3))
+    best = s.best
+    run = best.figure.run if best is not None and best.figure is not None else None
+    if run is not None and run.timing is not None:
+        rows += [(f"{p.name} (peer)", derive(run.work, t, c).gbps, PEER_COLOR) for p in run.peers
+                 if (t := peer_ms(p)) and p.timing is not None and run.timing.timed_like(p.timing)]
+    fig, ax = plt.subplots(figsize=(6.6, 0.26 * len(rows) + 1.2))
+    if not rows:
+        ax.text(0.5, 0.5, "no timed runs", ha="center", va="center", transform=ax.transAxes)
+        return fig
     y = list(range(len(rows)))[::-1]
     ax.barh(y, [r[1] for r in rows], color=[r[2] for r in rows], height=0.62)
-    ax.set_yticks(y, [r[0] for r in rows])
-    if c is not None:
-        ax.axvline(c.copy_gbps, color=ROOF_COLOR, lw=1.4)
-        ax.text(c.copy_gbps, 1.0, f" copy ceiling {c.copy_gbps:,.0f} GB/s", rotation=90, va="top", ha="right",
-                fontsize=7, transform=ax.get_xaxis_transform())
+    ax.set_yticks(y, [r[0] for r in rows], fontsize=7.5)
+    top = max([r[1] for r in rows] + ([c.copy_gbps] if c is not None else []))
     for yi, (_, g, _) in zip(y, rows):
-        ax.text(g, yi, f" {g:,.0f}", va="center", fontsize=7.5)
-    ax.set_xlabel("achieved bandwidth (work-model bytes / time), GB/s")
-    ax.set_title(f"Bandwidth against the measured copy ceiling ({s.gpu.upper()})")
-    return svg_text(fig)
+        ax.text(g + top * 0.01, yi, f"{g:,.0f}", va="center", fontsize=7)
+    if c is not None:
+        ax.axvline(c.copy_gbps, color=ROOF_COLOR, lw=1.2)
+    ax.set_xlim(0, top * 1.12)
+    ax.set_xlabel("GB/s (work-model bytes / time), higher is better"
+                  + (f"; black line: measured copy ceiling {c.copy_gbps:,.0f} GB/s" if c is not None else ""))
+    ax.set_title(f"Bandwidth against the copy ceiling ({s.gpu.upper()})")
+    return fig
 
 
-def sweep_chart(points: list[tuple[str, float]], title: str) -> str:
-    """Medians of a configuration sweep, fastest first; the table beside it names them."""
-    meds = sorted(p[1] for p in points)
-    fig, ax = plt.subplots(figsize=(6.6, 1.7))
-    ax.plot(range(1, len(meds) + 1), meds, "o-", color=VERSION_COLOR, ms=3, lw=0.8)
-    ax.plot([1], meds[:1], "o", color=FLOOR_COLOR, ms=6)
-    ax.set_xlabel("configurations, fastest first")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # configurations are counted, not measured
-    ax.set_ylabel("median ms")
-    ax.set_title(title)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.grid(True, axis="y", lw=0.3, color="#ccc")
-    return svg_text(fig)
+def bandwidth(s: AssignmentSummary) -> str:
+    return svg_text(bandwidth_figure(s))

@@ -2,14 +2,18 @@
 
 Which part is "key": lines between ``# region key`` and ``# endregion`` (``// region key``
 in CUDA) if the author marked them; else the first ``@triton.jit`` function of the file;
-else the first ``__global__`` kernel of its .cu source; else ``custom_kernel``.
+else the first ``__global__`` kernel of its .cu source, from its main loop when it is long;
+else ``custom_kernel``. That is for a source new in a version; a version whose source has an
+earlier counterpart shows the lines it changed instead (:func:`key_change`).
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 
 from pygments import highlight
@@ -22,7 +26,7 @@ from ..assignments import Version
 # spans keeps the highlighting and halves the inline boxes WeasyPrint must lay out (~1 s per report).
 _PLAIN_TOKENS = re.compile(r'<span class="(?:n|p|o|w|nx|err)">([^<]*)</span>')
 
-MAX_LINES = 36  # the whole file is in the record; the report shows the heart of it
+MAX_LINES = 30  # the whole file is in the record; the report shows the heart of it
 
 
 @dataclass
@@ -44,7 +48,7 @@ def css() -> str:
 
 
 def _marked(text: str) -> tuple[int, str] | None:
-    m = re.search(r"^[ \t]*(?:#|//)\s*region key.*?\n(.*?)^[ \t]*(?:#|//)\s*endregion", text, re.S | re.M)
+    m = re.search(r"^[ \t]*(?:#|//)\s*region key.*?\n(.*?)^[ \t]*(?:#|//)\s*endregion", text, re.DOTALL | re.MULTILINE)
     if not m:
         return None
     return text[: m.start(1)].count("\n") + 1, m.group(1)
@@ -67,7 +71,7 @@ def _python_function(text: str, want_jit: bool) -> tuple[int, str] | None:
 
 
 def _cuda_kernel(text: str) -> tuple[int, str] | None:
-    m = re.search(r"^[^\n]*__global__", text, re.M)
+    m = re.search(r"^[^\n]*__global__", text, re.MULTILINE)
     if not m:
         return None
     start = text[: m.start()].count("\n") + 1
@@ -110,7 +114,181 @@ def key_excerpt(v: Version, repo_root: Path) -> Excerpt:
         found = (v.path, (1, py), "python")
     path, (line, code), lang = found
     code_lines = code.rstrip().splitlines()
+    if lang == "cuda" and not _marked(cu or "") and len(code_lines) > MAX_LINES:
+        # a long kernel opens with set-up (indexes, shared memory, barriers): show its main loop
+        loop = next((i for i, text in enumerate(code_lines) if i > 4 and re.match(r"\s*(for|while)\s*\(", text)), None)
+        if loop is not None:
+            start = max(loop - 2, 0)
+            code_lines = ["    ..."] + code_lines[start:]
+            line += start
     truncated = len(code_lines) > MAX_LINES
     if truncated:
         code_lines = code_lines[:MAX_LINES] + ["    ..."]
     return Excerpt(path=rel(path), first_line=line, code="\n".join(code_lines), language=lang, truncated=truncated)
+
+
+# --------------------------------------------------------------------------- the key change
+
+MAX_CHANGE_LINES = 30  # a step's excerpt: the lines that changed, with a little context
+CONTEXT = 2
+
+
+@dataclass
+class Change:
+    """What a version changed against the version before it: diff hunks of its sources, or, for a
+    source with no predecessor, its key excerpt."""
+
+    path: str
+    against: str | None  # the earlier file compared with ('kernels/.../v14_multicast.cu'), None: a new file
+    lines: list[tuple[str, str]]  # (kind, text): kind 'add' | 'del' | 'ctx' | 'hunk'
+    shown: int  # changed lines shown
+    total: int  # changed lines in all
+    excerpt: Excerpt | None = None  # a new file's key code
+
+    def html(self) -> str:
+        if self.excerpt is not None:
+            return self.excerpt.html()
+        sign = {"add": "+", "del": "-", "ctx": " ", "hunk": ""}
+        rows = "".join(f'<span class="{k}">{sign[k]}{escape(t)}</span>\n' for k, t in self.lines)
+        return f'<div class="diff"><pre>{rows}</pre></div>'
+
+
+def _is_comment(line: str) -> bool:
+    s = line.strip()
+    return not s or s.startswith(("//", "#", "/*", "*", '"""', "'''"))
+
+
+def _docstring_lines(text: str, language: str) -> set[int]:
+    """0-based indexes of the module docstring (Python) or the leading comment block (CUDA): a
+    version's description changes with every version and is shown as its structure instead."""
+    lines = text.splitlines()
+    if language == "python":
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return set()
+        first = tree.body[0] if tree.body else None
+        if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) \
+                and isinstance(first.value.value, str):
+            return set(range(first.lineno - 1, (first.end_lineno or first.lineno)))
+        return set()
+    out = set()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("//") or not line.strip():
+            out.add(i)
+        else:
+            break
+    return out
+
+
+def _hunks(old: str, new: str, language: str) -> list[list[tuple[str, str, int]]]:
+    """Unified-diff hunks of new against old, as (kind, text, new-file line) rows, without the hunks
+    that change only comments, blank lines or the description at the top."""
+    # the description at the top is blanked on both sides: it is shown as the structure
+    skip_a, skip_b = _docstring_lines(old, language), _docstring_lines(new, language)
+    a = ["" if i in skip_a else line for i, line in enumerate(old.splitlines())]
+    b = ["" if i in skip_b else line for i, line in enumerate(new.splitlines())]
+    out = []
+    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(CONTEXT):
+        rows: list[tuple[str, str, int]] = []
+        code_changed = False
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                rows += [("ctx", b[j], j + 1) for j in range(j1, j2) if j not in skip_b]
+                continue
+            for i in range(i1, i2):
+                if i not in skip_a:
+                    rows.append(("del", a[i], j1 + 1))
+                    code_changed |= not _is_comment(a[i])
+            for j in range(j1, j2):
+                if j not in skip_b:
+                    rows.append(("add", b[j], j + 1))
+                    code_changed |= not _is_comment(b[j])
+        if code_changed:
+            out.append(rows)
+    return out
+
+
+CANDIDATES = 4  # earlier sources a version's file is compared with, nearest first
+
+
+def _predecessor(v: Version, suffix: str, earlier: list[Version], text: str) -> Path | None:
+    """The earlier source of this type that the file changes least: usually the previous
+    version's, but a version that takes its kernel from an older one (v04 rewriting v02's kernel
+    where v03 only imported it) is compared with that one."""
+    found = [p for w in sorted(earlier, key=lambda w: w.number, reverse=True)
+             if w.number < v.number and (p := w.path.with_suffix(suffix)).is_file()][:CANDIDATES]
+    if not found:
+        return None
+    lines = text.splitlines()
+
+    def added(p: Path) -> int:  # lines of this file that the earlier one does not have
+        other = p.read_text(encoding="utf-8").splitlines()
+        sm = difflib.SequenceMatcher(None, other, lines, autojunk=False)
+        return len(lines) - sum(block.size for block in sm.get_matching_blocks())
+
+    nearest, cost = found[0], added(found[0])
+    for p in found[1:]:
+        if (c := added(p)) < 0.6 * cost:  # an older source, clearly closer
+            nearest, cost = p, c
+    return nearest
+
+
+def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
+    """The lines a version changed against its predecessors' sources (the .cu first, then the .py):
+    the hunks with the most changed code lines, up to :data:`MAX_CHANGE_LINES`, shown in file order.
+    A version whose sources have no predecessor (the first, or the first in a new language) shows
+    its key excerpt instead."""
+    def rel(p: Path) -> str:
+        try:
+            return str(p.resolve().relative_to(repo_root.resolve()))
+        except ValueError:
+            return p.name
+
+    hunks: list[tuple[Path, Path, list[tuple[str, str, int]]]] = []
+    new_files = []
+    for suffix, language in ((".cu", "cuda"), (".py", "python")):
+        path = v.path.with_suffix(suffix)
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        prev = _predecessor(v, suffix, earlier, text)
+        if prev is None:
+            new_files.append(path)
+            continue
+        for h in _hunks(prev.read_text(encoding="utf-8"), text, language):
+            hunks.append((path, prev, h))
+    if any(p.suffix == ".cu" for p, _, _ in hunks):  # a CUDA version's change is in its kernel source
+        hunks = [t for t in hunks if t[0].suffix == ".cu"]
+    if v.path.with_suffix(".cu") in new_files or not hunks:
+        ex = key_excerpt(v, repo_root)
+        return Change(path=ex.path, against=None, lines=[], shown=0, total=0, excerpt=ex)
+
+    def changed(h: list[tuple[str, str, int]]) -> int:
+        return sum(k != "ctx" for k, _, _ in h)
+
+    total = sum(changed(h) for _, _, h in hunks)
+    budget, chosen = MAX_CHANGE_LINES, []
+    for path, prev, h in sorted(hunks, key=lambda t: -changed(t[2])):
+        if budget <= 0:
+            break
+        if len(h) > budget:  # the largest hunk alone is over the budget: its first lines
+            if chosen:
+                continue
+            h = h[:budget]
+        chosen.append((path, prev, h))
+        budget -= len(h)
+    order = {id(h): i for i, (_, _, h) in enumerate(hunks)}
+    chosen.sort(key=lambda t: (0 if t[0].suffix == ".cu" else 1, order.get(id(t[2]), 0)))
+    lines: list[tuple[str, str]] = []
+    files = []
+    for path, prev, h in chosen:
+        if path not in files:
+            files.append(path)
+            if len({p for p, _, _ in chosen}) > 1:
+                lines.append(("hunk", f"{rel(path)} (against {rel(prev)})"))
+        lines.append(("hunk", f"@@ line {h[0][2]}"))
+        lines += [(k, t) for k, t, _ in h]
+    first = chosen[0]
+    return Change(path=rel(first[0]), against=rel(first[1]), lines=lines,
+                  shown=sum(changed(h) for _, _, h in chosen), total=total)

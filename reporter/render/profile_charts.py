@@ -3,8 +3,10 @@
 One colour per version, one marker per memory level (DRAM ●, L2 ■, L1 ▲); the points of a
 version share a height (its achieved TFLOP/s) and sit at its intensity at each level.
 Diagonal roofs are the levels' bandwidths, horizontal ones the measured matmul ceilings;
-arrows lead from each version to the next at every level, and the legend says which level
-binds each version (the one closest to its own roof). Data: :mod:`reporter.analysis.hroofline`.
+arrows lead from each version to the next at every level, and the legend names the versions (no
+label sits on the plot, where versions of similar rate would pile up) and says which level binds
+each (the one closest to its own roof). With more versions than :data:`VERSION_COLORS` the
+caller chooses which to draw. Data: :mod:`reporter.analysis.hroofline`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from .charts import svg_text
 STYLE: Any = {**BASE_STYLE, "font.size": 9,  # matplotlib types rc keys as literals: a plain dict
                 "figure.facecolor": "white", "axes.facecolor": "white", "savefig.facecolor": "white"}
 FIGSIZE_IN = (6.7, 4.5)  # A4 text width, room for the legend
-VERSION_COLORS = ("#1f5aa6", "#c0392b", "#2e8b57", "#7d3c98", "#d35400", "#16a085", "#8e6c3a", "#555555")
+VERSION_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+                  "#7f7f7f", "#bcbd22", "#393b79", "#ad494a")  # distinct: tab10 and two more
 LEVEL_MARKERS = {"DRAM": "o", "L2": "s", "L1": "^"}
 LEVEL_ROOF_STYLE = {"DRAM": ("#333333", "-"), "L2": ("#777777", "--"), "L1": ("#999999", ":")}
 COMPUTE_COLOR = "#333333"
@@ -58,28 +61,24 @@ def _angle(ax, x0: float, y0: float, x1: float, y1: float) -> float:
     return math.degrees(math.atan2(d - b, c - a))
 
 
-def _draw_roofs(ax, roofs: tuple[Roof, ...], lims: tuple[float, float, float, float]) -> None:
+def _draw_roofs(ax, roofs: tuple[Roof, ...], lims: tuple[float, float, float, float]) -> list[Line2D]:
+    """Draw the roofs; the memory roofs are named in the key (labels on their slopes, close
+    parallel lines, would print on each other), the compute roofs at their right end."""
     x_lo, x_hi, y_lo, _ = lims
     compute = sorted((r for r in roofs if r.kind == "compute"), key=lambda r: -r.value)
     top = compute[0].value if compute else math.inf
     n = 240
     grid = [x_lo * (x_hi / x_lo) ** (i / n) for i in range(n + 1)]
-    for i, r in enumerate(sorted((r for r in roofs if r.kind == "memory"), key=lambda r: r.value)):
+    handles: list[Line2D] = []
+    for r in sorted((r for r in roofs if r.kind == "memory"), key=lambda r: -r.value):
         color, style = LEVEL_ROOF_STYLE.get(r.level or "", ("#999999", "-."))
         ls: Any = style
         if r.level == "DRAM" and r.source == "ncu":
             ls = (0, (6, 2, 1, 2))  # dash-dot: the DRAM peak ncu quotes, beside the measured copy
         tb_s = r.value / 1e3
-        ax.plot(grid, [min(top, x * tb_s) for x in grid], color=color, ls=ls, lw=1.1 if r.source == "measured" else 0.9,
-                zorder=1)
-        # label on the slope, near where the line enters the plot from below; staggered along
-        # the line so that close roofs (measured copy and ncu's DRAM peak) do not print on each other
-        x_text = max(x_lo * 1.4, y_lo * 2.2 / tb_s) * 1.6 ** i
-        y_text = x_text * tb_s
-        if y_text < top / 2:  # the slowest roof is labelled below its line, the others above theirs
-            ax.text(x_text, y_text, f" {r.label}: {r.value:,.0f} GB/s", fontsize=7, color=color, ha="left",
-                    va="top" if i == 0 else "bottom", rotation=_angle(ax, x_text, y_text, x_text * 10, y_text * 10),
-                    rotation_mode="anchor", zorder=2)
+        lw = 1.1 if r.source == "measured" else 0.9
+        ax.plot(grid, [min(top, x * tb_s) for x in grid], color=color, ls=ls, lw=lw, zorder=1)
+        handles.append(Line2D([], [], color=color, ls=ls, lw=lw, label=f"{r.label}: {r.value:,.0f} GB/s"))
     for i, r in enumerate(compute):
         main = i == 0
         ridge = min(r.value / (m.value / 1e3) for m in roofs if m.kind == "memory") if any(
@@ -88,6 +87,7 @@ def _draw_roofs(ax, roofs: tuple[Roof, ...], lims: tuple[float, float, float, fl
                 ls="-" if main else "--", zorder=1)
         ax.text(x_hi / 1.05, r.value * 1.04, f"{r.label}: {r.value:,.0f} TFLOP/s", ha="right", va="bottom",
                 fontsize=7, color=COMPUTE_COLOR if main else "#666666")
+    return handles
 
 
 def _draw_versions(ax, h: HierarchicalRoofline) -> list[Line2D]:
@@ -101,13 +101,10 @@ def _draw_versions(ax, h: HierarchicalRoofline) -> list[Line2D]:
         xs = [p.intensity for p in v.points]
         if len(xs) > 1:  # a faint bar tying the version's levels together
             ax.plot([min(xs), max(xs)], [v.tflops, v.tflops], color=color, lw=0.6, alpha=0.5, zorder=3)
-        anchor = v.point("DRAM") or v.points[0]
-        ax.annotate(v.label, (anchor.intensity, anchor.tflops), xytext=(5, 4), textcoords="offset points",
-                    fontsize=8, color=color, fontweight="bold", zorder=5)
         bind = f"{v.binding} binds, {v.binding_fraction:.0%} of its roof" if v.binding_fraction is not None else \
             "binding level unknown"
         handles.append(Line2D([], [], color=color, marker="o", ls="none", ms=6,
-                              label=f"{v.label} {v.version}: {v.tflops:,.1f} TFLOP/s; {bind}"))
+                              label=f"{v.version}: {v.tflops:,.1f} TFLOP/s in its profiled launch; {bind}"))
     for prev, nxt in zip(h.versions, h.versions[1:], strict=False):
         for p in prev.points:
             q = nxt.point(p.level)
@@ -124,6 +121,13 @@ def hierarchical_roofline_svg(runs: list[Run], ceilings: DeviceCeilings | None) 
     if not h.versions:
         why = "; ".join(h.skipped) if h.skipped else "no runs"
         return _message(f"No hierarchical roofline: no profiled version ({why}).")
+    fig = hierarchical_roofline_figure(h, runs)
+    with plt.rc_context(STYLE):
+        return svg_text(fig)
+
+
+def hierarchical_roofline_figure(h: HierarchicalRoofline, runs: list[Run]) -> Any:
+    """The figure (the tests check its labels); ``h`` must hold at least one version."""
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=FIGSIZE_IN)
         ax.set_xscale("log")
@@ -131,16 +135,16 @@ def hierarchical_roofline_svg(runs: list[Run], ceilings: DeviceCeilings | None) 
         lims = _limits(h)
         ax.set_xlim(lims[0], lims[1])
         ax.set_ylim(lims[2], lims[3])
-        _draw_roofs(ax, h.roofs, lims)
+        roof_handles = _draw_roofs(ax, h.roofs, lims)
         handles = _draw_versions(ax, h)
         handles += [Line2D([], [], ls="none", label=f"not shown: {why}") for why in h.skipped]
         levels = [Line2D([], [], color="#444444", marker=m, ls="none", ms=6, mfc="white", label=f"intensity at {lvl}")
                   for lvl, m in LEVEL_MARKERS.items() if any(v.point(lvl) for v in h.versions)]
         levels.append(Line2D([], [], color="#444444", marker="o", ls="none", ms=7, mfc="white", mec="black", mew=1.0,
                              label="ringed: the level that binds"))
-        # level key inside, top left: above every memory roof, a region no kernel reaches
-        ax.add_artist(ax.legend(handles=levels, loc="upper left", fontsize=7, frameon=True, framealpha=0.92,
-                                edgecolor="#cccccc", borderaxespad=0.4))
+        # the key inside, top left: above every memory roof, a region no kernel reaches
+        ax.add_artist(ax.legend(handles=levels + roof_handles, loc="upper left", fontsize=6.5, frameon=True,
+                                framealpha=0.92, edgecolor="#cccccc", borderaxespad=0.4))
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1, fontsize=7.5,
                   frameon=False, handletextpad=0.4)
         ax.grid(True, which="major", color="#eeeeee", lw=0.6, zorder=0)
@@ -149,4 +153,4 @@ def hierarchical_roofline_svg(runs: list[Run], ceilings: DeviceCeilings | None) 
         cases = sorted({v.case_name for v in h.versions})
         gpu = runs[0].device.name if runs else ""
         ax.set_title(f"Hierarchical roofline · {', '.join(cases)} · {gpu}")
-        return svg_text(fig)
+        return fig

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import store
 from ..analysis.facts import binding_context
 from ..analysis.summary import summarize
 from ..assignments import Assignment
-from .html import Hooks, build_context, render_html
-from .pdf import PdfError, write_pdf
 from ..records import gpu_slug
+from .html import Hooks, build_context, render_html, worklog_warnings
+from .pdf import PdfError, write_pdf
 from .worklog import Worklog, WorklogError, parse, read_meta
 
 
@@ -21,6 +21,7 @@ class BuildResult:
     pdf: Path | None
     pages: int | None
     pdf_error: str | None
+    warnings: list[str] = field(default_factory=list)
 
 
 def default_hooks() -> Hooks:
@@ -29,10 +30,11 @@ def default_hooks() -> Hooks:
     try:
         from ..analysis.diff import compare_timing
 
-        def verdict(a, b) -> str:
+        def verdict(a, b) -> tuple[str, str]:
             if not a.timed_like(b):  # held vs plain, ranked vs back to back: no test between them
-                return f"not compared: timed differently ({a.way} vs {b.way})"
-            return compare_timing(a, b).sentence
+                return "timed differently", f"not compared: timed differently ({a.way} vs {b.way})"
+            v = compare_timing(a, b)
+            return v.verdict, v.sentence
 
         hooks.verdict = verdict
     except ImportError:
@@ -40,48 +42,47 @@ def default_hooks() -> Hooks:
     try:
         from ..analysis.diagnose import observe
 
-        hooks.observations = lambda run, prev, ceilings: [o.text for o in observe(run, prev, ceilings)]
-    except ImportError:
-        pass
-    try:
-        from .text import format_metric_block
-
-        hooks.profile_block = lambda run: (format_metric_block(run.profile)
-                                           if run.profile is not None and run.profile.status == "ok" else None)
+        hooks.observations = lambda run, prev, ceilings: [(o.rule, o.text) for o in observe(run, prev, ceilings)]
     except ImportError:
         pass
     try:
         from .profile_charts import hierarchical_roofline_svg
 
         def hroof(s):
-            runs = [r for v in s.versions if (r := v.profiled_run()) is not None]
-            return hierarchical_roofline_svg(runs, s.ceilings) if runs and s.ceilings else None
+            """The versions that set a new best time, each at its newest profile."""
+            runs, best = [], float("inf")
+            for v in s.versions:
+                if v.figure_ms is not None and v.figure_ms < best:
+                    best = v.figure_ms
+                    if (r := v.profiled_run()) is not None:
+                        runs.append(r)
+            return hierarchical_roofline_svg(runs, s.ceilings) if len(runs) > 1 and s.ceilings else None
 
-        hooks.extra_charts.append(("Hierarchical roofline from Nsight Compute: each version at its measured "
-                                   "intensity at DRAM, L2 and L1.", hroof))
+        hooks.profile_chart = hroof
     except ImportError:
         pass
     return hooks
 
 
 def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str | None = None,
-          pdf: bool = True, hooks: Hooks | None = None) -> BuildResult:
+          pdf: bool = True, hooks: Hooks | None = None, anonymous: bool = False) -> BuildResult:
     if not a.worklog_path.is_file():
         raise WorklogError(f"{a.worklog_path}: no worklog.md; `report new {a.name} <version>` creates one")
     # the worklog names its target GPU; records of other GPUs are never mixed into its figures
     target = gpu or read_meta(a.worklog_path).get("gpu")
     s = summarize(a, logs, gpu_slug(str(target)) if target else None)
     wl: Worklog = parse(a.worklog_path, binding_context(s))
-    ctx = build_context(s, wl, repo_root, hooks if hooks is not None else default_hooks())
+    warnings = worklog_warnings(s, wl)
+    ctx = build_context(s, wl, repo_root, hooks if hooks is not None else default_hooks(), anonymous=anonymous)
     html_text = render_html(ctx)
     out_dir.mkdir(parents=True, exist_ok=True)
     html_path = out_dir / "worklog.html"
     store.write_atomic(html_path, html_text)
     if not pdf:
-        return BuildResult(html_path, None, None, None)
+        return BuildResult(html_path, None, None, None, warnings)
     pdf_path = out_dir / "worklog.pdf"
     try:
         pages = write_pdf(html_text, pdf_path, base_url=out_dir)
     except PdfError as e:
-        return BuildResult(html_path, None, None, str(e))
-    return BuildResult(html_path, pdf_path, pages, None)
+        return BuildResult(html_path, None, None, str(e), warnings)
+    return BuildResult(html_path, pdf_path, pages, None, warnings)

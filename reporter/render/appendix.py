@@ -1,0 +1,271 @@
+"""The report's appendix as plain values: every measurement of every version, how each figure was
+taken, what the compiler said, the profile metrics, the sweeps, the device, the method and the
+commands that reproduce the figures. The body cites one figure per version; everything else a
+reader may want to check is here, said once.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analysis.facts import fmt_number
+from ..analysis.metrics import format_value, value
+from ..analysis.summary import AssignmentSummary, VersionSummary
+from ..ncu_metrics import CS149_BLOCK, DURATION
+from ..records import Run
+from ..standing import figure
+from .numbers import ms, pct
+from .text import device_lines, short_kernel_name
+
+
+@dataclass
+class CaseRow:
+    version: str
+    case: str
+    figure: str
+    kind: str
+    median: str
+    spread: str  # fastest – slowest
+    n: int | str
+    rate: str  # TFLOP/s or GB/s
+    roof: str
+    check: str
+    check_ok: bool
+    bench: bool
+
+
+@dataclass
+class HowTaken:
+    """How one version's benchmark figure was taken, its ranked runs and its builds."""
+
+    version: str
+    lines: list[str] = field(default_factory=list)
+
+
+def _check(r: Run) -> str:
+    c = r.check
+    if c.passed:
+        text = "pass, exact" if c.exact or c.max_abs_error is None else f"pass, max abs err {c.max_abs_error:.2g}"
+    else:
+        text = f"FAIL: {c.message}"
+    if r.ranked_checks:
+        text += f"; ranked re-checks {sum(x.passed for x in r.ranked_checks)}/{len(r.ranked_checks)}"
+    return text
+
+
+def case_rows(s: AssignmentSummary) -> list[CaseRow]:
+    """One row per version and case: the standing run's figure, how it was taken, its spread."""
+    out = []
+    for v in s.versions:
+        for case in s.assignment.case_order(list(v.runs)):
+            r = v.runs[case]
+            fig = figure(r)
+            t = r.timing
+            d = fig.derived(s.ceilings) if fig else None
+            rate = ("–" if d is None else f"{fmt_number(d.tflops, 4)} TFLOP/s" if r.work.flops
+                    else f"{fmt_number(d.gbps, 4)} GB/s")
+            out.append(CaseRow(
+                version=v.name, case=case, figure=ms(fig.ms) if fig else "–", kind=fig.kind if fig else "–",
+                median=ms(t.median_ms) if t else "–", spread=f"{ms(t.min_ms)} – {ms(t.max_ms)}" if t else "–",
+                n=t.n if t else "–", rate=rate, roof=pct(d.fraction_of_ceiling) if d else "–",
+                check=_check(r), check_ok=r.check.passed, bench=case == s.benchmark_case))
+    return out
+
+
+METHOD_WORDS = {
+    "cuda-events": "plain CUDA events around the Python call (the course harnesses' method: host launch time "
+                   "counts whenever it outlasts the work queued before the call)",
+    "cuda-events+hold": "CUDA events with the stream held until the whole call was queued (--hold: the GPU time "
+                        "of the call, host launch time left out)",
+}
+
+
+def timing_note(r: Run | None) -> str:
+    """Which run the benchmark figure comes from, how it was timed, and the GPU's state meanwhile."""
+    fig = figure(r)
+    if r is None or fig is None or r.timing is None:
+        return ""
+    t = r.timing
+    parts = [f"The figure is the {fig.how} (run {r.run_id}, {r.created_utc:%Y-%m-%d}), timed with "
+             f"{METHOD_WORDS.get(t.method, t.method)}"
+             + (", interleaved with the run's other versions and peers (one call of each per round, in a "
+                "rotating order)" if t.interleaved else "")]
+    if t.start_temp_c is not None:
+        parts.append(f"the GPU was at {t.start_temp_c:.0f} °C when timing began")
+    if t.enqueue_ms:
+        parts.append(f"the host took a median {ms(statistics.median(t.enqueue_ms))} to queue each call")
+    g = t.gpu_state
+    if g is not None:
+        state = (f"NVML: SM clock {min(g.sm_clock_mhz):.0f}–{max(g.sm_clock_mhz):.0f} MHz, memory clock "
+                 f"{min(g.mem_clock_mhz):.0f}–{max(g.mem_clock_mhz):.0f} MHz, up to {max(g.power_w):.0f} W, "
+                 f"{min(g.temp_c):.0f}–{max(g.temp_c):.0f} °C")
+        seen = g.limiting_reasons()
+        state += ("; clock events " + ", ".join(f"{k.replace('_', ' ')} in {n} of {t.n} samples" for k, n in seen.items())
+                  if seen else "; no clock events")
+        parts.append(state)
+    return "; ".join(parts) + "."
+
+
+def ranked_line(r: Run) -> str:
+    t = r.timing
+    assert t is not None
+    ok = sum(c.passed for c in r.ranked_checks)
+    held = " with --hold" if t.method.endswith("+hold") else ""
+    held += ", interleaved" if t.interleaved else ""
+    return (f"Ranked mode: {r.case_name}: median {ms(t.median_ms)} over {t.n} calls{held}, each on a fresh input "
+            f"(seed {r.seed} + 13·k), {ok} of {len(r.ranked_checks)} re-checks passed ({r.created_utc:%Y-%m-%d}, "
+            f"run {r.run_id}).")
+
+
+def build_lines(r: Run | None) -> list[str]:
+    """One line per CUDA kernel the run launched: what the compiler gave it and what ptxas warned."""
+    if r is None:
+        return []
+    out = []
+    for b in r.builds:
+        regs = f"{b.registers} registers/thread" if b.registers is not None else "registers not reported"
+        if b.reported_by == "driver":
+            out.append(f"Build of {b.kernel} ({b.compiler or 'compiler unknown'}, {b.arch}), from the driver's "
+                       f"attributes (ptxas's report was not in the compile log): {regs}, {b.local_bytes or 0} B of "
+                       f"local memory per thread.")
+            continue
+        spills = (f"spills {b.spill_stores} B stored / {b.spill_loads} B loaded per thread, {b.stack_bytes} B stack"
+                  if b.spills else "no spills")
+        line = f"Build of {b.kernel} ({b.compiler or 'compiler unknown'}, {b.arch}): {regs}, {spills}"
+        advisories = b.advisories + b.module_advisories
+        line += ("; ptxas: " + "; ".join(advisories)) if advisories else "; no ptxas advisories"
+        out.append(line + ".")
+    return out
+
+
+def profile_note(v: VersionSummary) -> str:
+    prof, bench = v.profiled_run(), v.bench
+    if prof is not None:
+        if bench is not None and prof is not bench:
+            same = prof.code.digest == bench.code.digest
+            return (f"Profile from run {prof.run_id}" + (", an earlier run of the same code." if same else
+                                                         f", older code ({prof.code.digest})."))
+        return f"Profile from run {prof.run_id}."
+    if bench is None or not bench.ok:
+        return ""
+    if bench.profile is None:
+        return "Not profiled: this run was made without --profile."
+    return f"Not profiled ({bench.profile.status}): {bench.profile.reason}"
+
+
+def how_taken(s: AssignmentSummary) -> list[HowTaken]:
+    out = []
+    for v in s.versions:
+        lines = [x for x in [timing_note(v.bench)] if x]
+        lines += [ranked_line(rr) for c in s.assignment.case_order(list(v.runs)) if (rr := v.ranked(c)) is not None]
+        lines += build_lines(v.bench)
+        note = profile_note(v)
+        if note:
+            lines.append(note)
+        if lines:
+            out.append(HowTaken(v.name, lines))
+    return out
+
+
+PROFILE_HEADERS = ("time", "SM %", "busy %", "L1 %", "L2 %", "DRAM %", "L1 hit", "L2 hit", "DRAM rd", "DRAM wr",
+                   "L2→L1", "L1→L2", "L2→smem")
+
+
+def profile_rows(s: AssignmentSummary, per_version: int = 3) -> list[dict[str, Any]]:
+    """The CS149 metric block of each profiled version as table rows: its longest kernels (at
+    most ``per_version``, in launch order), the rest counted."""
+    rows = []
+    for v in s.versions:
+        prof = v.profiled_run()
+        if prof is None or prof.profile is None:
+            continue
+        kernels = list(prof.profile.kernels)
+        longest = {id(k) for k in sorted(kernels, key=lambda k: -(value(k, DURATION) or 0.0))[:per_version]}
+        shown = [k for k in kernels if id(k) in longest]
+        for i, k in enumerate(shown):
+            cells = []
+            for label, name in CS149_BLOCK:
+                m = k.metrics.get(name)
+                if m is None:
+                    cells.append("n/a")
+                elif label == "Duration":
+                    cells.append(format_value(m.value, m.unit))
+                else:
+                    cells.append(format_value(m.value, m.unit).replace(" %", "").replace("%", ""))
+            rows.append({"version": v.name if i == 0 else "", "kernel": short_kernel_name(k.name, 48),
+                         "cells": cells,
+                         "more": (f"+ {len(kernels) - len(shown)} shorter kernels"
+                                  if i == len(shown) - 1 and len(kernels) > len(shown) else "")})
+    return rows
+
+
+def sweep_view(v: VersionSummary) -> dict[str, Any] | None:
+    sw = v.sweep
+    if sw is None:
+        return None
+    from ..analysis.sweep import decision, note, standings
+
+    runs_with = v.bench.code.config if v.bench is not None else {}
+    rows = []
+    ranked = sorted(standings(sw), key=lambda st: st.point.timing.median_ms if st.point.timing else float("inf"))
+    for st in ranked:
+        p = st.point
+        runs_this = bool(runs_with) and p.config == runs_with
+        rows.append({"config": ", ".join(f"{k}={val}" for k, val in p.config.items()),
+                     "median": ms(p.timing.median_ms) if p.timing else "–",
+                     "n": p.timing.n if p.timing else "–",
+                     "note": note(st) + ("; the version runs this" if runs_this else ""), "runs": runs_this})
+    shown = rows[:8] + [r for r in rows[8:] if r["runs"]]  # the one the version runs is always shown
+    return {
+        "version": v.name, "case": sw.case_name, "count": len(sw.points),
+        "timed": sum(1 for p in sw.points if p.timing), "rows": shown, "all": len(rows),
+        "date": sw.created_utc.strftime("%Y-%m-%d"), "run_id": sw.run_id, "order": sw.timing_order,
+        "decision": decision(sw),
+        "runs_config": ", ".join(f"{k}={val}" for k, val in runs_with.items()) if runs_with else "",
+        "runs_in_sweep": any(r["runs"] for r in rows),
+    }
+
+
+def ceilings_view(s: AssignmentSummary) -> dict[str, Any] | None:
+    c = s.ceilings
+    if c is None:
+        return None
+    return {"copy_bw": f"{fmt_number(c.copy_gbps, 4)} GB/s",
+            "matmul": [(k, f"{fmt_number(val, 3)} TFLOP/s") for k, val in c.matmul_tflops.items()],
+            "date": c.created_utc.strftime("%Y-%m-%d"), "notes": c.notes, "matmul_n": c.matmul_n,
+            "copy_gib": c.copy_bytes / 2**30}
+
+
+def method_view(s: AssignmentSummary) -> dict[str, Any]:
+    r = next((v.bench for v in s.versions if v.bench and v.bench.timing), None)
+    if r is None or r.timing is None:
+        return {}
+    t = r.timing
+    return {"method": t.method, "l2_flush": t.l2_flush, "warmup": t.warmup_reps,
+            "target": f"{t.target_rel_stderr * 100:g} %", "budget": f"{t.budget_s:g} s", "ranked": t.ranked,
+            "tolerance": r.check.criterion}
+
+
+def commands(s: AssignmentSummary) -> list[dict[str, str]]:
+    """The command each version's benchmark figure came from, with the commit it ran at."""
+    out = []
+    for v in s.versions:
+        r = v.bench
+        if r is None:
+            continue
+        commit = (r.code.git_commit or "")[:10] + (" (uncommitted changes)" if r.code.git_dirty else "")
+        out.append({"version": v.name, "command": r.command or "(not recorded)", "commit": commit or "unknown",
+                    "run_id": r.run_id})
+    return out
+
+
+def records(s: AssignmentSummary) -> list[dict[str, Any]]:
+    return [{"version": v.name, "case": r.case_name, "run_id": r.run_id, "commit": (r.code.git_commit or "")[:10],
+             "dirty": r.code.git_dirty, "digest": r.code.digest}
+            for v in s.versions for r in v.runs.values()]
+
+
+def device(s: AssignmentSummary) -> list[str]:
+    return device_lines(s.device) if s.device else []

@@ -1,0 +1,24 @@
+"""How the report writes a time, a ratio and a share: one format everywhere."""
+
+from __future__ import annotations
+
+from ..analysis.facts import fmt_number
+
+
+def ms(x: float | None) -> str:
+    if x is None:
+        return "–"
+    return f"{fmt_number(x * 1e3, 4)} µs" if x < 1 else f"{fmt_number(x, 4)} ms"
+
+
+def times(x: float | None) -> str:
+    return "–" if x is None else f"{fmt_number(x, 3)}×"
+
+
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{fmt_number(100 * x, 3)} %"
+
+
+def speedup_words(theirs: float, mine: float) -> str:
+    """'1.05× faster' or '1.10× slower': how ``mine`` compares with ``theirs`` (both times)."""
+    return f"{times(theirs / mine)} faster" if theirs >= mine else f"{times(mine / theirs)} slower"
