@@ -247,6 +247,7 @@ def test_only_timings_taken_the_same_way_are_compared():
     assert not plain.timed_like(ranked) and not plain.timed_like(held)
     assert ranked.way == "fake, ranked" and plain.way == "fake"
     verdict = default_hooks().verdict
-    assert verdict(plain, ranked) == "not compared: timed differently (fake vs fake, ranked)"
-    assert verdict(plain, held) == "not compared: timed differently (fake vs cuda-events+hold)"
-    assert not verdict(plain, plain.model_copy()).startswith("not compared")
+    assert verdict(plain, ranked) == ("timed differently", "not compared: timed differently (fake vs fake, ranked)")
+    assert verdict(plain, held) == ("timed differently", "not compared: timed differently (fake vs cuda-events+hold)")
+    word, sentence = verdict(plain, plain.model_copy())
+    assert word == "same" and not sentence.startswith("not compared")

@@ -82,6 +82,8 @@ def note(s: SweepStanding) -> str:
     if v is None:
         return (s.point.error or "not timed")[:90]
     why = f"p = {v.p_value:.2g}" if v.p_value is not None else v.test
+    if v.verdict == "same" and v.significant and not v.reason:  # apart, but by less than counts
+        return f"tied with the fastest: {abs(v.change_pct):.1f} % apart, under the {v.min_effect_pct:g} % that counts ({why})"
     if v.verdict == "same":
         return f"tied with the fastest ({v.reason or why})"
     return f"slower, {v.ratio:.2f}× ({why})"

@@ -47,11 +47,11 @@ class HowTaken:
 def _check(r: Run) -> str:
     c = r.check
     if c.passed:
-        text = "pass, exact" if c.exact or c.max_abs_error is None else f"pass, max abs err {c.max_abs_error:.2g}"
+        text = "exact" if c.exact or c.max_abs_error is None else f"pass, err {c.max_abs_error:.1g}"
     else:
         text = f"FAIL: {c.message}"
     if r.ranked_checks:
-        text += f"; ranked re-checks {sum(x.passed for x in r.ranked_checks)}/{len(r.ranked_checks)}"
+        text += f"; re-checks {sum(x.passed for x in r.ranked_checks)}/{len(r.ranked_checks)}"
     return text
 
 
@@ -88,8 +88,8 @@ def timing_note(r: Run | None) -> str:
     if r is None or fig is None or r.timing is None:
         return ""
     t = r.timing
-    parts = [f"The figure is the {fig.how} (run {r.run_id}, {r.created_utc:%Y-%m-%d}), timed with "
-             f"{METHOD_WORDS.get(t.method, t.method)}"
+    method = "" if t.method == "cuda-events" else f", timed with {METHOD_WORDS.get(t.method, t.method)}"
+    parts = [f"The figure is the {fig.how} (run {r.run_id}, {r.created_utc:%Y-%m-%d}){method}"
              + (", interleaved with the run's other versions and peers (one call of each per round, in a "
                 "rotating order)" if t.interleaved else "")]
     if t.start_temp_c is not None:
@@ -170,7 +170,8 @@ def how_taken(s: AssignmentSummary) -> list[HowTaken]:
 
 
 PROFILE_HEADERS = ("time", "SM %", "busy %", "L1 %", "L2 %", "DRAM %", "L1 hit", "L2 hit", "DRAM rd", "DRAM wr",
-                   "L2→L1", "L1→L2", "L2→smem")
+                   "L2→L1")
+PROFILE_METRICS = CS149_BLOCK[: len(PROFILE_HEADERS)]  # the write-back and cp.async columns are in the records
 
 
 def profile_rows(s: AssignmentSummary, per_version: int = 3) -> list[dict[str, Any]]:
@@ -186,7 +187,7 @@ def profile_rows(s: AssignmentSummary, per_version: int = 3) -> list[dict[str, A
         shown = [k for k in kernels if id(k) in longest]
         for i, k in enumerate(shown):
             cells = []
-            for label, name in CS149_BLOCK:
+            for label, name in PROFILE_METRICS:
                 m = k.metrics.get(name)
                 if m is None:
                     cells.append("n/a")

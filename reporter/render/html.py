@@ -254,7 +254,7 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
     elif not bench.ok:
         failed = bench.error or bench.check.message
     comps, vs_prev, word = _comparisons(v, s, hooks.verdict)
-    doc = v.version.docstring() or ""
+    doc = _structure(v.version.docstring() or "")
     return Step(
         name=v.name, short=v.short, anchor=v.name, idea=first_sentences(doc, at_least=0) if doc else "",
         structure_html=markdown_to_html(doc or "*(no docstring)*"),
@@ -264,6 +264,14 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
         why_html=_concluded(qs, section), failed=failed, notes_missing=section is None,
         provenance=_provenance(bench),
     )
+
+
+def _structure(doc: str) -> str:
+    """A docstring as the step's structure: Sphinx roles as code, and without the paragraphs that
+    state a hypothesis (the work log's Hypothesis says it, once)."""
+    doc = re.sub(r":(?:class|func|data|mod|meth|attr):`~?([^`]+)`", r"`\1`", doc)
+    paras = re.split(r"\n\s*\n", doc.strip())
+    return "\n\n".join(p for p in paras if not re.match(r"\s*(the )?hypothes[ie]s\b", p, re.I))
 
 
 # --------------------------------------------------------------------------- the worklog checked

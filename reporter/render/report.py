@@ -11,7 +11,7 @@ from ..analysis.summary import summarize
 from ..assignments import Assignment
 from ..records import gpu_slug
 from .html import Hooks, build_context, render_html, worklog_warnings
-from .pdf import PdfError, write_pdf
+from .pdf import PdfError, PdfProcess
 from .worklog import Worklog, WorklogError, parse, read_meta
 
 
@@ -68,21 +68,27 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
           pdf: bool = True, hooks: Hooks | None = None, anonymous: bool = False) -> BuildResult:
     if not a.worklog_path.is_file():
         raise WorklogError(f"{a.worklog_path}: no worklog.md; `report new {a.name} <version>` creates one")
-    # the worklog names its target GPU; records of other GPUs are never mixed into its figures
-    target = gpu or read_meta(a.worklog_path).get("gpu")
-    s = summarize(a, logs, gpu_slug(str(target)) if target else None)
-    wl: Worklog = parse(a.worklog_path, binding_context(s))
-    warnings = worklog_warnings(s, wl)
-    ctx = build_context(s, wl, repo_root, hooks if hooks is not None else default_hooks(), anonymous=anonymous)
-    html_text = render_html(ctx)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    html_path = out_dir / "worklog.html"
-    store.write_atomic(html_path, html_text)
-    if not pdf:
-        return BuildResult(html_path, None, None, None, warnings)
-    pdf_path = out_dir / "worklog.pdf"
+    # WeasyPrint's start-up overlaps the analysis below, in a child process on another core
+    writer = PdfProcess() if pdf else None
     try:
-        pages = write_pdf(html_text, pdf_path, base_url=out_dir)
-    except PdfError as e:
-        return BuildResult(html_path, None, None, str(e), warnings)
-    return BuildResult(html_path, pdf_path, pages, None, warnings)
+        # the worklog names its target GPU; records of other GPUs are never mixed into its figures
+        target = gpu or read_meta(a.worklog_path).get("gpu")
+        s = summarize(a, logs, gpu_slug(str(target)) if target else None)
+        wl: Worklog = parse(a.worklog_path, binding_context(s))
+        warnings = worklog_warnings(s, wl)
+        ctx = build_context(s, wl, repo_root, hooks if hooks is not None else default_hooks(), anonymous=anonymous)
+        html_text = render_html(ctx)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        html_path = out_dir / "worklog.html"
+        store.write_atomic(html_path, html_text)
+        if writer is None:
+            return BuildResult(html_path, None, None, None, warnings)
+        pdf_path = out_dir / "worklog.pdf"
+        try:
+            pages = writer.write(html_text, pdf_path, base_url=out_dir)
+        except PdfError as e:
+            return BuildResult(html_path, None, None, str(e), warnings)
+        return BuildResult(html_path, pdf_path, pages, None, warnings)
+    finally:
+        if writer is not None:
+            writer.close()
