@@ -74,9 +74,8 @@ def case_rows(s: AssignmentSummary) -> list[CaseRow]:
     return out
 
 
+#: How a run was timed, where it differs from the default the appendix states once (plain CUDA events).
 METHOD_WORDS = {
-    "cuda-events": "plain CUDA events around the Python call (the course harnesses' method: host launch time "
-                   "counts whenever it outlasts the work queued before the call)",
     "cuda-events+hold": "CUDA events with the stream held until the whole call was queued (--hold: the GPU time "
                         "of the call, host launch time left out)",
 }

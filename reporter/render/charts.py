@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary
 from ..records import derive
 from ..standing import peer_ms
@@ -161,12 +162,10 @@ def trajectory_figure(s: AssignmentSummary) -> Figure:
         ax.plot([index[best.name]], [best.figure.ms], "o", color=FLOOR_COLOR, ms=7, zorder=4)
     lines: list[tuple[float, str, str]] = []
     bench = best.figure.run if best is not None and best.figure is not None else None
-    if bench is not None:
-        for p in bench.peers:
-            t = peer_ms(p)
-            if t and bench.timing is not None and p.timing is not None and bench.timing.timed_like(p.timing):
-                ax.axhline(t, color=PEER_COLOR, ls="--", lw=0.8, zorder=1)
-                lines.append((t, f"{p.name} {_fmt_ms(t)}", PEER_COLOR))
+    for p in timed_peers(bench) if bench is not None else []:
+        if t := peer_ms(p):
+            ax.axhline(t, color=PEER_COLOR, ls="--", lw=0.8, zorder=1)
+            lines.append((t, f"{p.name} {_fmt_ms(t)}", PEER_COLOR))
     for ref in s.references:
         if ref.case in (s.benchmark_case, "benchmark"):
             ax.axhline(ref.median_ms, color=REF_COLOR, ls="-.", lw=0.8, zorder=1)
@@ -215,9 +214,9 @@ def bandwidth_figure(s: AssignmentSummary) -> Figure:
     rows = [(v.name, v.figure.derived(c).gbps, VERSION_COLOR) for v in s.versions if v.figure is not None]
     best = s.best
     run = best.figure.run if best is not None and best.figure is not None else None
-    if run is not None and run.timing is not None:
-        rows += [(f"{p.name} (peer)", derive(run.work, t, c).gbps, PEER_COLOR) for p in run.peers
-                 if (t := peer_ms(p)) and p.timing is not None and run.timing.timed_like(p.timing)]
+    if run is not None:
+        rows += [(f"{p.name} (peer)", derive(run.work, t, c).gbps, PEER_COLOR) for p in timed_peers(run)
+                 if (t := peer_ms(p))]
     fig, ax = plt.subplots(figsize=(6.6, 0.26 * len(rows) + 1.2))
     if not rows:
         ax.text(0.5, 0.5, "no timed runs", ha="center", va="center", transform=ax.transAxes)

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.facts import fmt_number
+from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary
-from ..records import PeerResult, Run
+from ..records import Run
 from ..standing import peer_ms
 from .numbers import ms, pct, speedup_words, times
 
@@ -27,15 +28,6 @@ class Cover:
     roof: str = ""
 
 
-def own_peers(r: Run | None) -> list[PeerResult]:
-    """The peers timed in a run the way the run's version was, whose check passed: the only ones a
-    version is compared with."""
-    if r is None or r.timing is None:
-        return []
-    return [p for p in r.peers if p.timing is not None and r.timing.timed_like(p.timing)
-            and (p.check is None or p.check.passed) and peer_ms(p)]
-
-
 def cover(s: AssignmentSummary) -> Cover:
     best = s.best
     fig = best.figure if best is not None else None
@@ -48,7 +40,7 @@ def cover(s: AssignmentSummary) -> Cover:
     if first is not None and first is not best and first.figure is not None:
         facts.append(f"{speedup_words(first.figure.ms, fig.ms)} than the first version, {first.name} "
                      f"({ms(first.figure.ms)}).")
-    peers = own_peers(r)
+    peers = timed_peers(r)
     for p in sorted(peers, key=lambda p: peer_ms(p) or 0.0):
         t = peer_ms(p)
         assert t is not None

@@ -21,12 +21,13 @@ from typing import Any
 
 import jinja2
 
+from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary, VersionSummary
 from ..records import DeviceCeilings, Run
 from ..standing import KIND_WORDS, peer_ms
 from ..worklog_sections import PLACEHOLDER, headings
 from . import TEMPLATES, appendix, charts, code
-from .cover import cover, own_peers, stopping_facts
+from .cover import cover, stopping_facts
 from .numbers import ms, pct, speedup_words, times
 from .worklog import Section, Worklog, markdown_to_html
 
@@ -51,8 +52,12 @@ class Comparison:
 @dataclass
 class Question:
     title: str
-    html: str
+    markdown: str
     answered: bool
+
+    @property
+    def html(self) -> str:
+        return markdown_to_html(self.markdown) if self.answered else ""
 
 
 @dataclass
@@ -60,7 +65,6 @@ class Step:
     name: str
     short: str
     anchor: str
-    idea: str  # the docstring's first sentence
     structure_html: str
     change_html: str
     change_caption: str
@@ -71,7 +75,6 @@ class Step:
     preface_html: str  # worklog text before the first question
     observations: list[str]
     vs_previous: str = ""  # '1.05× faster' (steps table)
-    verdict_word: str = ""  # 'faster' | 'slower' | 'same' | 'timed differently' | ''
     why_html: str = ""  # one line from the work log (steps table)
     failed: str | None = None
     notes_missing: bool = False
@@ -92,8 +95,8 @@ class Hooks:
 
 
 def questions_of(section: Section | None) -> tuple[str, list[Question]]:
-    """A version's worklog section split at its ``###`` questions: the text before the first, and
-    each question with its answer (``answered`` False for an empty answer or a placeholder)."""
+    """A version's worklog section split at its ``###`` questions: the markdown before the first,
+    and each question with its answer (``answered`` False for an empty answer or a placeholder)."""
     if section is None:
         return "", []
     text = section.markdown
@@ -106,8 +109,8 @@ def questions_of(section: Section | None) -> tuple[str, list[Question]]:
         end = qs[k + 1].line if k + 1 < len(qs) else len(lines)
         body = "\n".join(lines[h.line + 1: end]).strip()
         answered = bool(body) and not PLACEHOLDER_ANSWERS.search(body)
-        out.append(Question(h.title, markdown_to_html(body) if answered else "", answered))
-    return (markdown_to_html(preface) if preface else ""), out
+        out.append(Question(h.title, body, answered))
+    return preface, out
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`*])")
@@ -131,18 +134,14 @@ def first_sentences(markdown: str, at_least: int = 50) -> str:
 
 
 def _concluded(qs: list[Question], section: Section | None) -> str:
-    """The steps table's line of why: the start of 'What we concluded' (or of the first question)."""
+    """The steps table's line of why: the start of 'What we concluded' (or of the first question,
+    or of the section when it has none)."""
     if section is None:
         return ""
-    text = section.markdown
-    lines = text.splitlines()
-    hs = [h for h in headings(text) if h.level == 3]
-    pick = next((h for h in hs if h.title.lower().startswith("what we concluded")), hs[0] if hs else None)
+    pick = next((q for q in qs if q.title.lower().startswith("what we concluded")), qs[0] if qs else None)
     if pick is None:
-        return first_sentences(text)
-    nxt = next((h.line for h in hs if h.line > pick.line), len(lines))
-    body = "\n".join(lines[pick.line + 1: nxt])
-    return "" if PLACEHOLDER_ANSWERS.search(body) else first_sentences(body)
+        return first_sentences(section.markdown)
+    return first_sentences(pick.markdown) if pick.answered else ""
 
 
 # --------------------------------------------------------------------------- one step
@@ -151,12 +150,12 @@ VERDICT_WORDS = {"faster": "measurably", "slower": "measurably", "same": "within
                  "timed differently": "timed differently"}
 
 
-def _comparisons(v: VersionSummary, s: AssignmentSummary, verdict_fn: Any) -> tuple[list[Comparison], str, str]:
+def _comparisons(v: VersionSummary, s: AssignmentSummary, verdict_fn: Any) -> tuple[list[Comparison], str]:
     """The version against the previous one (with the verdict on their samples), the first one,
-    and the peers of its own run. Returns the rows, the 'vs previous' cell and the verdict word."""
+    and the peers of its own run. Returns the rows and the 'vs previous' cell."""
     mine = v.figure_ms
-    if mine is None:
-        return [], "", ""
+    if mine is None or v.bench is None:
+        return [], ""
     out: list[Comparison] = []
     vs_prev = word = ""
     prev = s.previous(v)
@@ -171,11 +170,11 @@ def _comparisons(v: VersionSummary, s: AssignmentSummary, verdict_fn: Any) -> tu
     if first is not None and first is not v and first is not prev and first.figure_ms:
         out.append(Comparison(first.name, "first version", ms(first.figure_ms), speedup_words(first.figure_ms, mine),
                               first.figure_ms > mine))
-    for p in own_peers(v.bench):
+    for p in timed_peers(v.bench):
         t = peer_ms(p)
         assert t is not None
         out.append(Comparison(p.name, "peer, same run", ms(t), speedup_words(t, mine), t > mine))
-    return out, vs_prev, word
+    return out, vs_prev
 
 
 def _result(v: VersionSummary, ceilings: DeviceCeilings | None) -> str:
@@ -203,7 +202,7 @@ def _observations(s: AssignmentSummary, hooks: Hooks) -> dict[str, list[str]]:
     if not hooks.observations:
         return {}
     out: dict[str, list[str]] = {}
-    seen: dict[str, str] = {}
+    said: set[str] = set()  # rule and wording with the numbers masked
 
     def shape(text: str) -> str:
         return re.sub(r"[\d.,]+", "#", text)
@@ -224,9 +223,9 @@ def _observations(s: AssignmentSummary, hooks: Hooks) -> dict[str, list[str]]:
             if rule in ("roof", "change", "timing-crosscheck"):  # the result and its comparisons say these
                 continue
             key = f"{rule}:{shape(text)}"
-            if key in seen.values():
+            if key in said:
                 continue
-            seen[f"{v.name}:{rule}"] = key
+            said.add(key)
             mine.append(text)
         out[v.name] = mine
     return out
@@ -253,14 +252,14 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
         failed = "no run on the benchmark case recorded for this GPU"
     elif not bench.ok:
         failed = bench.error or bench.check.message
-    comps, vs_prev, word = _comparisons(v, s, hooks.verdict)
+    comps, vs_prev = _comparisons(v, s, hooks.verdict)
     doc = _structure(v.version.docstring() or "")
     return Step(
-        name=v.name, short=v.short, anchor=v.name, idea=first_sentences(doc, at_least=0) if doc else "",
+        name=v.name, short=v.short, anchor=v.name,
         structure_html=markdown_to_html(doc or "*(no docstring)*"),
         change_html=change.html(), change_caption=caption,
         figure=ms(v.figure_ms) if v.figure_ms else "–", result=_result(v, s.ceilings), comparisons=comps,
-        questions=qs, preface_html=preface, observations=observations, vs_previous=vs_prev, verdict_word=word,
+        questions=qs, preface_html=markdown_to_html(preface) if preface else "", observations=observations, vs_previous=vs_prev,
         why_html=_concluded(qs, section), failed=failed, notes_missing=section is None,
         provenance=_provenance(bench),
     )
@@ -271,7 +270,7 @@ def _structure(doc: str) -> str:
     state a hypothesis (the work log's Hypothesis says it, once)."""
     doc = re.sub(r":(?:class|func|data|mod|meth|attr):`~?([^`]+)`", r"`\1`", doc)
     paras = re.split(r"\n\s*\n", doc.strip())
-    return "\n\n".join(p for p in paras if not re.match(r"\s*(the )?hypothes[ie]s\b", p, re.I))
+    return "\n\n".join(p for p in paras if not re.match(r"\s*(the )?hypothes[ie]s\b", p, re.IGNORECASE))
 
 
 # --------------------------------------------------------------------------- the worklog checked

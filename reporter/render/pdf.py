@@ -42,18 +42,6 @@ def _render(html_text: str, out: Path, base_url: str) -> int:
     return len(doc.pages)
 
 
-def write_pdf(html_text: str, out: Path, base_url: Path) -> int:
-    """Write the PDF atomically in this process; returns its page count."""
-    try:
-        import weasyprint  # noqa: F401
-    except (ImportError, OSError) as e:  # OSError: pango/cairo libraries missing
-        raise PdfError(f"WeasyPrint is not usable here ({e}); the HTML report is complete") from e
-    try:
-        return _render(html_text, out, str(base_url))
-    except Exception as e:
-        raise PdfError(f"PDF rendering failed: {type(e).__name__}: {e}; the HTML report is complete") from e
-
-
 class PdfProcess:
     """A child process that imports WeasyPrint now and renders one PDF later (:meth:`write`)."""
 
@@ -92,7 +80,7 @@ def _serve() -> int:
     html_text = sys.stdin.read()
     try:
         pages = _render(html_text, Path(job["out"]), job["base_url"])
-    except Exception as e:  # reported to the parent as one line
+    except Exception as e:  # noqa: BLE001  (a process boundary: whatever failed goes to the parent as one line)
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
         return 1
     print(pages)
