@@ -9,6 +9,21 @@ ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "logs"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _report_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Builds in the tests keep their cache (rendered parts of the PDF, charts) in one folder of
+    this session, not in the checkout: the first build of a report lays it out, later ones reuse it."""
+    import os
+
+    old = os.environ.get("REPORT_CACHE_DIR")
+    os.environ["REPORT_CACHE_DIR"] = str(tmp_path_factory.mktemp("report-cache"))
+    yield
+    if old is None:
+        os.environ.pop("REPORT_CACHE_DIR", None)
+    else:
+        os.environ["REPORT_CACHE_DIR"] = old
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A throwaway copy of the project (kernels, logs, templates) for tests that write."""

@@ -100,7 +100,8 @@ def test_failing_pdf_step_keeps_the_html(tmp_path, monkeypatch):
     def broken(*a, **k):
         raise pdf.PdfError("PDF rendering failed: simulated; the HTML report is complete")
 
-    monkeypatch.setattr("reporter.render.pdf.PdfProcess.write", broken)
+    monkeypatch.setenv("REPORT_CACHE_DIR", str(tmp_path / "cache"))  # nothing cached: the parts are laid out
+    monkeypatch.setattr("reporter.render.pdf.Worker.result", broken)
     result = runner.invoke(app, ["build", "flashattn", "--root", str(ROOT), "--out", str(tmp_path)])
     assert result.exit_code == 1
     assert (tmp_path / "worklog.html").exists()

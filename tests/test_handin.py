@@ -94,9 +94,25 @@ def test_each_version_is_compared_with_its_own_runs_peers_only(report):
 def test_contents_have_page_numbers_and_bookmarks_nest_part_step_question(report):
     name, _, reader, pages, _ = report
     s = _summary(name)
-    contents = next(p for p in pages[:3] if "Contents" in p)
-    for v in s.versions:
-        assert re.search(rf"{v.name}\s*\.*\s*\d+", contents), v.name
+    contents_at = next(i for i, p in enumerate(pages[:3]) if "Contents" in p)
+    contents = pages[contents_at]
+    labels = reader.page_labels  # the book's numbering: front matter i, ii …; body 1, 2 …; appendix A-1 …
+    for v in s.versions:  # the number printed in the contents is the page that holds the step
+        m = re.search(rf"{v.name}\s*\.*\s*([0-9]+)\b", contents)
+        assert m, v.name
+        assert v.name in pages[labels.index(m.group(1))], (v.name, m.group(1))
+    m = re.search(r"A\. Every measurement\s*\.*\s*(A-\d+)", contents)
+    assert m and "A. Every measurement" in pages[labels.index(m.group(1))]
+    # the contents links into the body and the appendix, which are other documents until bound
+    dests = {str(a.get_object().get("/Dest")) for a in reader.pages[contents_at].get("/Annots", [])}
+    assert {v.name for v in s.versions} | {"app-measurements"} <= dests
+    for label, text in list(zip(labels, pages, strict=True))[1:]:  # every page after the cover is numbered
+        if label.startswith("A-"):
+            assert re.search(rf"page {label} / A-\d+", text), label
+        elif label.isdigit():
+            assert re.search(rf"page {label} / \d+", text), label
+        else:
+            assert re.fullmatch(r"[ivxlc]+", label) and re.search(rf"(^|\s){label}(\s|$)", text), label
     outline = reader.outline
 
     def titles(items):
@@ -109,7 +125,6 @@ def test_contents_have_page_numbers_and_bookmarks_nest_part_step_question(report
     assert isinstance(part1, list) and titles(part1) == [v.name for v in s.versions]
     first_step_children = part1[1]
     assert isinstance(first_step_children, list) and "What we concluded" in titles(first_step_children)
-    assert all(re.search(r"page \d+ / \d+", p) for p in pages[1:]), "every page after the first has page x / y"
 
 
 def test_the_key_change_is_the_lines_that_changed():
@@ -126,7 +141,7 @@ def test_the_key_change_is_the_lines_that_changed():
     removed = "\n".join(t for k, t in c.lines if k == "del")
     assert "exp2" in added and "tl.exp(" in removed
     assert '"""' not in added + removed, "the description at the top is the structure, not the change"
-    assert c.shown <= 30 and 'class="add"' in c.html()
+    assert c.shown <= 20 and 'class="add"' in c.html()
     v06 = next(v for v in vs if v.short == "v06")  # the first CUDA source: its main loop, not its set-up
     c6 = key_change(v06, [v for v in vs if v.number < 6], ROOT)
     assert c6.excerpt is not None and c6.excerpt.path.endswith(".cu")
@@ -140,13 +155,13 @@ def test_chart_labels_never_overlap():
 
     for name in ASSIGNMENTS:
         s = _summary(name)
-        for build in (charts.trajectory_figure, charts.bandwidth_figure):
-            fig = build(s)
-            assert charts.text_overlaps(fig) == [], (name, build.__name__)
+        for kind, fig in (("trajectory", charts.trajectory_figure(charts.trajectory_data(s))),
+                          ("bandwidth", charts.bandwidth_figure(charts.bandwidth_data(s)))):
+            assert charts.text_overlaps(fig) == [], (name, kind)
         runs = [r for v in s.versions if (r := v.profiled_run()) is not None]
         h = hierarchical_roofline(runs, s.ceilings)
         if h.versions and any(r.work.flops for r in runs):
-            assert charts.text_overlaps(hierarchical_roofline_figure(h, runs)) == [], name
+            assert charts.text_overlaps(hierarchical_roofline_figure(h, runs[0].device.name)) == [], name
 
 
 def test_overlap_check_catches_colliding_labels():

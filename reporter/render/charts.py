@@ -1,29 +1,30 @@
-"""Charts as SVG text (matplotlib, Agg): the trajectory of the versions' times, their bandwidth
-against the copy ceiling, and the work-model roofline.
+"""Charts as SVG text (matplotlib, Agg): the trajectory of the versions' times and their
+bandwidth against the copy ceiling.
 
-Each ``*_figure`` function builds a matplotlib figure from the assignment summary (the tests
-draw it and check that no two labels overlap, :func:`text_overlaps`); the function of the same
-name without the suffix returns it as ``<svg>`` text to inline in the HTML, so the report stays
-one self-contained file. Labels that would collide are spread apart (:func:`spread`).
+Each chart is drawn from plain data (:class:`TrajectoryData`, :class:`BandwidthData`) that
+``*_data`` functions take from the assignment summary without matplotlib; ``*_figure`` draws it
+(the tests check that no two labels overlap, :func:`text_overlaps`) and :func:`svg_text` turns a
+figure into ``<svg>`` text to inline in the HTML, so the report stays one self-contained file.
+:mod:`reporter.render.chart_cache` keeps the SVG by the hash of the data, so matplotlib is
+imported only when a chart changed. Labels that would collide are spread apart (:func:`spread`).
 """
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Sequence
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
-from matplotlib.text import Text
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary
 from ..records import derive
 from ..standing import peer_ms
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
 
 VERSION_COLOR = "#1f5aa6"
 PEER_COLOR = "#c0392b"
@@ -31,19 +32,33 @@ REF_COLOR = "#7d3c98"
 ROOF_COLOR = "#333333"
 FLOOR_COLOR = "#2e8b57"
 
-#: The report's chart style; profile_charts builds on it.
+#: The report's chart style; profile_charts builds on it. The SVG's ids are salted with a fixed
+#: string, so the same chart is the same text in every build (and its part of the PDF is cached).
 STYLE = {
     "font.size": 8.5, "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False,
-    "svg.fonttype": "none", "axes.titlesize": 9.5, "axes.titleweight": "bold", "figure.dpi": 100,
+    "svg.fonttype": "none", "svg.hashsalt": "report", "axes.titlesize": 9.5, "axes.titleweight": "bold",
+    "figure.dpi": 100,
 }
-plt.rcParams.update(STYLE)
+
+
+@functools.cache
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend with :data:`STYLE`, imported on first use (a second
+    of a build that finds every chart in the cache)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(STYLE)
+    return plt
 
 
 def svg_text(fig) -> str:
     """The figure as SVG text to inline (no date, so rebuilds are byte-identical); closes it."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
+    pyplot().close(fig)
     text = buf.getvalue()
     return text[text.index("<svg"):]
 
@@ -77,6 +92,8 @@ def spread(wanted: Sequence[float], gap: float, lo: float = float("-inf"), hi: f
 
 def visible_texts(fig: Figure) -> list[Text]:
     """Every text the figure draws: titles, axis and tick labels inside the view, annotations, legends."""
+    from matplotlib.text import Text
+
     fig.canvas.draw()
     out = []
     for t in fig.findobj(Text):
@@ -103,6 +120,8 @@ def visible_texts(fig: Figure) -> list[Text]:
 
 def text_overlaps(fig: Figure, slack_px: float = 0.5) -> list[tuple[str, str]]:
     """Pairs of drawn texts whose boxes overlap (by more than ``slack_px`` on both axes)."""
+    from matplotlib.text import Text
+
     texts = visible_texts(fig)
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     boxes = [(t.get_text(), Text.get_window_extent(t, renderer)) for t in texts]
@@ -140,76 +159,109 @@ def _label_column(ax, items: list[tuple[float, str, str]], x_axes: float = 1.01,
 # --------------------------------------------------------------------------- the trajectory
 
 
-def trajectory_figure(s: AssignmentSummary) -> Figure:
-    """Each version's figure on the benchmark case, in order, on a log axis (one point per version
-    with a time; a version whose check failed is left out and its tick stays). Horizontal lines:
-    the peers timed in the best version's own run, the public references (labelled with their
-    card), and the roofline floor. The first, the best and the last version are labelled with
-    their times."""
-    pts = [(v.short, v.figure.ms, v) for v in s.versions if v.figure is not None]
-    fig, ax = plt.subplots(figsize=(6.6, 3.0))
-    if not pts:
-        ax.text(0.5, 0.5, "no timed runs", ha="center", va="center", transform=ax.transAxes)
-        return fig
-    xs = list(range(len(s.versions)))
+@dataclass(frozen=True)
+class TrajectoryData:
+    """What the trajectory draws: every version's short name (the ticks), the timed ones' figures,
+    which is best, the horizontal lines (height, label, colour) and the title's GPU."""
+
+    ticks: tuple[str, ...]
+    points: tuple[tuple[int, float], ...]  # (tick index, ms)
+    best: int | None  # index into points
+    lines: tuple[tuple[float, str, str], ...]
+    gpu: str
+
+
+def trajectory_data(s: AssignmentSummary) -> TrajectoryData:
+    """Each version's figure on the benchmark case, in order (a version whose check failed is left
+    out and its tick stays); the peers timed in the best version's own run, the public references
+    (labelled with their card) and the roofline floor as lines."""
     index = {v.name: i for i, v in enumerate(s.versions)}
-    px = [index[v.name] for _, _, v in pts]
-    py = [ms for _, ms, _ in pts]
-    ax.plot(px, py, "-", color=VERSION_COLOR, lw=1.0, zorder=2)
+    timed = [v for v in s.versions if v.figure is not None]
     best = s.best
-    ax.plot(px, py, "o", color=VERSION_COLOR, ms=4, zorder=3)
-    if best is not None and best.figure is not None:
-        ax.plot([index[best.name]], [best.figure.ms], "o", color=FLOOR_COLOR, ms=7, zorder=4)
     lines: list[tuple[float, str, str]] = []
     bench = best.figure.run if best is not None and best.figure is not None else None
     for p in timed_peers(bench) if bench is not None else []:
         if t := peer_ms(p):
-            ax.axhline(t, color=PEER_COLOR, ls="--", lw=0.8, zorder=1)
             lines.append((t, f"{p.name} {_fmt_ms(t)}", PEER_COLOR))
     for ref in s.references:
         if ref.case in (s.benchmark_case, "benchmark"):
-            ax.axhline(ref.median_ms, color=REF_COLOR, ls="-.", lw=0.8, zorder=1)
             card = f"another {ref.gpu}" if ref.gpu.lower() == s.gpu.lower() else f"a {ref.gpu}"
             lines.append((ref.median_ms, f"{ref.label} {_fmt_ms(ref.median_ms)} ({card})", REF_COLOR))
     floor = best.figure.derived(s.ceilings).floor_ms if best is not None and best.figure is not None else None
     if floor:
-        ax.axhline(floor, color=FLOOR_COLOR, ls=":", lw=1.0, zorder=1)
         lines.append((floor, f"roofline floor {_fmt_ms(floor)}", FLOOR_COLOR))
+    return TrajectoryData(
+        ticks=tuple(v.short for v in s.versions),
+        points=tuple((index[v.name], v.figure.ms) for v in timed if v.figure is not None),
+        best=next((k for k, v in enumerate(timed) if v is best), None),
+        lines=tuple(lines), gpu=s.gpu)
+
+
+def trajectory_figure(d: TrajectoryData) -> Figure:
+    """The versions' figures on a log axis, joined in order, the best one green; the lines of
+    :class:`TrajectoryData` dashed (peers), dash-dot (references) and dotted (the floor), labelled
+    in a column at the right. The first, the best and the last version carry their times."""
+    plt = pyplot()
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    fig, ax = plt.subplots(figsize=(6.6, 3.0))
+    if not d.points:
+        ax.text(0.5, 0.5, "no timed runs", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    px = [i for i, _ in d.points]
+    py = [ms for _, ms in d.points]
+    ax.plot(px, py, "-", color=VERSION_COLOR, lw=1.0, zorder=2)
+    ax.plot(px, py, "o", color=VERSION_COLOR, ms=4, zorder=3)
+    if d.best is not None:
+        ax.plot([px[d.best]], [py[d.best]], "o", color=FLOOR_COLOR, ms=7, zorder=4)
+    styles = {PEER_COLOR: ("--", 0.8), REF_COLOR: ("-.", 0.8), FLOOR_COLOR: (":", 1.0)}
+    for y, _, color in d.lines:
+        ls, lw = styles.get(color, ("-", 0.8))
+        ax.axhline(y, color=color, ls=ls, lw=lw, zorder=1)
     ax.set_yscale("log")
-    every = [y for y, _, _ in lines] + py
+    every = [y for y, _, _ in d.lines] + py
     ax.set_ylim(min(every) / 1.6, max(every) * 1.6)
-    ax.set_xlim(-0.6, len(xs) - 0.4)
-    ax.set_xticks(xs, [v.short for v in s.versions], fontsize=7 if len(xs) > 12 else 8,
-                  rotation=90 if len(xs) > 24 else 0)
+    n = len(d.ticks)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_xticks(list(range(n)), list(d.ticks), fontsize=7 if n > 12 else 8, rotation=90 if n > 24 else 0)
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_ms(v)))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, axis="y", which="major", lw=0.3, color="#ccc")
     ax.set_ylabel("time on the benchmark case (log)")
-    ax.set_title(f"Time per version on the {s.gpu.upper()}, lower is better")
+    ax.set_title(f"Time per version on the {d.gpu.upper()}, lower is better")
     # the first, the best and the last version carry their times, above or below their point
-    named = {0, len(pts) - 1} | ({next(i for i, p in enumerate(pts) if p[2] is best)} if best else set())
+    named = {0, len(py) - 1} | ({d.best} if d.best is not None else set())
     for i in sorted(named):
-        _, y, _ = pts[i]
+        y = py[i]
         above = i == 0 or y >= py[i - 1]
-        last = i == len(pts) - 1 and i != 0
+        last = i == len(py) - 1 and i != 0
         ax.annotate(_fmt_ms(y), (px[i], y), xytext=(-5 if last else 0, 7 if above else -8), textcoords="offset points",
                     ha="right" if last else "center", va="bottom" if above else "top", fontsize=7, color=VERSION_COLOR)
-    _label_column(ax, lines)
+    _label_column(ax, list(d.lines))
     return fig
 
 
-def trajectory(s: AssignmentSummary) -> str:
-    return svg_text(trajectory_figure(s))
+def trajectory(d: TrajectoryData) -> str:
+    return svg_text(trajectory_figure(d))
 
 
 # --------------------------------------------------------------------------- bandwidth
 
 
-def bandwidth_figure(s: AssignmentSummary) -> Figure:
+@dataclass(frozen=True)
+class BandwidthData:
+    """What the bandwidth chart draws: one bar per version and per peer of the best version's run
+    (label, GB/s, colour), the measured copy ceiling and the title's GPU."""
+
+    rows: tuple[tuple[str, float, str], ...]
+    copy_gbps: float | None
+    gpu: str
+
+
+def bandwidth_data(s: AssignmentSummary) -> BandwidthData:
     """For work with no floating-point operations: each version's bandwidth (work-model bytes over
-    its figure) as a bar, the peers of the best version's run below them, and the measured copy
-    ceiling as a vertical line."""
+    its figure), the peers of the best version's run, and the measured copy ceiling."""
     c = s.ceilings
     rows = [(v.name, v.figure.derived(c).gbps, VERSION_COLOR) for v in s.versions if v.figure is not None]
     best = s.best
@@ -217,6 +269,14 @@ def bandwidth_figure(s: AssignmentSummary) -> Figure:
     if run is not None:
         rows += [(f"{p.name} (peer)", derive(run.work, t, c).gbps, PEER_COLOR) for p in timed_peers(run)
                  if (t := peer_ms(p))]
+    return BandwidthData(rows=tuple((n, float(g or 0.0), col) for n, g, col in rows),
+                         copy_gbps=c.copy_gbps if c is not None else None, gpu=s.gpu)
+
+
+def bandwidth_figure(d: BandwidthData) -> Figure:
+    """The bars, horizontal, with their values; the copy ceiling as a vertical line."""
+    plt = pyplot()
+    rows = d.rows
     fig, ax = plt.subplots(figsize=(6.6, 0.26 * len(rows) + 1.2))
     if not rows:
         ax.text(0.5, 0.5, "no timed runs", ha="center", va="center", transform=ax.transAxes)
@@ -224,17 +284,17 @@ def bandwidth_figure(s: AssignmentSummary) -> Figure:
     y = list(range(len(rows)))[::-1]
     ax.barh(y, [r[1] for r in rows], color=[r[2] for r in rows], height=0.62)
     ax.set_yticks(y, [r[0] for r in rows], fontsize=7.5)
-    top = max([r[1] for r in rows] + ([c.copy_gbps] if c is not None else []))
-    for yi, (_, g, _) in zip(y, rows):
+    top = max([r[1] for r in rows] + ([d.copy_gbps] if d.copy_gbps is not None else []))
+    for yi, (_, g, _) in zip(y, rows, strict=True):
         ax.text(g + top * 0.01, yi, f"{g:,.0f}", va="center", fontsize=7)
-    if c is not None:
-        ax.axvline(c.copy_gbps, color=ROOF_COLOR, lw=1.2)
+    if d.copy_gbps is not None:
+        ax.axvline(d.copy_gbps, color=ROOF_COLOR, lw=1.2)
     ax.set_xlim(0, top * 1.12)
     ax.set_xlabel("GB/s (work-model bytes / time), higher is better"
-                  + (f"; black line: measured copy ceiling {c.copy_gbps:,.0f} GB/s" if c is not None else ""))
-    ax.set_title(f"Bandwidth against the copy ceiling ({s.gpu.upper()})")
+                  + (f"; black line: measured copy ceiling {d.copy_gbps:,.0f} GB/s" if d.copy_gbps is not None else ""))
+    ax.set_title(f"Bandwidth against the copy ceiling ({d.gpu.upper()})")
     return fig
 
 
-def bandwidth(s: AssignmentSummary) -> str:
-    return svg_text(bandwidth_figure(s))
+def bandwidth(d: BandwidthData) -> str:
+    return svg_text(bandwidth_figure(d))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+from collections import Counter
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -129,7 +130,7 @@ def key_excerpt(v: Version, repo_root: Path) -> Excerpt:
 
 # --------------------------------------------------------------------------- the key change
 
-MAX_CHANGE_LINES = 30  # a step's excerpt: the lines that changed, with a little context
+MAX_CHANGE_LINES = 20  # a step's excerpt: the lines that changed, with a little context
 CONTEXT = 2
 
 
@@ -140,7 +141,7 @@ class Change:
 
     path: str
     against: str | None  # the earlier file compared with ('kernels/.../v14_multicast.cu'), None: a new file
-    lines: list[tuple[str, str]]  # (kind, text): kind 'add' | 'del' | 'ctx' | 'hunk'
+    lines: list[tuple[str, str]]  # (kind, text): kind 'add' | 'del' | 'ctx' | 'hunk' | 'gap' (removed lines counted)
     shown: int  # changed lines shown
     total: int  # changed lines in all
     excerpt: Excerpt | None = None  # a new file's key code
@@ -148,7 +149,7 @@ class Change:
     def html(self) -> str:
         if self.excerpt is not None:
             return self.excerpt.html()
-        sign = {"add": "+", "del": "-", "ctx": " ", "hunk": ""}
+        sign = {"add": "+", "del": "-", "ctx": " ", "hunk": "", "gap": " "}
         rows = "".join(f'<span class="{k}">{sign[k]}{escape(t)}</span>\n' for k, t in self.lines)
         return f'<div class="diff"><pre>{rows}</pre></div>'
 
@@ -234,9 +235,98 @@ def _predecessor(v: Version, suffix: str, earlier: list[Version], text: str) -> 
     return nearest
 
 
+_STOP = frozenset(re.findall(r"\w+", """the and for with from into that this than then each every when where
+which while plus only also both over under after before same version versions kernel kernels code line lines
+one two three four first last next previous new its their them they does done made make uses used using
+instead rather about between without"""))
+
+
+def idea_words(v: Version) -> frozenset[str]:
+    """The words that name a version's idea: those of its name after the number and of its
+    docstring's first paragraph, lower case, without short and common words, plural 's' dropped."""
+    doc = v.docstring().split("\n\n")[0] if v.path.is_file() else ""
+    name = v.name.split("_", 1)[1] if "_" in v.name else v.name
+    out = set()
+    for w in re.findall(r"[a-z0-9]+", f"{name.replace('_', ' ')} {doc.replace('-', '')}".lower()):
+        w = w[:-1] if len(w) > 4 and w.endswith("s") else w
+        if len(w) >= 3 and w not in _STOP and not w.startswith("v0") and not w.isdigit() or w.isdigit() and len(w) >= 3:
+            out.add(w)
+    return frozenset(out)
+
+
+def _code_tokens(line: str) -> list[str]:
+    """A source line's identifiers and numbers, lower case, split at underscores and case changes,
+    its comment left out (``//`` or ``#``)."""
+    code_part = re.split(r"//|(?:^|\s)#(?!include|define|if|ifdef|ifndef|else|elif|endif|pragma)", line, maxsplit=1)[0]
+    return re.findall(r"[a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", code_part).lower())
+
+
+def new_idea_words(words: frozenset[str], old: str, new: str) -> frozenset[str]:
+    """The idea words (:func:`idea_words`) that begin more identifiers in the new source's code than
+    in the old one's: what the version added, not what both share."""
+    def count(text: str) -> Counter[str]:
+        tokens = Counter(t for line in text.splitlines() for t in _code_tokens(line))
+        return Counter({w: sum(n for t, n in tokens.items() if t.startswith(w)) for w in words})
+
+    before, after = count(old), count(new)
+    return frozenset(w for w in words if after[w] > before[w])
+
+
+def _names_idea(text: str, words: frozenset[str]) -> bool:
+    return any(t.startswith(w) for t in _code_tokens(text) for w in words)
+
+
+def _relevance(h: list[tuple[str, str, int]], words: frozenset[str]) -> int:
+    """How many of a hunk's added code lines name the version's new idea (a word of
+    :func:`new_idea_words` begins one of the line's identifiers)."""
+    return sum(1 for kind, text, _ in h if kind == "add" and _names_idea(text, words))
+
+
+REMOVED_SHOWN = 3  # of a run of more than REMOVED_RUN removed lines, the first ones shown; the rest counted
+REMOVED_RUN = 6
+
+
+def _collapse_removed(h: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+    """A run of more than ``REMOVED_RUN`` removed lines as its first lines and a count: in a
+    rewrite, what came in says more than what went."""
+    out: list[tuple[str, str, int]] = []
+    i = 0
+    while i < len(h):
+        j = i
+        while j < len(h) and h[j][0] == "del":
+            j += 1
+        if j - i > REMOVED_RUN:
+            out += h[i:i + REMOVED_SHOWN]
+            out.append(("gap", f"… {j - i - REMOVED_SHOWN} more lines removed", h[i][2]))
+            i = j
+        elif j > i:
+            out += h[i:j]
+            i = j
+        else:
+            out.append(h[i])
+            i += 1
+    return out
+
+
+def _focus(h: list[tuple[str, str, int]], words: frozenset[str], budget: int) -> list[tuple[str, str, int]]:
+    """A hunk longer than ``budget`` rows as the window of ``budget`` rows with the most added lines
+    that name the version's idea, then the most added lines."""
+    if len(h) <= budget:
+        return h
+    named = [kind == "add" and _names_idea(text, words) for kind, text, _ in h]
+    added = [kind == "add" for kind, _, _ in h]
+
+    def key(k: int) -> tuple[int, int]:
+        return sum(named[k:k + budget]), sum(added[k:k + budget])
+
+    start = max(range(len(h) - budget + 1), key=key)
+    return h[start:start + budget]
+
+
 def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
     """The lines a version changed against its predecessors' sources (the .cu first, then the .py):
-    the hunks with the most changed code lines, up to :data:`MAX_CHANGE_LINES`, shown in file order.
+    the hunks whose added code lines most often name what the version brings (:func:`new_idea_words`),
+    then the largest, up to :data:`MAX_CHANGE_LINES`, shown in file order.
     A version whose sources have no predecessor (the first, or the first in a new language) shows
     its key excerpt instead."""
     def rel(p: Path) -> str:
@@ -245,7 +335,13 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
         except ValueError:
             return p.name
 
+    def changed(h: list[tuple[str, str, int]]) -> int:
+        return sum(k in ("add", "del") for k, _, _ in h)
+
     hunks: list[tuple[Path, Path, list[tuple[str, str, int]]]] = []
+    score: dict[int, int] = {}
+    total = 0  # changed lines in all the hunks, before any is shortened
+    words = idea_words(v)
     new_files = []
     for suffix, language in ((".cu", "cuda"), (".py", "python")):
         path = v.path.with_suffix(suffix)
@@ -256,20 +352,21 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
         if prev is None:
             new_files.append(path)
             continue
-        for h in _hunks(prev.read_text(encoding="utf-8"), text, language):
+        old = prev.read_text(encoding="utf-8")
+        fresh = new_idea_words(words, old, text)
+        for h in _hunks(old, text, language):
+            total += changed(h)
+            h = _focus(_collapse_removed(h), fresh, MAX_CHANGE_LINES)
             hunks.append((path, prev, h))
+            score[id(h)] = _relevance(h, fresh)
     if any(p.suffix == ".cu" for p, _, _ in hunks):  # a CUDA version's change is in its kernel source
         hunks = [t for t in hunks if t[0].suffix == ".cu"]
     if v.path.with_suffix(".cu") in new_files or not hunks:
         ex = key_excerpt(v, repo_root)
         return Change(path=ex.path, against=None, lines=[], shown=0, total=0, excerpt=ex)
 
-    def changed(h: list[tuple[str, str, int]]) -> int:
-        return sum(k != "ctx" for k, _, _ in h)
-
-    total = sum(changed(h) for _, _, h in hunks)
     budget, chosen = MAX_CHANGE_LINES, []
-    for path, prev, h in sorted(hunks, key=lambda t: -changed(t[2])):
+    for path, prev, h in sorted(hunks, key=lambda t: (-score[id(t[2])], -changed(t[2]))):
         if budget <= 0:
             break
         if len(h) > budget:  # the largest hunk alone is over the budget: its first lines

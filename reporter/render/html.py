@@ -12,6 +12,7 @@ compared with the previous one and with the peers timed in its own run, never wi
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from ..analysis.summary import AssignmentSummary, VersionSummary
 from ..records import DeviceCeilings, Run
 from ..standing import KIND_WORDS, peer_ms
 from ..worklog_sections import PLACEHOLDER, headings
-from . import TEMPLATES, appendix, charts, code
+from . import TEMPLATES, appendix, chart_cache, charts, code
 from .cover import cover, stopping_facts
 from .numbers import ms, pct, speedup_words, times
 from .worklog import Section, Worklog, markdown_to_html
@@ -253,7 +254,11 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
     elif not bench.ok:
         failed = bench.error or bench.check.message
     comps, vs_prev = _comparisons(v, s, hooks.verdict)
-    doc = _structure(v.version.docstring() or "")
+    try:
+        doc_path = str(v.version.path.resolve().relative_to(repo_root.resolve()))
+    except ValueError:
+        doc_path = v.version.path.name
+    doc = _structure(v.version.docstring() or "", doc_path)
     return Step(
         name=v.name, short=v.short, anchor=v.name,
         structure_html=markdown_to_html(doc or "*(no docstring)*"),
@@ -265,12 +270,34 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
     )
 
 
-def _structure(doc: str) -> str:
-    """A docstring as the step's structure: Sphinx roles as code, and without the paragraphs that
-    state a hypothesis (the work log's Hypothesis says it, once)."""
+STRUCTURE_CHARS = 900  # a step's "how the code is structured": the docstring's opening, about ten lines
+
+
+def _structure(doc: str, path: str, limit: int = STRUCTURE_CHARS) -> str:
+    """A docstring as the step's structure: Sphinx roles as code, without the paragraphs that state
+    a hypothesis (the work log's Hypothesis says it, once), and cut at a sentence after about
+    ``limit`` characters, saying where the rest is."""
     doc = re.sub(r":(?:class|func|data|mod|meth|attr):`~?([^`]+)`", r"`\1`", doc)
-    paras = re.split(r"\n\s*\n", doc.strip())
-    return "\n\n".join(p for p in paras if not re.match(r"\s*(the )?hypothes[ie]s\b", p, re.IGNORECASE))
+    paras = [p for p in re.split(r"\n\s*\n", doc.strip())
+             if not re.match(r"\s*(the )?hypothes[ie]s\b", p, re.IGNORECASE)]
+    kept: list[str] = []
+    used = 0
+    for p in paras:
+        if used + len(p) <= limit:
+            kept.append(p)
+            used += len(p)
+            continue
+        sentences = re.split(r"(?<=[.:;])\s+(?=[A-Z(`*])", p)
+        part = ""
+        for sentence in sentences:
+            if used + len(part) + len(sentence) > limit and (part or kept):
+                break
+            part = f"{part} {sentence}".strip()
+        if part:
+            kept.append(part)
+        kept.append(f"*(The docstring goes on in `{path}`.)*")
+        break
+    return "\n\n".join(kept)
 
 
 # --------------------------------------------------------------------------- the worklog checked
@@ -309,7 +336,8 @@ def worklog_warnings(s: AssignmentSummary, wl: Worklog) -> list[str]:
 
 
 def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hooks | None = None, *,
-                  anonymous: bool = False) -> dict[str, Any]:
+                  anonymous: bool = False, chart_cache_dir: Path | None = None) -> dict[str, Any]:
+    """Everything the template shows; the charts are drawn, or taken from ``chart_cache_dir``."""
     hooks = hooks or Hooks()
     observed = _observations(s, hooks)
     steps = [_step(v, s, wl, repo_root, hooks, observed.get(v.name, [])) for v in s.versions]
@@ -328,7 +356,8 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
                 "launch's duration under the profiler, one launch: higher than the version's figure, which is a "
                 "mean over back-to-back calls at the card's power cap).")})
     else:
-        overview.append({"svg": charts.bandwidth(s), "caption": (
+        overview.append({"svg": chart_cache.svg("bandwidth", charts.bandwidth_data(s), charts.bandwidth,
+                                                chart_cache_dir), "caption": (
             "Bandwidth of each version (the work model's bytes over its figure) against the measured copy "
             "ceiling; the peers are those timed in the best version's own run. The work has no floating-point "
             "operations, so there is no FLOP roofline.")})
@@ -348,7 +377,8 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
         "benchmark_shape": _shape(s),
         "cover": c,
         "stop_summary": stop_summary,
-        "chart_trajectory": charts.trajectory(s),
+        "chart_trajectory": chart_cache.svg("trajectory", charts.trajectory_data(s), charts.trajectory,
+                                            chart_cache_dir),
         "steps": steps,
         "front": [{"title": sec.title, "html": markdown_to_html(sec.markdown)} for sec in wl.front],
         "stopped_html": markdown_to_html(wl.stopped.markdown) if wl.stopped else "",
@@ -377,8 +407,20 @@ def _shape(s: AssignmentSummary) -> str:
         f"; seed {case['seed']}" if "seed" in case else "")
 
 
-def render_html(context: dict[str, Any]) -> str:
+PARTS = ("front", "body", "appendix")  # the PDF's three documents (reporter.render.book)
+
+
+@functools.cache
+def _template() -> tuple[jinja2.Template, str]:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    css = (TEMPLATES / "report.css").read_text(encoding="utf-8")
-    return env.get_template("report.html.j2").render(**context, css=css)
+    return env.get_template("report.html.j2"), (TEMPLATES / "report.css").read_text(encoding="utf-8")
+
+
+def render_html(context: dict[str, Any], part: str | None = None, labels: dict[str, str] | None = None) -> str:
+    """The report as one HTML file (``part=None``), or one of the PDF's :data:`PARTS`; the front
+    matter's contents prints ``labels`` (anchor -> printed page number) where given."""
+    if part is not None and part not in PARTS:
+        raise ValueError(f"part must be one of {PARTS}, not {part!r}")
+    template, css = _template()
+    return template.render(**context, css=css, part=part, labels=labels or {})

@@ -1,68 +1,128 @@
-"""HTML to PDF through WeasyPrint. A failure here never removes the HTML already written.
+"""HTML documents to PDF through WeasyPrint, in child processes. A failure here never removes the
+HTML already written.
 
-WeasyPrint's import and its first font lookup take about a second; :class:`PdfProcess` pays them
-in a child process started before the report's context is computed, so they overlap the rest of
-the build on a second core. The child reads one job from its stdin (a JSON line with the output
-path and base URL, then the HTML), writes the PDF under a unique temporary name, renames it into
-place and prints the page count.
+WeasyPrint's import and its first font lookup take about a second, and its layout runs on one
+core. A :class:`Worker` is a child process started before the report's context is computed, so
+the import overlaps the rest of the build; the book (:mod:`reporter.render.book`) keeps two and
+gives each a part of the report. The child reads jobs from its stdin, one JSON line each
+(``{"html": path, "pdf": path, "base_url": url}``), renders the HTML file to the PDF path and
+answers with one JSON line: the page count, the page height, the position of every anchor and the
+links whose target is in another part (WeasyPrint drops those; the book adds them back).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
-import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+PX_TO_PT = 0.75  # WeasyPrint lays out in CSS px; PDF user space is in points
 
 
 class PdfError(Exception):
     pass
 
 
-def _render(html_text: str, out: Path, base_url: str) -> int:
+@dataclass(frozen=True)
+class Rendered:
+    """What the book needs to know of a part rendered to ``pdf``: its pages, where its anchors are
+    (page index and the point at their top left, in PDF points from the page's bottom left) and the
+    links to anchors it does not hold (page index, rectangle in PDF points, target)."""
+
+    pdf: Path
+    pages: int
+    anchors: dict[str, tuple[int, float, float]]
+    links: list[tuple[int, tuple[float, float, float, float], str]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pages": self.pages, "anchors": self.anchors, "links": self.links}
+
+    @classmethod
+    def from_json(cls, pdf: Path, d: dict[str, Any]) -> Rendered:
+        return cls(pdf=pdf, pages=int(d["pages"]),
+                   anchors={k: (int(v[0]), float(v[1]), float(v[2])) for k, v in d["anchors"].items()},
+                   links=[(int(p), (float(r[0]), float(r[1]), float(r[2]), float(r[3])), str(t))
+                          for p, r, t in d["links"]])
+
+
+def render_file(html_path: Path, pdf_path: Path, base_url: str) -> Rendered:
+    """Lay out and draw one HTML file (runs in the child)."""
     from weasyprint import HTML
 
-    logging.getLogger("weasyprint").setLevel(logging.ERROR)
+    logging.getLogger("weasyprint").setLevel(logging.ERROR)  # links into other parts: the book adds them
     logging.getLogger("fontTools").setLevel(logging.ERROR)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        doc = HTML(string=html_text, base_url=base_url).render()
-        # full_fonts: the fonts go in without fontTools' subsetting, which took a third of the PDF
-        # step; the file is the same size to within a few kB (the fonts are compressed either way)
-        doc.write_pdf(tmp, full_fonts=True)
-        tmp.chmod(0o644)
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return len(doc.pages)
+    doc = HTML(filename=str(html_path), base_url=base_url, encoding="utf-8").render()
+    anchors: dict[str, tuple[int, float, float]] = {}
+    for i, page in enumerate(doc.pages):
+        height = page.height * PX_TO_PT
+        for name, (x, y, _, _) in page.anchors.items():
+            anchors.setdefault(name, (i, x * PX_TO_PT, height - y * PX_TO_PT))
+    links = []
+    for i, page in enumerate(doc.pages):
+        height = page.height * PX_TO_PT
+        for kind, target, (x1, y1, x2, y2), _ in page.links:
+            if kind == "internal" and target not in anchors:
+                links.append((i, (x1 * PX_TO_PT, height - y2 * PX_TO_PT, x2 * PX_TO_PT, height - y1 * PX_TO_PT), target))
+    # full_fonts: the fonts go in without fontTools' subsetting, which took a third of the drawing;
+    # the book keeps one copy of each font across the parts
+    doc.write_pdf(pdf_path, full_fonts=True)
+    return Rendered(pdf_path, len(doc.pages), anchors, links)
 
 
-class PdfProcess:
-    """A child process that imports WeasyPrint now and renders one PDF later (:meth:`write`)."""
+class Worker:
+    """A child process that imports WeasyPrint now and renders parts later, one at a time."""
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "reporter.render.pdf"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+        self.busy_with: Path | None = None
 
-    def write(self, html_text: str, out: Path, base_url: Path) -> int:
-        job = json.dumps({"out": str(out), "base_url": str(base_url)})
-        stdout, stderr = self.proc.communicate(job + "\n" + html_text)
-        if self.proc.returncode != 0:
-            last = (stderr.strip().splitlines() or ["no message"])[-1]
-            raise PdfError(f"PDF rendering failed: {last}; the HTML report is complete")
+    def submit(self, html_path: Path, pdf_path: Path, base_url: Path) -> None:
+        assert self.busy_with is None, "one job at a time"
+        assert self.proc.stdin is not None
         try:
-            return int(stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError) as e:
-            raise PdfError(f"PDF rendering gave no page count ({stdout.strip()[:200]!r}); the HTML report is "
-                           "complete") from e
+            self.proc.stdin.write(json.dumps({"html": str(html_path), "pdf": str(pdf_path),
+                                              "base_url": str(base_url)}) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._fail("the PDF process stopped before its job")
+        self.busy_with = pdf_path
+
+    def result(self) -> Rendered:
+        """Wait for the job given to :meth:`submit`."""
+        assert self.busy_with is not None and self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        pdf, self.busy_with = self.busy_with, None
+        if not line:
+            self._fail("the PDF process ended without an answer")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise PdfError(f"PDF rendering failed: {answer['error']}; the HTML report is complete")
+        return Rendered.from_json(pdf, answer)
+
+    def _fail(self, what: str) -> None:
+        self.close()
+        stderr = self.proc.stderr.read() if self.proc.stderr is not None else ""
+        last = (stderr.strip().splitlines() or ["no message"])[-1]
+        raise PdfError(f"{what} ({last}); the HTML report is complete")
 
     def close(self) -> None:
-        if self.proc.poll() is None:
+        """End the child: idle, it leaves on its own when its stdin closes (no need to wait for its
+        interpreter to shut down); busy, it is killed, so nothing it would write is left."""
+        if self.proc.poll() is not None:
+            return
+        if self.busy_with is not None:
+            self.proc.kill()
+            self.proc.wait()
+            return
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except OSError:
             self.proc.kill()
             self.proc.wait()
 
@@ -71,19 +131,17 @@ def _serve() -> int:
     try:
         from weasyprint import HTML
 
-        HTML(string="<p>warm</p>").render()  # fontconfig and the font cache, before the job arrives
+        HTML(string="<p>warm</p>").render()  # fontconfig and the font cache, before a job arrives
     except (ImportError, OSError) as e:
         print(f"WeasyPrint is not usable here ({e})", file=sys.stderr)
-        sys.stdin.read()
         return 2
-    job = json.loads(sys.stdin.readline())
-    html_text = sys.stdin.read()
-    try:
-        pages = _render(html_text, Path(job["out"]), job["base_url"])
-    except Exception as e:  # noqa: BLE001  (a process boundary: whatever failed goes to the parent as one line)
-        print(f"{type(e).__name__}: {e}", file=sys.stderr)
-        return 1
-    print(pages)
+    for line in sys.stdin:
+        job = json.loads(line)
+        try:
+            answer = render_file(Path(job["html"]), Path(job["pdf"]), job["base_url"]).to_json()
+        except Exception as e:  # noqa: BLE001  (a process boundary: whatever failed goes to the parent as one line)
+            answer = {"error": f"{type(e).__name__}: {e}"}
+        print(json.dumps(answer), flush=True)
     return 0
 
 

@@ -12,18 +12,15 @@ caller chooses which to draw. Data: :mod:`reporter.analysis.hroofline`.
 from __future__ import annotations
 
 import math
-from typing import Any
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from matplotlib.lines import Line2D
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.hroofline import HierarchicalRoofline, Roof, hierarchical_roofline
 from ..records import DeviceCeilings, Run
 from .charts import STYLE as BASE_STYLE
-from .charts import svg_text
+from .charts import pyplot, svg_text
+
+if TYPE_CHECKING:
+    from matplotlib.lines import Line2D
 
 STYLE: Any = {**BASE_STYLE, "font.size": 9,  # matplotlib types rc keys as literals: a plain dict
                 "figure.facecolor": "white", "axes.facecolor": "white", "savefig.facecolor": "white"}
@@ -36,6 +33,7 @@ COMPUTE_COLOR = "#333333"
 
 
 def _message(text: str) -> str:
+    plt = pyplot()
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(FIGSIZE_IN[0], 1.2))
         ax.axis("off")
@@ -64,6 +62,8 @@ def _angle(ax, x0: float, y0: float, x1: float, y1: float) -> float:
 def _draw_roofs(ax, roofs: tuple[Roof, ...], lims: tuple[float, float, float, float]) -> list[Line2D]:
     """Draw the roofs; the memory roofs are named in the key (labels on their slopes, close
     parallel lines, would print on each other), the compute roofs at their right end."""
+    from matplotlib.lines import Line2D
+
     x_lo, x_hi, y_lo, _ = lims
     compute = sorted((r for r in roofs if r.kind == "compute"), key=lambda r: -r.value)
     top = compute[0].value if compute else math.inf
@@ -91,6 +91,8 @@ def _draw_roofs(ax, roofs: tuple[Roof, ...], lims: tuple[float, float, float, fl
 
 
 def _draw_versions(ax, h: HierarchicalRoofline) -> list[Line2D]:
+    from matplotlib.lines import Line2D
+
     handles: list[Line2D] = []
     for i, v in enumerate(h.versions):
         color = VERSION_COLORS[i % len(VERSION_COLORS)]
@@ -117,17 +119,24 @@ def _draw_versions(ax, h: HierarchicalRoofline) -> list[Line2D]:
 
 def hierarchical_roofline_svg(runs: list[Run], ceilings: DeviceCeilings | None) -> str:
     """SVG of the hierarchical roofline of the given runs (one per version, in order)."""
-    h = hierarchical_roofline(runs, ceilings)
+    return roofline_svg(hierarchical_roofline(runs, ceilings), runs[0].device.name if runs else "")
+
+
+def roofline_svg(h: HierarchicalRoofline, gpu: str) -> str:
+    """SVG of a hierarchical roofline already computed (what the chart cache keys on)."""
     if not h.versions:
         why = "; ".join(h.skipped) if h.skipped else "no runs"
         return _message(f"No hierarchical roofline: no profiled version ({why}).")
-    fig = hierarchical_roofline_figure(h, runs)
-    with plt.rc_context(STYLE):
+    fig = hierarchical_roofline_figure(h, gpu)
+    with pyplot().rc_context(STYLE):
         return svg_text(fig)
 
 
-def hierarchical_roofline_figure(h: HierarchicalRoofline, runs: list[Run]) -> Any:
+def hierarchical_roofline_figure(h: HierarchicalRoofline, gpu: str) -> Any:
     """The figure (the tests check its labels); ``h`` must hold at least one version."""
+    from matplotlib.lines import Line2D
+
+    plt = pyplot()
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=FIGSIZE_IN)
         ax.set_xscale("log")
@@ -151,6 +160,5 @@ def hierarchical_roofline_figure(h: HierarchicalRoofline, runs: list[Run]) -> An
         ax.set_xlabel("arithmetic intensity at each memory level [FLOP/byte]")
         ax.set_ylabel("achieved [TFLOP/s] (flops / ncu duration)")
         cases = sorted({v.case_name for v in h.versions})
-        gpu = runs[0].device.name if runs else ""
         ax.set_title(f"Hierarchical roofline · {', '.join(cases)} · {gpu}")
         return fig

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,21 +11,22 @@ from ..analysis.facts import binding_context
 from ..analysis.summary import summarize
 from ..assignments import Assignment
 from ..records import gpu_slug
+from .book import APPENDIX, BODY, Part, PartCache, write_book
 from .html import Hooks, build_context, render_html, worklog_warnings
-from .pdf import PdfError, PdfProcess
+from .pdf import PdfError, Worker
 from .worklog import Worklog, WorklogError, parse, read_meta
 
 
 @dataclass
 class BuildResult:
-    html: Path
+    html: Path | None
     pdf: Path | None
     pages: int | None
     pdf_error: str | None
     warnings: list[str] = field(default_factory=list)
 
 
-def default_hooks() -> Hooks:
+def default_hooks(chart_cache_dir: Path | None = None) -> Hooks:
     """Wire in the optional analyses that exist in this installation."""
     hooks = Hooks()
     try:
@@ -45,50 +47,75 @@ def default_hooks() -> Hooks:
         hooks.observations = lambda run, prev, ceilings: [(o.rule, o.text) for o in observe(run, prev, ceilings)]
     except ImportError:
         pass
-    try:
-        from .profile_charts import hierarchical_roofline_svg
+    from ..analysis.hroofline import hierarchical_roofline
+    from . import chart_cache
 
-        def hroof(s):
-            """The versions that set a new best time, each at its newest profile."""
-            runs, best = [], float("inf")
-            for v in s.versions:
-                if v.figure_ms is not None and v.figure_ms < best:
-                    best = v.figure_ms
-                    if (r := v.profiled_run()) is not None:
-                        runs.append(r)
-            return hierarchical_roofline_svg(runs, s.ceilings) if len(runs) > 1 and s.ceilings else None
+    def hroof(s):
+        """The versions that set a new best time, each at its newest profile."""
+        runs, best = [], float("inf")
+        for v in s.versions:
+            if v.figure_ms is not None and v.figure_ms < best:
+                best = v.figure_ms
+                if (r := v.profiled_run()) is not None:
+                    runs.append(r)
+        if len(runs) < 2 or not s.ceilings:
+            return None
 
-        hooks.profile_chart = hroof
-    except ImportError:
-        pass
+        def draw(d):
+            from .profile_charts import roofline_svg
+
+            return roofline_svg(*d)
+
+        return chart_cache.svg("hroof", (hierarchical_roofline(runs, s.ceilings), runs[0].device.name), draw,
+                               chart_cache_dir)
+
+    hooks.profile_chart = hroof
     return hooks
 
 
+WORKERS = 2  # processes laying out the PDF's parts (the CI machine has two cores)
+
+
+def cache_dir(repo_root: Path) -> Path | None:
+    """Where rendered parts of the PDF are kept between builds: ``$REPORT_CACHE_DIR`` (empty: none),
+    else ``.cache/report`` in the project."""
+    env = os.environ.get("REPORT_CACHE_DIR")
+    if env is not None:
+        return Path(env) if env.strip() else None
+    return repo_root / ".cache" / "report"
+
+
 def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str | None = None,
-          pdf: bool = True, hooks: Hooks | None = None, anonymous: bool = False) -> BuildResult:
+          pdf: bool = True, html: bool = True, hooks: Hooks | None = None, anonymous: bool = False) -> BuildResult:
+    """Write ``worklog.html`` (unless ``html`` is false) and ``worklog.pdf`` (unless ``pdf`` is
+    false) for one assignment into ``out_dir``."""
     if not a.worklog_path.is_file():
         raise WorklogError(f"{a.worklog_path}: no worklog.md; `report new {a.name} <version>` creates one")
-    # WeasyPrint's start-up overlaps the analysis below, in a child process on another core
-    writer = PdfProcess() if pdf else None
+    # WeasyPrint's start-up overlaps the analysis below, in child processes on the other cores
+    workers = [Worker() for _ in range(WORKERS)] if pdf else []
     try:
         # the worklog names its target GPU; records of other GPUs are never mixed into its figures
         target = gpu or read_meta(a.worklog_path).get("gpu")
         s = summarize(a, logs, gpu_slug(str(target)) if target else None)
         wl: Worklog = parse(a.worklog_path, binding_context(s))
         warnings = worklog_warnings(s, wl)
-        ctx = build_context(s, wl, repo_root, hooks if hooks is not None else default_hooks(), anonymous=anonymous)
-        html_text = render_html(ctx)
+        cache = cache_dir(repo_root)
+        ctx = build_context(s, wl, repo_root, hooks if hooks is not None else default_hooks(cache), anonymous=anonymous,
+                            chart_cache_dir=cache)
         out_dir.mkdir(parents=True, exist_ok=True)
         html_path = out_dir / "worklog.html"
-        store.write_atomic(html_path, html_text)
-        if writer is None:
-            return BuildResult(html_path, None, None, None, warnings)
+        if html:
+            store.write_atomic(html_path, render_html(ctx))
+        if not pdf:
+            return BuildResult(html_path if html else None, None, None, None, warnings)
         pdf_path = out_dir / "worklog.pdf"
+        parts = [Part("body", render_html(ctx, "body"), BODY), Part("appendix", render_html(ctx, "appendix"), APPENDIX)]
         try:
-            pages = writer.write(html_text, pdf_path, base_url=out_dir)
+            pages = write_book(lambda labels: render_html(ctx, "front", labels), parts, pdf_path, base_url=out_dir,
+                               workers=workers, cache=PartCache(cache))
         except PdfError as e:
-            return BuildResult(html_path, None, None, str(e), warnings)
-        return BuildResult(html_path, pdf_path, pages, None, warnings)
+            return BuildResult(html_path if html else None, None, None, str(e), warnings)
+        return BuildResult(html_path if html else None, pdf_path, pages, None, warnings)
     finally:
-        if writer is not None:
-            writer.close()
+        for w in workers:
+            w.close()

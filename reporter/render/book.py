@@ -1,0 +1,273 @@
+"""The PDF as a book of three parts, laid out in parallel and bound into one file.
+
+WeasyPrint lays a document out on one core, about a quarter of a second per page. The report's
+PDF is therefore three documents: the front matter (cover, contents, the steps table), the body
+(the problem, Part 1–3) and the appendix. Each is numbered on its own, as books are (front matter
+i, ii …; body 1, 2 …; appendix A-1, A-2 …), so none waits for another's page count, and two
+:class:`~reporter.render.pdf.Worker` processes lay out the body and the appendix at once. The
+contents page needs the others' page numbers: it is laid out with the numbers of the last build
+while they run and again only if they moved. A part whose HTML did not change since an earlier
+build comes from the cache (:class:`PartCache`) without being laid out.
+
+Binding (pypdf): the parts' pages in order, their bookmarks, the links from one part into another
+(WeasyPrint drops them, :mod:`reporter.render.pdf` reports them), page labels so a PDF viewer
+shows the printed numbers, one copy of each embedded font, and the front matter's title and
+authors. The file is written under a unique temporary name and renamed into place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .pdf import PdfError, Rendered, Worker
+
+FORMAT = "book-1"  # part of every cache key: bump when the way a part is rendered changes
+CACHE_ENTRIES = 48  # newest parts kept
+
+
+@dataclass(frozen=True)
+class Numbering:
+    """How a part's pages are numbered: PDF page-label style (``/r`` lower roman, ``/D`` decimal)
+    and prefix."""
+
+    style: str
+    prefix: str = ""
+
+    def label(self, index: int) -> str:
+        n = index + 1
+        return self.prefix + (_roman(n) if self.style == "/r" else str(n))
+
+
+FRONT = Numbering("/r")
+BODY = Numbering("/D")
+APPENDIX = Numbering("/D", "A-")
+
+
+def _roman(n: int) -> str:
+    out = ""
+    for value, letters in ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"),
+                           (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i")):
+        while n >= value:
+            out, n = out + letters, n - value
+    return out
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str  # 'body', 'appendix': its file names and cache entries
+    html: str
+    numbering: Numbering
+
+
+class PartCache:
+    """Rendered parts by the hash of their HTML (with WeasyPrint's version and :data:`FORMAT`), and
+    the page labels of the last build of each output, under ``root``. ``root=None``: no cache."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.root = root
+        self._salt = FORMAT
+        if root is not None:
+            try:
+                from importlib.metadata import version
+
+                self._salt += version("weasyprint")
+            except Exception:  # noqa: BLE001, S110  (no version known: the key still holds the HTML)
+                pass
+
+    def key(self, html: str) -> str:
+        return hashlib.sha256((self._salt + "\0" + html).encode("utf-8")).hexdigest()[:32]
+
+    def get(self, key: str) -> Rendered | None:
+        if self.root is None:
+            return None
+        pdf, meta = self.root / f"{key}.pdf", self.root / f"{key}.json"
+        try:
+            r = Rendered.from_json(pdf, json.loads(meta.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return r if pdf.is_file() else None
+
+    def put(self, key: str, r: Rendered) -> None:
+        if self.root is None:
+            return
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            _copy_atomic(r.pdf, self.root / f"{key}.pdf")
+            _write_atomic(self.root / f"{key}.json", json.dumps(r.to_json()))
+            self._prune()
+        except OSError:
+            pass  # a cache that cannot be written only costs the next build time
+
+    def labels(self, name: str) -> dict[str, str] | None:
+        if self.root is None:
+            return None
+        try:
+            d = json.loads((self.root / f"labels-{_digest(name)}.json").read_text(encoding="utf-8"))
+            return {str(k): str(v) for k, v in d.items()}
+        except (OSError, ValueError, AttributeError):
+            return None
+
+    def save_labels(self, name: str, labels: dict[str, str]) -> None:
+        if self.root is None:
+            return
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            _write_atomic(self.root / f"labels-{_digest(name)}.json", json.dumps(labels, sort_keys=True))
+        except OSError:
+            pass
+
+    def _prune(self) -> None:
+        assert self.root is not None
+        pdfs = sorted(self.root.glob("*.pdf"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for p in pdfs[CACHE_ENTRIES:]:
+            p.unlink(missing_ok=True)
+            p.with_suffix(".json").unlink(missing_ok=True)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _copy_atomic(src: Path, dst: Path) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dst)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+class _Pool:
+    """Parts to render on the workers, each on the first that is free, or from the cache."""
+
+    def __init__(self, workers: list[Worker], cache: PartCache, tmp: Path, base_url: Path) -> None:
+        self.workers, self.cache, self.tmp, self.base_url = workers, cache, tmp, base_url
+        self.done: dict[str, Rendered] = {}
+        self.keys: dict[str, str] = {}  # job name -> cache key of its HTML
+        self.running: dict[int, tuple[str, str]] = {}  # worker index -> (job name, cache key)
+        self.waiting: list[tuple[str, str, str]] = []  # (job name, html, cache key)
+
+    def add(self, name: str, html: str) -> None:
+        key = self.keys[name] = self.cache.key(html)
+        if (hit := self.cache.get(key)) is not None:
+            self.done[name] = hit
+            return
+        self.waiting.append((name, html, key))
+        self._start()
+
+    def _start(self) -> None:
+        for i, w in enumerate(self.workers):
+            if not self.waiting:
+                return
+            if i in self.running:
+                continue
+            name, html, key = self.waiting.pop(0)
+            src = self.tmp / f"{name}.html"
+            src.write_text(html, encoding="utf-8")
+            w.submit(src, self.tmp / f"{name}.pdf", self.base_url)
+            self.running[i] = (name, key)
+
+    def wait(self, *names: str) -> None:
+        """Until every named job is done (the workers answer in the order they were given jobs)."""
+        while any(n not in self.done for n in names):
+            if not self.running:
+                raise PdfError(f"nothing renders {[n for n in names if n not in self.done]}")
+            i = min(self.running)  # the jobs are short; wait for them in worker order
+            name, key = self.running.pop(i)
+            r = self.workers[i].result()
+            self.cache.put(key, r)
+            self.done[name] = r
+            self._start()
+
+
+def write_book(front: Callable[[dict[str, str]], str], parts: list[Part], out: Path, *, base_url: Path,
+               workers: list[Worker], cache: PartCache) -> int:
+    """Render ``parts`` (in parallel, or from the cache) and the front matter ``front(labels)``,
+    given the printed page number of every anchor in the parts, and bind them into ``out``.
+    Returns the page count."""
+    with tempfile.TemporaryDirectory(prefix="report-book-") as tmp_dir:
+        pool = _Pool(workers, cache, Path(tmp_dir), base_url)
+        for p in parts:
+            pool.add(p.name, p.html)
+        guess = cache.labels(str(out))
+        front_html = None
+        if guess is not None and any(p.name not in pool.done for p in parts):
+            front_html = front(guess)  # laid out now on a free worker, again below only if the numbers moved
+            pool.add("front", front_html)
+        pool.wait(*(p.name for p in parts))
+        labels: dict[str, str] = {}
+        for p in parts:
+            for anchor, (page, _, _) in pool.done[p.name].anchors.items():
+                labels.setdefault(anchor, p.numbering.label(page))
+        final_html = front(labels)
+        if final_html != front_html:
+            if front_html is not None:
+                pool.wait("front")  # the worker answers in order; the stale front matter is dropped
+                del pool.done["front"]
+            pool.add("front", final_html)
+        pool.wait("front")
+        cache.save_labels(str(out), labels)
+        book = [("front", FRONT)] + [(p.name, p.numbering) for p in parts]
+        rendered = [(pool.done[name], numbering) for name, numbering in book]
+        key = cache.key("book\0" + "\0".join(pool.keys[name] for name, _ in book))
+        if (bound := cache.get(key)) is not None:  # the same parts bound before: the same book
+            _copy_atomic(bound.pdf, out)
+            return bound.pages
+        pages = _bind(rendered, out)
+        cache.put(key, Rendered(out, pages, {}, []))
+        return pages
+
+
+def _bind(parts: list[tuple[Rendered, Numbering]], out: Path) -> int:
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import ArrayObject, DictionaryObject, FloatObject, NameObject, NumberObject, TextStringObject
+
+    writer = PdfWriter()
+    start = 0
+    readers = []
+    for r, numbering in parts:
+        reader = PdfReader(r.pdf)
+        readers.append(reader)
+        writer.append(reader, import_outline=True)
+        writer.set_page_label(start, start + r.pages - 1, style=numbering.style,  # type: ignore[arg-type]
+                              prefix=numbering.prefix or None, start=1)
+        for page, rect, target in r.links:
+            writer.add_annotation(start + page, DictionaryObject({
+                NameObject("/Type"): NameObject("/Annot"), NameObject("/Subtype"): NameObject("/Link"),
+                NameObject("/Rect"): ArrayObject([FloatObject(round(v, 2)) for v in rect]),
+                NameObject("/BS"): DictionaryObject({NameObject("/W"): NumberObject(0)}),
+                NameObject("/Dest"): TextStringObject(target)}))
+        start += r.pages
+    info = readers[0].metadata
+    if info:
+        writer.add_metadata({k: v for k, v in info.items() if k in ("/Title", "/Author", "/Creator", "/Producer")})
+    writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)  # one copy of each font
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            writer.write(f)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return start
