@@ -200,3 +200,72 @@ def test_report_says_how_each_run_and_sweep_was_timed(built):
               and not b.bench.timing.timed_like(a.bench.timing)]
     for a, b in differ:
         assert "not compared: timed differently" in how[b.name], b.name
+
+
+def test_only_shows_the_chosen_versions_and_says_which_it_left_out(tmp_path):
+    from bs4 import BeautifulSoup
+
+    result = runner.invoke(app, ["build", "flashattn", "--root", str(ROOT), "--out", str(tmp_path), "--html-only",
+                                 "--only", "v01,v04_exp2,v16"])
+    assert result.exit_code == 0, result.output
+    assert "names no version" not in result.output  # the left-out versions' sections are not mistakes
+    soup = BeautifulSoup((tmp_path / "worklog.html").read_text(), "html.parser")
+    assert [s["id"] for s in soup.find_all("section", class_="step")] == ["v01_naive", "v04_exp2", "v16_launch_plan"]
+    scope = soup.find("p", class_="scope").get_text(" ", strip=True)
+    assert "shows 3 of 21 versions" in scope and "v02_fused_triton" in scope and "v04_exp2" not in scope
+    assert not (tmp_path / "worklog.pdf").exists()
+
+
+def test_case_takes_every_figure_on_that_case(tmp_path):
+    from bs4 import BeautifulSoup
+
+    result = runner.invoke(app, ["build", "histogram", "--root", str(ROOT), "--out", str(tmp_path), "--html-only",
+                                 "--case", "test_small"])
+    assert result.exit_code == 0, result.output
+    soup = BeautifulSoup((tmp_path / "worklog.html").read_text(), "html.parser")
+    assert "Every figure is taken on the test_small case" in soup.find("p", class_="scope").get_text(" ", strip=True)
+    s = summarize(get_assignment(ROOT / "kernels", "histogram"), ROOT / "logs", case="test_small")
+    best = s.best
+    assert best is not None and best.bench.case_name == "test_small"
+    box = soup.find("div", class_="headline-box").get_text(" ", strip=True)
+    assert f"{best.name} : {ms(best.figure_ms)}" in box
+
+
+def test_bad_case_and_only_name_what_exists(tmp_path):
+    result = runner.invoke(app, ["build", "histogram", "--root", str(ROOT), "--out", str(tmp_path), "--case", "nosuch"])
+    assert result.exit_code == 2 and "--case" in result.output and "test_small" in result.output
+    result = runner.invoke(app, ["build", "flashattn", "--root", str(ROOT), "--out", str(tmp_path), "--only", "v99"])
+    assert result.exit_code == 2 and "--only" in result.output and "v16_launch_plan" in result.output
+    result = runner.invoke(app, ["build", "--all", "--root", str(ROOT), "--out", str(tmp_path), "--case", "benchmark"])
+    assert result.exit_code == 2 and "--all" in result.output
+    result = runner.invoke(app, ["build", "--root", str(ROOT)])
+    assert result.exit_code == 2 and "--all" in result.output
+    result = runner.invoke(app, ["build", "swiglu", "--root", str(ROOT), "--html-only", "--pdf-only"])
+    assert result.exit_code == 2 and "choose one" in result.output
+
+
+def test_pdf_only_writes_no_html(tmp_path):
+    from pypdf import PdfReader
+
+    result = runner.invoke(app, ["build", "swiglu", "--root", str(ROOT), "--out", str(tmp_path), "--pdf-only"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "worklog.pdf").exists() and not (tmp_path / "worklog.html").exists()
+    assert len(PdfReader(str(tmp_path / "worklog.pdf")).pages) >= 3
+
+
+def test_all_writes_an_index_of_every_report_with_its_headline(tmp_path):
+    from bs4 import BeautifulSoup
+
+    result = runner.invoke(app, ["build", "--all", "--root", str(ROOT), "--out", str(tmp_path), "--html-only"])
+    assert result.exit_code == 0, result.output
+    soup = BeautifulSoup((tmp_path / "index.html").read_text(), "html.parser")
+    names = [a["id"] for a in soup.find_all("article")]
+    assert {"flashattn", "histogram", "swiglu"} <= set(names)
+    for name in names:
+        article = soup.find("article", id=name)
+        assert (tmp_path / name / "worklog.html").is_file()
+        assert article.find("a")["href"] == f"{name}/worklog.html"
+        s = summarize(get_assignment(ROOT / "kernels", name), ROOT / "logs")
+        if s.best is not None:  # the best figure, as page 1 gives it
+            assert f"{s.best.name}: {ms(s.best.figure_ms)}" in article.get_text(" ", strip=True)
+    assert (tmp_path / "flashattn" / "worklog.html").stat().st_mode & 0o044, "readable by others, as any new file"

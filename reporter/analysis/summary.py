@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import store
-from ..assignments import Assignment, ReferenceResult, Version
+from ..assignments import Assignment, AssignmentError, ReferenceResult, Version
 from ..records import CrossCheck, DeviceCeilings, PeerResult, Run, Sweep
 from ..standing import Figure, figure, standing_runs
 
@@ -86,6 +86,8 @@ class AssignmentSummary:
     ceilings: DeviceCeilings | None
     references: list[ReferenceResult]
     crosschecks: list[CrossCheck] = field(default_factory=list)  # on this GPU, oldest first
+    case: str = ""  # the case the report is about; "" for the assignment's benchmark case
+    left_out: list[str] = field(default_factory=list)  # versions not shown (report build --only)
 
     def crosscheck(self, version: str) -> CrossCheck | None:
         """The newest cross-check of a version on this GPU."""
@@ -98,7 +100,20 @@ class AssignmentSummary:
 
     @property
     def benchmark_case(self) -> str:
-        return self.assignment.benchmark_case
+        """The case every figure is taken on: the assignment's benchmark case unless one was chosen."""
+        return self.case or self.assignment.benchmark_case
+
+    @property
+    def case_references(self) -> list[ReferenceResult]:
+        """The public results on the report's case ('benchmark' names the assignment's benchmark case)."""
+        on_bench = self.benchmark_case == self.assignment.benchmark_case
+        return [r for r in self.references if r.case == self.benchmark_case or (r.case == "benchmark" and on_bench)]
+
+    @property
+    def case_words(self) -> str:
+        """'the benchmark case', or 'the test_small case' when the report is about another one."""
+        return "the benchmark case" if self.benchmark_case == self.assignment.benchmark_case else \
+            f"the {self.benchmark_case} case"
 
     @property
     def measured(self) -> list[VersionSummary]:
@@ -142,11 +157,28 @@ class AssignmentSummary:
         return None
 
 
-def summarize(a: Assignment, logs: Path, gpu: str | None = None) -> AssignmentSummary:
+def summarize(a: Assignment, logs: Path, gpu: str | None = None, *, case: str | None = None,
+              only: list[str] | None = None) -> AssignmentSummary:
+    """The records of one assignment on one GPU (default: that of the newest run on the case),
+    about one case (default: the assignment's benchmark case), for every version or those in
+    ``only`` (full names or short handles, in the assignment's order)."""
     all_runs = store.runs(logs, a.name, legacy=a.legacy_case_keys or None)
     if not all_runs:
         raise SummaryError(f"no records for '{a.name}' under {logs / a.name}: run `report run {a.name}` on a GPU first")
-    bench_runs = [r for r in all_runs if r.case_name == a.benchmark_case] or all_runs
+    case = case or a.benchmark_case
+    recorded = sorted({r.case_name for r in all_runs})
+    if case not in recorded:
+        raise SummaryError(f"--case: no records of case '{case}' for {a.name} (recorded: {', '.join(recorded)})")
+    chosen = a.versions()
+    if only:
+        wanted = []
+        for handle in only:
+            try:
+                wanted.append(a.version(handle).name)
+            except AssignmentError as e:
+                raise SummaryError(f"--only: {e}") from e
+        chosen = [v for v in chosen if v.name in wanted]
+    bench_runs = [r for r in all_runs if r.case_name == case] or all_runs
     gpu = gpu or max(bench_runs, key=lambda r: r.created_utc).device.slug
     latest = standing_runs(all_runs, gpu=gpu)
     if not latest:
@@ -154,11 +186,11 @@ def summarize(a: Assignment, logs: Path, gpu: str | None = None) -> AssignmentSu
         raise SummaryError(f"no '{a.name}' records from GPU '{gpu}' (have: {', '.join(have)})")
     sweeps = [s for s in store.sweeps(logs, a.name, legacy=a.legacy_case_keys or None) if s.device.slug == gpu]
     versions: list[VersionSummary] = []
-    for v in a.versions():
-        runs = {case: r for (ver, case), r in latest.items() if ver == v.name}
+    for v in chosen:
+        runs = {c: r for (ver, c), r in latest.items() if ver == v.name}
         sw = [s for s in sweeps if s.version == v.name]
         versions.append(VersionSummary(
-            version=v, runs=runs, benchmark_case=a.benchmark_case, sweep=sw[-1] if sw else None,
+            version=v, runs=runs, benchmark_case=case, sweep=sw[-1] if sw else None,
             all_runs=[r for r in all_runs if r.version == v.name and r.device.slug == gpu], all_sweeps=sw))
     # ceilings: the ones the newest run used, else the newest for this GPU
     ceilings = None
@@ -175,4 +207,5 @@ def summarize(a: Assignment, logs: Path, gpu: str | None = None) -> AssignmentSu
     refs = a.references()
     checks = [c for c in store.crosschecks(logs, a.name) if c.device.slug == gpu]
     return AssignmentSummary(assignment=a, gpu=gpu, versions=versions, ceilings=ceilings, references=refs,
-                             crosschecks=checks)
+                             crosschecks=checks, case="" if case == a.benchmark_case else case,
+                             left_out=[v.name for v in a.versions() if v not in chosen])

@@ -261,7 +261,10 @@ def _bind(parts: list[tuple[Rendered, Numbering]], out: Path) -> int:
     info = readers[0].metadata
     if info:
         writer.add_metadata({k: v for k, v in info.items() if k in ("/Title", "/Author", "/Creator", "/Producer")})
-    writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)  # one copy of each font
+    try:  # one copy of each font
+        writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
+    except TypeError:  # pypdf before 6 names them differently
+        writer.compress_identical_objects(remove_identicals=True, remove_orphans=True)  # type: ignore[call-arg]
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -169,10 +169,11 @@ class TrajectoryData:
     best: int | None  # index into points
     lines: tuple[tuple[float, str, str], ...]
     gpu: str
+    case_words: str = "the benchmark case"
 
 
 def trajectory_data(s: AssignmentSummary) -> TrajectoryData:
-    """Each version's figure on the benchmark case, in order (a version whose check failed is left
+    """Each version's figure on the report's case, in order (a version whose check failed is left
     out and its tick stays); the peers timed in the best version's own run, the public references
     (labelled with their card) and the roofline floor as lines."""
     index = {v.name: i for i, v in enumerate(s.versions)}
@@ -183,10 +184,9 @@ def trajectory_data(s: AssignmentSummary) -> TrajectoryData:
     for p in timed_peers(bench) if bench is not None else []:
         if t := peer_ms(p):
             lines.append((t, f"{p.name} {_fmt_ms(t)}", PEER_COLOR))
-    for ref in s.references:
-        if ref.case in (s.benchmark_case, "benchmark"):
-            card = f"another {ref.gpu}" if ref.gpu.lower() == s.gpu.lower() else f"a {ref.gpu}"
-            lines.append((ref.median_ms, f"{ref.label} {_fmt_ms(ref.median_ms)} ({card})", REF_COLOR))
+    for ref in s.case_references:
+        card = f"another {ref.gpu}" if ref.gpu.lower() == s.gpu.lower() else f"a {ref.gpu}"
+        lines.append((ref.median_ms, f"{ref.label} {_fmt_ms(ref.median_ms)} ({card})", REF_COLOR))
     floor = best.figure.derived(s.ceilings).floor_ms if best is not None and best.figure is not None else None
     if floor:
         lines.append((floor, f"roofline floor {_fmt_ms(floor)}", FLOOR_COLOR))
@@ -194,7 +194,7 @@ def trajectory_data(s: AssignmentSummary) -> TrajectoryData:
         ticks=tuple(v.short for v in s.versions),
         points=tuple((index[v.name], v.figure.ms) for v in timed if v.figure is not None),
         best=next((k for k, v in enumerate(timed) if v is best), None),
-        lines=tuple(lines), gpu=s.gpu)
+        lines=tuple(lines), gpu=s.gpu, case_words=s.case_words)
 
 
 def trajectory_figure(d: TrajectoryData) -> Figure:
@@ -228,7 +228,7 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_ms(v)))
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, axis="y", which="major", lw=0.3, color="#ccc")
-    ax.set_ylabel("time on the benchmark case (log)")
+    ax.set_ylabel(f"time on {d.case_words} (log)")
     ax.set_title(f"Time per version on the {d.gpu.upper()}, lower is better")
     # the first, the best and the last version carry their times, above or below their point
     named = {0, len(py) - 1} | ({d.best} if d.best is not None else set())

@@ -32,7 +32,7 @@ def cover(s: AssignmentSummary) -> Cover:
     best = s.best
     fig = best.figure if best is not None else None
     if best is None or fig is None:
-        return Cover(best=None, facts=["No version has a timed run on the benchmark case yet."])
+        return Cover(best=None, facts=[f"No version has a timed run on {s.case_words} yet."])
     r, d = fig.run, fig.derived(s.ceilings)
     rate = f"{fmt_number(d.tflops, 4)} TFLOP/s" if r.work.flops else f"{fmt_number(d.gbps, 4)} GB/s"
     facts = []
@@ -48,7 +48,7 @@ def cover(s: AssignmentSummary) -> Cover:
                      "the same way.")
     if not peers:
         facts.append("No peer was timed in the same run, so none is compared here.")
-    for ref in s.references:
+    for ref in s.case_references:
         card = (f"measured on another {ref.gpu} in another session" if ref.gpu.lower() == s.gpu.lower()
                 else f"measured on a {ref.gpu}, not this GPU")
         facts.append(f"{ref.label}: {ms(ref.median_ms)}, {card} (not timed here; {speedup_words(ref.median_ms, fig.ms)}"
@@ -68,11 +68,11 @@ def stopping_facts(s: AssignmentSummary) -> list[str]:
     best = s.best
     fig = best.figure if best is not None else None
     if best is None or fig is None:
-        return ["No version has a timed run on the benchmark case yet."]
+        return [f"No version has a timed run on {s.case_words} yet."]
     r = fig.run
     t = r.timing
     assert t is not None
-    out = [(f"The fastest version, {best.name}, runs the benchmark case in {ms(fig.ms)}, the {fig.how} (standard "
+    out = [(f"The fastest version, {best.name}, runs {s.case_words} in {ms(fig.ms)}, the {fig.how} (standard "
             f"error {ms(t.stderr_ms)}; its median, which the dips of a card at its power cap move less, "
             f"{ms(t.median_ms)}).")]
     out += _crosscheck_sentences(s, best.name)
@@ -81,7 +81,7 @@ def stopping_facts(s: AssignmentSummary) -> list[str]:
                         for check in reversed(s.crosschecks_of(best.name))
                         for a in agreements_of(check, all_runs)
                         if a.name == best.name and a.case == s.benchmark_case and a.full_window_means()), None)
-    for ref in s.references:
+    for ref in s.case_references:
         where = (f"a public result ({ref.source or 'source not named'}), measured on another {ref.gpu} in another "
                  "session" if ref.gpu.lower() == s.gpu.lower() else
                  f"a public result measured on a {ref.gpu}, not this GPU: not comparable as is")

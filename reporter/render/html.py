@@ -178,14 +178,14 @@ def _comparisons(v: VersionSummary, s: AssignmentSummary, verdict_fn: Any) -> tu
     return out, vs_prev
 
 
-def _result(v: VersionSummary, ceilings: DeviceCeilings | None) -> str:
+def _result(v: VersionSummary, ceilings: DeviceCeilings | None, case_words: str) -> str:
     fig = v.figure
     if fig is None:
         return ""
     d = fig.derived(ceilings)
     rate = f"{d.tflops:,.1f} TFLOP/s" if fig.run.work.flops else f"{d.gbps:,.0f} GB/s"
     roof = f", {pct(d.fraction_of_ceiling)} of the measured roof" if d.fraction_of_ceiling is not None else ""
-    return f"{ms(fig.ms)} on the benchmark case ({KIND_WORDS[fig.kind]}, mean of {fig.run.timing.n} calls): " \
+    return f"{ms(fig.ms)} on {case_words} ({KIND_WORDS[fig.kind]}, mean of {fig.run.timing.n} calls): " \
            f"{rate}{roof}."  # type: ignore[union-attr]
 
 
@@ -250,7 +250,7 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
     bench = v.bench
     failed = None
     if bench is None:
-        failed = "no run on the benchmark case recorded for this GPU"
+        failed = f"no run on {s.case_words} recorded for this GPU"
     elif not bench.ok:
         failed = bench.error or bench.check.message
     comps, vs_prev = _comparisons(v, s, hooks.verdict)
@@ -263,7 +263,7 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
         name=v.name, short=v.short, anchor=v.name,
         structure_html=markdown_to_html(doc or "*(no docstring)*"),
         change_html=change.html(), change_caption=caption,
-        figure=ms(v.figure_ms) if v.figure_ms else "–", result=_result(v, s.ceilings), comparisons=comps,
+        figure=ms(v.figure_ms) if v.figure_ms else "–", result=_result(v, s.ceilings, s.case_words), comparisons=comps,
         questions=qs, preface_html=markdown_to_html(preface) if preface else "", observations=observations, vs_previous=vs_prev,
         why_html=_concluded(qs, section), failed=failed, notes_missing=section is None,
         provenance=_provenance(bench),
@@ -308,9 +308,10 @@ def worklog_warnings(s: AssignmentSummary, wl: Worklog) -> list[str]:
     exist, versions without a section, questions left unanswered, closing sections missing."""
     path = wl.path
     known = {v.short: v.name for v in s.versions}
+    left_out = {name.split("_", 1)[0] for name in s.left_out}  # report build --only: not a mistake
     out = []
     for short, sec in wl.versions.items():
-        if short not in known:
+        if short not in known and short not in left_out:
             out.append(f"{path}:{sec.line}: section '## {sec.title}' names no version of {s.assignment.name} "
                        f"(have {', '.join(known.values()) or 'none'}); it is left out of the report")
     for short, name in known.items():
@@ -375,6 +376,9 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
         "last_run": max(r.created_utc for v in s.versions for r in v.runs.values()).strftime("%Y-%m-%d"),
         "benchmark_case": s.benchmark_case,
         "benchmark_shape": _shape(s),
+        "case_words": s.case_words,
+        "assignment_case": s.assignment.benchmark_case,
+        "left_out": s.left_out,
         "cover": c,
         "stop_summary": stop_summary,
         "chart_trajectory": chart_cache.svg("trajectory", charts.trajectory_data(s), charts.trajectory,

@@ -81,6 +81,11 @@ class Worker:
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
         self.busy_with: Path | None = None
 
+    @property
+    def usable(self) -> bool:
+        """Alive and idle: it can take the next job."""
+        return self.proc.poll() is None and self.busy_with is None
+
     def submit(self, html_path: Path, pdf_path: Path, base_url: Path) -> None:
         assert self.busy_with is None, "one job at a time"
         assert self.proc.stdin is not None

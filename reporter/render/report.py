@@ -12,6 +12,7 @@ from ..analysis.summary import summarize
 from ..assignments import Assignment
 from ..records import gpu_slug
 from .book import APPENDIX, BODY, Part, PartCache, write_book
+from .cover import Cover
 from .html import Hooks, build_context, render_html, worklog_warnings
 from .pdf import PdfError, Worker
 from .worklog import Worklog, WorklogError, parse, read_meta
@@ -24,6 +25,9 @@ class BuildResult:
     pages: int | None
     pdf_error: str | None
     warnings: list[str] = field(default_factory=list)
+    title: str = ""
+    cover: Cover | None = None  # the headline figures, for the index of `report build --all`
+    gpu: str = ""
 
 
 def default_hooks(chart_cache_dir: Path | None = None) -> Hooks:
@@ -86,36 +90,46 @@ def cache_dir(repo_root: Path) -> Path | None:
 
 
 def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str | None = None,
-          pdf: bool = True, html: bool = True, hooks: Hooks | None = None, anonymous: bool = False) -> BuildResult:
+          pdf: bool = True, html: bool = True, hooks: Hooks | None = None, anonymous: bool = False,
+          case: str | None = None, only: list[str] | None = None, workers: list[Worker] | None = None) -> BuildResult:
     """Write ``worklog.html`` (unless ``html`` is false) and ``worklog.pdf`` (unless ``pdf`` is
-    false) for one assignment into ``out_dir``."""
+    false) for one assignment into ``out_dir``: about ``case`` (default the benchmark case), for
+    the versions in ``only`` (default all). ``workers`` lay out the PDF (default: started here)."""
     if not a.worklog_path.is_file():
         raise WorklogError(f"{a.worklog_path}: no worklog.md; `report new {a.name} <version>` creates one")
     # WeasyPrint's start-up overlaps the analysis below, in child processes on the other cores
-    workers = [Worker() for _ in range(WORKERS)] if pdf else []
+    own = workers is None and pdf
+    workers = [Worker() for _ in range(WORKERS)] if own else (workers or [])
     try:
         # the worklog names its target GPU; records of other GPUs are never mixed into its figures
         target = gpu or read_meta(a.worklog_path).get("gpu")
-        s = summarize(a, logs, gpu_slug(str(target)) if target else None)
-        wl: Worklog = parse(a.worklog_path, binding_context(s))
+        slug = gpu_slug(str(target)) if target else None
+        s = summarize(a, logs, slug, case=case, only=only)
+        # the worklog's prose cites every version on the benchmark case, whatever this report shows
+        full = s if case in (None, a.benchmark_case) and not only else summarize(a, logs, s.gpu)
+        wl: Worklog = parse(a.worklog_path, binding_context(full))
         warnings = worklog_warnings(s, wl)
         cache = cache_dir(repo_root)
         ctx = build_context(s, wl, repo_root, hooks if hooks is not None else default_hooks(cache), anonymous=anonymous,
                             chart_cache_dir=cache)
         out_dir.mkdir(parents=True, exist_ok=True)
         html_path = out_dir / "worklog.html"
+        result = BuildResult(html_path if html else None, None, None, None, warnings, title=ctx["title"],
+                             cover=ctx["cover"], gpu=ctx["gpu"])
         if html:
             store.write_atomic(html_path, render_html(ctx))
         if not pdf:
-            return BuildResult(html_path if html else None, None, None, None, warnings)
+            return result
         pdf_path = out_dir / "worklog.pdf"
         parts = [Part("body", render_html(ctx, "body"), BODY), Part("appendix", render_html(ctx, "appendix"), APPENDIX)]
         try:
-            pages = write_book(lambda labels: render_html(ctx, "front", labels), parts, pdf_path, base_url=out_dir,
-                               workers=workers, cache=PartCache(cache))
+            result.pages = write_book(lambda labels: render_html(ctx, "front", labels), parts, pdf_path,
+                                      base_url=out_dir, workers=workers, cache=PartCache(cache))
+            result.pdf = pdf_path
         except PdfError as e:
-            return BuildResult(html_path if html else None, None, None, str(e), warnings)
-        return BuildResult(html_path if html else None, pdf_path, pages, None, warnings)
+            result.pdf_error = str(e)
+        return result
     finally:
-        for w in workers:
-            w.close()
+        if own:
+            for w in workers:
+                w.close()
