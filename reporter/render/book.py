@@ -64,6 +64,7 @@ class Part:
     name: str  # 'body', 'appendix': its file names and cache entries
     html: str
     numbering: Numbering
+    position: int  # its place in the book, after the front matter (parts may be ready in another order)
 
 
 class PartCache:
@@ -200,15 +201,30 @@ class _Pool:
             self._start()
 
 
-def write_book(front: Callable[[dict[str, str]], str], parts: list[Part], out: Path, *, base_url: Path,
-               workers: list[Worker], cache: PartCache) -> int:
-    """Render ``parts`` (in parallel, or from the cache) and the front matter ``front(labels)``,
-    given the printed page number of every anchor in the parts, and bind them into ``out``.
-    Returns the page count."""
-    with tempfile.TemporaryDirectory(prefix="report-book-") as tmp_dir:
-        pool = _Pool(workers, cache, Path(tmp_dir), base_url)
-        for p in parts:
-            pool.add(p.name, p.html)
+class Book:
+    """Parts given as they are ready (:meth:`add`: laid out at once on a free worker, or taken from
+    the cache), then the front matter and the binding (:meth:`finish`)."""
+
+    def __init__(self, workers: list[Worker], cache: PartCache, base_url: Path) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="report-book-")
+        self.cache = cache
+        self.pool = _Pool(workers, cache, Path(self._tmp.name), base_url)
+        self.parts: list[Part] = []
+
+    def add(self, part: Part) -> None:
+        self.parts.append(part)
+        self.pool.add(part.name, part.html)
+
+    def finish(self, front: Callable[[dict[str, str]], str], out: Path) -> int:
+        """Lay out ``front(labels)``, given the printed page number of every anchor in the parts, and
+        bind everything into ``out``. Returns the page count."""
+        try:
+            return self._finish(front, out)
+        finally:
+            self._tmp.cleanup()
+
+    def _finish(self, front: Callable[[dict[str, str]], str], out: Path) -> int:
+        pool, cache, parts = self.pool, self.cache, sorted(self.parts, key=lambda p: p.position)
         guess = cache.labels(str(out))
         front_html = None
         if guess is not None and any(p.name not in pool.done for p in parts):
@@ -236,6 +252,16 @@ def write_book(front: Callable[[dict[str, str]], str], parts: list[Part], out: P
         pages = _bind(rendered, out)
         cache.put(key, Rendered(out, pages, {}, []))
         return pages
+
+
+def write_book(front: Callable[[dict[str, str]], str], parts: list[Part], out: Path, *, base_url: Path,
+               workers: list[Worker], cache: PartCache) -> int:
+    """Render ``parts`` (in parallel, or from the cache) and the front matter ``front(labels)``, and
+    bind them into ``out`` (:class:`Book` in one call). Returns the page count."""
+    book = Book(workers, cache, base_url)
+    for p in parts:
+        book.add(p)
+    return book.finish(front, out)
 
 
 def _bind(parts: list[tuple[Rendered, Numbering]], out: Path) -> int:

@@ -232,8 +232,8 @@ def _observations(s: AssignmentSummary, hooks: Hooks) -> dict[str, list[str]]:
     return out
 
 
-def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hooks,
-          observations: list[str]) -> Step:
+def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
+          observations: list[str], compared: tuple[list[Comparison], str]) -> Step:
     earlier = [x.version for x in s.versions if x.version.number < v.version.number]
     change = code.key_change(v.version, earlier, repo_root)
     if change.excerpt is not None:
@@ -253,7 +253,7 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
         failed = f"no run on {s.case_words} recorded for this GPU"
     elif not bench.ok:
         failed = bench.error or bench.check.message
-    comps, vs_prev = _comparisons(v, s, hooks.verdict)
+    comps, vs_prev = compared
     try:
         doc_path = str(v.version.path.resolve().relative_to(repo_root.resolve()))
     except ValueError:
@@ -336,34 +336,9 @@ def worklog_warnings(s: AssignmentSummary, wl: Worklog) -> list[str]:
 # --------------------------------------------------------------------------- the whole report
 
 
-def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hooks | None = None, *,
-                  anonymous: bool = False, chart_cache_dir: Path | None = None) -> dict[str, Any]:
-    """Everything the template shows; the charts are drawn, or taken from ``chart_cache_dir``."""
-    hooks = hooks or Hooks()
-    observed = _observations(s, hooks)
-    steps = [_step(v, s, wl, repo_root, hooks, observed.get(v.name, [])) for v in s.versions]
-    c = cover(s)
-    stop_summary = ""
-    if wl.stopped is not None:
-        stop_summary = first_sentences(wl.stopped.markdown, at_least=120)
-    flops = any(v.figure is not None and v.figure.run.work.flops for v in s.versions)
-    overview = []
-    if flops and hooks.profile_chart is not None:
-        svg = hooks.profile_chart(s)
-        if svg:
-            overview.append({"svg": svg, "caption": (
-                "Hierarchical roofline from Nsight Compute, for the versions that set a new best time: each at its "
-                "measured intensity at DRAM, L2 and L1 and at the rate of its profiled launch (flops over the "
-                "launch's duration under the profiler, one launch: higher than the version's figure, which is a "
-                "mean over back-to-back calls at the card's power cap).")})
-    else:
-        overview.append({"svg": chart_cache.svg("bandwidth", charts.bandwidth_data(s), charts.bandwidth,
-                                                chart_cache_dir), "caption": (
-            "Bandwidth of each version (the work model's bytes over its figure) against the measured copy "
-            "ceiling; the peers are those timed in the best version's own run. The work has no floating-point "
-            "operations, so there is no FLOP roofline.")})
+def head_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, *, anonymous: bool = False) -> dict[str, Any]:
+    """What every part of the report shows around its content: title, authors, GPU, dates, case."""
     dev = s.device
-    sweeps = [sv for v in s.versions if (sv := appendix.sweep_view(v)) is not None]
     return {
         "title": wl.title or s.assignment.title,
         "subtitle": s.assignment.title if wl.title and wl.title != s.assignment.title else "",
@@ -379,6 +354,67 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
         "case_words": s.case_words,
         "assignment_case": s.assignment.benchmark_case,
         "left_out": s.left_out,
+        "code_css": code.css(),
+        "worklog_path": str(wl.path.relative_to(repo_root)) if wl.path.is_relative_to(repo_root) else str(wl.path),
+    }
+
+
+def appendix_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hooks | None = None, *,
+                     anonymous: bool = False) -> dict[str, Any]:
+    """Everything the appendix shows, without the steps' prose and charts: the PDF's appendix is
+    laid out while the rest of the context is computed. ``compared`` (each version against the
+    previous one, the first and its run's peers) is reused by :func:`build_context`."""
+    hooks = hooks or Hooks()
+    flops = any(v.figure is not None and v.figure.run.work.flops for v in s.versions)
+    compared = {v.name: _comparisons(v, s, hooks.verdict) for v in s.versions}
+    return {
+        **head_context(s, wl, repo_root, anonymous=anonymous),
+        "compared": compared,
+        "verdicts": {name: [c for c in comps if c.verdict] for name, (comps, _) in compared.items()},
+        "case_rows": appendix.case_rows(s),
+        "rate_unit": "TFLOP/s" if flops else "GB/s",
+        "how_taken": appendix.how_taken(s),
+        "profile_headers": appendix.PROFILE_HEADERS,
+        "profile_rows": appendix.profile_rows(s),
+        "sweeps": [sv for v in s.versions if (sv := appendix.sweep_view(v)) is not None],
+        "device_lines": appendix.device(s),
+        "ceilings": appendix.ceilings_view(s),
+        "method": appendix.method_view(s),
+        "commands": appendix.commands(s),
+        "records": appendix.records(s),
+    }
+
+
+def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hooks | None = None, *,
+                  anonymous: bool = False, chart_cache_dir: Path | None = None,
+                  appendix_ctx: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the template shows; the charts are drawn, or taken from ``chart_cache_dir``.
+    ``appendix_ctx``: :func:`appendix_context` already computed for this build."""
+    hooks = hooks or Hooks()
+    ctx = appendix_ctx if appendix_ctx is not None else appendix_context(s, wl, repo_root, hooks, anonymous=anonymous)
+    observed = _observations(s, hooks)
+    steps = [_step(v, s, wl, repo_root, observed.get(v.name, []), ctx["compared"][v.name]) for v in s.versions]
+    c = cover(s)
+    stop_summary = ""
+    if wl.stopped is not None:
+        stop_summary = first_sentences(wl.stopped.markdown, at_least=120)
+    overview = []
+    if ctx["rate_unit"] == "TFLOP/s" and hooks.profile_chart is not None:
+        svg = hooks.profile_chart(s)
+        if svg:
+            overview.append({"svg": svg, "caption": (
+                "Hierarchical roofline from Nsight Compute, for the versions that set a new best time: each at its "
+                "measured intensity at DRAM, L2 and L1 and at the rate of its profiled launch (flops over the "
+                "launch's duration under the profiler, one launch: higher than the version's figure, which is a "
+                "mean over back-to-back calls at the card's power cap).")})
+    elif ctx["rate_unit"] != "TFLOP/s":
+        overview.append({"svg": chart_cache.svg("bandwidth", charts.bandwidth_data(s), charts.bandwidth,
+                                                chart_cache_dir), "caption": (
+            "Bandwidth of each version (the work model's bytes over its figure) against the measured copy "
+            "ceiling; the peers are those timed in the best version's own run. The work has no floating-point "
+            "operations, so there is no FLOP roofline.")})
+    return {
+        **ctx,
         "cover": c,
         "stop_summary": stop_summary,
         "chart_trajectory": chart_cache.svg("trajectory", charts.trajectory_data(s), charts.trajectory,
@@ -389,19 +425,6 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
         "llms_html": markdown_to_html(wl.llms.markdown) if wl.llms else "",
         "stop": stopping_facts(s),
         "overview": overview,
-        "case_rows": appendix.case_rows(s),
-        "rate_unit": "TFLOP/s" if flops else "GB/s",
-        "how_taken": appendix.how_taken(s),
-        "profile_headers": appendix.PROFILE_HEADERS,
-        "profile_rows": appendix.profile_rows(s),
-        "sweeps": sweeps,
-        "device_lines": appendix.device(s),
-        "ceilings": appendix.ceilings_view(s),
-        "method": appendix.method_view(s),
-        "commands": appendix.commands(s),
-        "records": appendix.records(s),
-        "code_css": code.css(),
-        "worklog_path": str(wl.path.relative_to(repo_root)) if wl.path.is_relative_to(repo_root) else str(wl.path),
     }
 
 

@@ -11,9 +11,9 @@ from ..analysis.facts import binding_context
 from ..analysis.summary import summarize
 from ..assignments import Assignment
 from ..records import gpu_slug
-from .book import APPENDIX, BODY, Part, PartCache, write_book
+from .book import APPENDIX, BODY, Book, Part, PartCache
 from .cover import Cover
-from .html import Hooks, build_context, render_html, worklog_warnings
+from .html import Hooks, appendix_context, build_context, render_html, worklog_warnings
 from .pdf import PdfError, Worker
 from .worklog import Worklog, WorklogError, parse, read_meta
 
@@ -110,21 +110,25 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
         wl: Worklog = parse(a.worklog_path, binding_context(full))
         warnings = worklog_warnings(s, wl)
         cache = cache_dir(repo_root)
-        ctx = build_context(s, wl, repo_root, hooks if hooks is not None else default_hooks(cache), anonymous=anonymous,
-                            chart_cache_dir=cache)
+        hooks = hooks if hooks is not None else default_hooks(cache)
+        app_ctx = appendix_context(s, wl, repo_root, hooks, anonymous=anonymous)
         out_dir.mkdir(parents=True, exist_ok=True)
+        book = Book(workers, PartCache(cache), out_dir) if pdf else None
+        if book is not None:  # laid out while the steps and charts are computed
+            book.add(Part("appendix", render_html(app_ctx, "appendix"), APPENDIX, position=2))
+        ctx = build_context(s, wl, repo_root, hooks, anonymous=anonymous, chart_cache_dir=cache, appendix_ctx=app_ctx)
         html_path = out_dir / "worklog.html"
         result = BuildResult(html_path if html else None, None, None, None, warnings, title=ctx["title"],
                              cover=ctx["cover"], gpu=ctx["gpu"])
+        if book is not None:
+            book.add(Part("body", render_html(ctx, "body"), BODY, position=1))
         if html:
             store.write_atomic(html_path, render_html(ctx))
-        if not pdf:
+        if book is None:
             return result
         pdf_path = out_dir / "worklog.pdf"
-        parts = [Part("body", render_html(ctx, "body"), BODY), Part("appendix", render_html(ctx, "appendix"), APPENDIX)]
         try:
-            result.pages = write_book(lambda labels: render_html(ctx, "front", labels), parts, pdf_path,
-                                      base_url=out_dir, workers=workers, cache=PartCache(cache))
+            result.pages = book.finish(lambda labels: render_html(ctx, "front", labels), pdf_path)
             result.pdf = pdf_path
         except PdfError as e:
             result.pdf_error = str(e)
