@@ -269,3 +269,20 @@ def test_all_writes_an_index_of_every_report_with_its_headline(tmp_path):
         if s.best is not None:  # the best figure, as page 1 gives it
             assert f"{s.best.name}: {ms(s.best.figure_ms)}" in article.get_text(" ", strip=True)
     assert (tmp_path / "flashattn" / "worklog.html").stat().st_mode & 0o044, "readable by others, as any new file"
+
+
+def test_a_failing_binding_keeps_the_html_and_the_previous_pdf(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["build", "swiglu", "--root", str(ROOT), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    before = (out / "worklog.pdf").read_bytes()
+
+    def broken(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setenv("REPORT_CACHE_DIR", str(tmp_path / "cache"))  # the bound book is not taken from a cache
+    monkeypatch.setattr("reporter.render.book._bind", broken)
+    result = runner.invoke(app, ["build", "swiglu", "--root", str(ROOT), "--out", str(out)])
+    assert result.exit_code == 1
+    assert "binding the PDF's parts failed" in result.output and "No space left" in result.output
+    assert (out / "worklog.html").exists() and (out / "worklog.pdf").read_bytes() == before

@@ -249,7 +249,11 @@ class Book:
         if (bound := cache.get(key)) is not None:  # the same parts bound before: the same book
             _copy_atomic(bound.pdf, out)
             return bound.pages
-        pages = _bind(rendered, out)
+        try:
+            pages = _bind(rendered, out)
+        except Exception as e:  # pypdf's errors, a full disk: the HTML is written, the old PDF kept
+            raise PdfError(f"binding the PDF's parts failed ({type(e).__name__}: {e}); the HTML report is "
+                           "complete") from e
         cache.put(key, Rendered(out, pages, {}, []))
         return pages
 
