@@ -18,14 +18,14 @@ authors. The file is written under a unique temporary name and renamed into plac
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
-import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..store import write_atomic
 from .pdf import PdfError, Rendered, Worker
 
 FORMAT = "book-1"  # part of every cache key: bump when the way a part is rendered changes
@@ -99,9 +99,8 @@ class PartCache:
         if self.root is None:
             return
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            _copy_atomic(r.pdf, self.root / f"{key}.pdf")
-            _write_atomic(self.root / f"{key}.json", json.dumps(r.to_json()))
+            write_atomic(self.root / f"{key}.pdf", r.pdf.read_bytes())
+            write_atomic(self.root / f"{key}.json", json.dumps(r.to_json()))
             self._prune()
         except OSError:
             pass  # a cache that cannot be written only costs the next build time
@@ -119,8 +118,7 @@ class PartCache:
         if self.root is None:
             return
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            _write_atomic(self.root / f"labels-{_digest(name)}.json", json.dumps(labels, sort_keys=True))
+            write_atomic(self.root / f"labels-{_digest(name)}.json", json.dumps(labels, sort_keys=True))
         except OSError:
             pass
 
@@ -134,28 +132,6 @@ class PartCache:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
-def _copy_atomic(src: Path, dst: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
-    os.close(fd)
-    try:
-        shutil.copyfile(src, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dst)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 class _Pool:
@@ -247,7 +223,7 @@ class Book:
         rendered = [(pool.done[name], numbering) for name, numbering in book]
         key = cache.key("book\0" + "\0".join(pool.keys[name] for name, _ in book))
         if (bound := cache.get(key)) is not None:  # the same parts bound before: the same book
-            _copy_atomic(bound.pdf, out)
+            write_atomic(out, bound.pdf.read_bytes())
             return bound.pages
         try:
             pages = _bind(rendered, out)
@@ -256,16 +232,6 @@ class Book:
                            "complete") from e
         cache.put(key, Rendered(out, pages, {}, []))
         return pages
-
-
-def write_book(front: Callable[[dict[str, str]], str], parts: list[Part], out: Path, *, base_url: Path,
-               workers: list[Worker], cache: PartCache) -> int:
-    """Render ``parts`` (in parallel, or from the cache) and the front matter ``front(labels)``, and
-    bind them into ``out`` (:class:`Book` in one call). Returns the page count."""
-    book = Book(workers, cache, base_url)
-    for p in parts:
-        book.add(p)
-    return book.finish(front, out)
 
 
 def _bind(parts: list[tuple[Rendered, Numbering]], out: Path) -> int:
@@ -295,12 +261,7 @@ def _bind(parts: list[tuple[Rendered, Numbering]], out: Path) -> int:
         writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
     except TypeError:  # pypdf before 6 names them differently
         writer.compress_identical_objects(remove_identicals=True, remove_orphans=True)  # type: ignore[call-arg]
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            writer.write(f)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    buf = io.BytesIO()
+    writer.write(buf)
+    write_atomic(out, buf.getvalue())
     return start

@@ -9,11 +9,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from ..store import write_atomic
 
 T = TypeVar("T")
 
@@ -59,14 +59,7 @@ def svg(kind: str, data: T, draw: Callable[[T], str], root: Path | None) -> str:
         pass
     text = draw(data)
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=root)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        write_atomic(path, text)
         for old in sorted(root.glob("chart-*.svg"), key=lambda p: p.stat().st_mtime, reverse=True)[KEEP:]:
             old.unlink(missing_ok=True)
     except OSError:

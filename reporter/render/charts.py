@@ -31,6 +31,8 @@ PEER_COLOR = "#c0392b"
 REF_COLOR = "#7d3c98"
 ROOF_COLOR = "#333333"
 FLOOR_COLOR = "#2e8b57"
+#: How the trajectory draws each kind of horizontal line: colour, line style, width.
+LINE_STYLES = {"peer": (PEER_COLOR, "--", 0.8), "reference": (REF_COLOR, "-.", 0.8), "floor": (FLOOR_COLOR, ":", 1.0)}
 
 #: The report's chart style; profile_charts builds on it. The SVG's ids are salted with a fixed
 #: string, so the same chart is the same text in every build (and its part of the PDF is cached).
@@ -167,7 +169,7 @@ class TrajectoryData:
     ticks: tuple[str, ...]
     points: tuple[tuple[int, float], ...]  # (tick index, ms)
     best: int | None  # index into points
-    lines: tuple[tuple[float, str, str], ...]
+    lines: tuple[tuple[float, str, str], ...]  # (height, label, kind: a key of LINE_STYLES)
     gpu: str
     case_words: str = "the benchmark case"
 
@@ -183,13 +185,13 @@ def trajectory_data(s: AssignmentSummary) -> TrajectoryData:
     bench = best.figure.run if best is not None and best.figure is not None else None
     for p in timed_peers(bench) if bench is not None else []:
         if t := peer_ms(p):
-            lines.append((t, f"{p.name} {_fmt_ms(t)}", PEER_COLOR))
+            lines.append((t, f"{p.name} {_fmt_ms(t)}", "peer"))
     for ref in s.case_references:
         card = f"another {ref.gpu}" if ref.gpu.lower() == s.gpu.lower() else f"a {ref.gpu}"
-        lines.append((ref.median_ms, f"{ref.label} {_fmt_ms(ref.median_ms)} ({card})", REF_COLOR))
+        lines.append((ref.median_ms, f"{ref.label} {_fmt_ms(ref.median_ms)} ({card})", "reference"))
     floor = best.figure.derived(s.ceilings).floor_ms if best is not None and best.figure is not None else None
     if floor:
-        lines.append((floor, f"roofline floor {_fmt_ms(floor)}", FLOOR_COLOR))
+        lines.append((floor, f"roofline floor {_fmt_ms(floor)}", "floor"))
     return TrajectoryData(
         ticks=tuple(v.short for v in s.versions),
         points=tuple((index[v.name], v.figure.ms) for v in timed if v.figure is not None),
@@ -214,9 +216,8 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
     ax.plot(px, py, "o", color=VERSION_COLOR, ms=4, zorder=3)
     if d.best is not None:
         ax.plot([px[d.best]], [py[d.best]], "o", color=FLOOR_COLOR, ms=7, zorder=4)
-    styles = {PEER_COLOR: ("--", 0.8), REF_COLOR: ("-.", 0.8), FLOOR_COLOR: (":", 1.0)}
-    for y, _, color in d.lines:
-        ls, lw = styles.get(color, ("-", 0.8))
+    for y, _, kind in d.lines:
+        color, ls, lw = LINE_STYLES[kind]
         ax.axhline(y, color=color, ls=ls, lw=lw, zorder=1)
     ax.set_yscale("log")
     every = [y for y, _, _ in d.lines] + py
@@ -238,7 +239,7 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
         last = i == len(py) - 1 and i != 0
         ax.annotate(_fmt_ms(y), (px[i], y), xytext=(-5 if last else 0, 7 if above else -8), textcoords="offset points",
                     ha="right" if last else "center", va="bottom" if above else "top", fontsize=7, color=VERSION_COLOR)
-    _label_column(ax, list(d.lines))
+    _label_column(ax, [(y, text, LINE_STYLES[kind][0]) for y, text, kind in d.lines])
     return fig
 
 
