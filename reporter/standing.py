@@ -127,3 +127,81 @@ def figure_ms(t: TimingStats | None) -> float | None:
 
 def peer_ms(p: PeerResult) -> float | None:
     return figure_ms(p.timing)
+
+
+# --------------------------------------------------------------------------- which runs compare two versions
+
+#: The kinds of timing a comparison of two versions prefers, when their figures come from different
+#: sessions and it looks for one session that timed both: rested runs as the figures are, then runs
+#: interleaved in the same rounds, then back to back, ranked and held ones.
+COMPARE_ORDER = ("rested", "interleaved", "alone", "ranked", "held")
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """The two runs a comparison of two versions stands on, and whether they are the figures."""
+
+    mine: Run
+    theirs: Run
+    figures: bool  # both runs are their versions' figures
+
+    @property
+    def same_session(self) -> bool:
+        return self.mine.session_id == self.theirs.session_id
+
+    @property
+    def mine_ms(self) -> float:
+        assert self.mine.timing is not None
+        return self.mine.timing.mean_ms
+
+    @property
+    def theirs_ms(self) -> float:
+        assert self.theirs.timing is not None
+        return self.theirs.timing.mean_ms
+
+    @property
+    def speedup(self) -> float:
+        """How many times faster ``mine`` ran than ``theirs`` (below 1: slower)."""
+        return self.theirs_ms / self.mine_ms
+
+    @property
+    def kind(self) -> str:
+        assert self.mine.timing is not None
+        return kind_of(self.mine.timing)
+
+
+def pairing(mine: Iterable[Run], theirs: Iterable[Run], case: str, *, gpu: str | None = None) -> Pairing | None:
+    """Which runs compare one version (``mine``: its runs) with another: a speedup measured across
+    sessions measures the card's state as much as the code (on the H100, flashattn v15's rested
+    mean moved from 14.01 to 14.29 ms between two sessions an hour apart).
+
+    1. Their figures, when one session timed both (the usual case: ``report run`` times every version);
+    2. else the newest pair of runs of one session timed the same way, preferring the kinds in the
+       order of :data:`COMPARE_ORDER`;
+    3. else their figures, from different sessions (``same_session`` is False: say so).
+
+    None when either version has no figure on the case."""
+    mine_runs = [r for r in mine if r.case_name == case and (gpu is None or r.device.slug == gpu)]
+    theirs_runs = [r for r in theirs if r.case_name == case and (gpu is None or r.device.slug == gpu)]
+    fa = figure(standing_run(mine_runs, mine_runs[0].version, case) if mine_runs else None)
+    fb = figure(standing_run(theirs_runs, theirs_runs[0].version, case) if theirs_runs else None)
+    if fa is None or fb is None:
+        return None
+    if fa.run.session_id == fb.run.session_id:
+        return Pairing(fa.run, fb.run, figures=True)
+    best: tuple[tuple[int, float], Run, Run] | None = None
+    for a in mine_runs:
+        if a.timing is None:
+            continue
+        for b in theirs_runs:
+            if b.timing is None or b.session_id != a.session_id or kind_of(b.timing) != kind_of(a.timing):
+                continue
+            if not a.timing.timed_like(b.timing):
+                continue
+            key = (COMPARE_ORDER.index(kind_of(a.timing)), -max(a.created_utc, b.created_utc).timestamp())
+            if best is None or key < best[0]:
+                best = (key, a, b)
+    if best is not None:
+        return Pairing(best[1], best[2], figures=False)
+    return Pairing(fa.run, fb.run, figures=True)
+

@@ -45,7 +45,12 @@ def test_page_one_answers_how_fast_against_what_and_why_we_stopped(report):
     best, first = s.best, next(v for v in s.versions if v.figure is not None)
     one = pages[0]
     assert best is not None and f"{best.name}: {ms(best.figure_ms)}" in one
-    assert f"than the first version, {first.name} ({ms(first.figure_ms)})" in one
+    pair = best.against(first)
+    if pair.figures:
+        assert f"than the first version, {first.name} ({ms(first.figure_ms)}" in one
+    else:  # the figures come from different sessions: the newest session that timed both
+        assert f"than the first version, {first.name}, in the session of" in one
+        assert f"{ms(pair.theirs_ms)} against {ms(pair.mine_ms)}" in one
     for p in best.bench.peers:  # every peer of the best version's own run, with its time from that run
         if p.timing is not None and best.bench.timing.timed_like(p.timing):
             assert f"than {p.name}" in one and ms(p.timing.mean_ms) in one, p.name
@@ -89,6 +94,38 @@ def test_each_version_is_compared_with_its_own_runs_peers_only(report):
             assert f"than {p.name} (peer, same run, {ms(p.timing.mean_ms)}" in text, (v.name, p.name)
         named = set(re.findall(r"than (\S+) \(peer, same run", text))
         assert named <= set(own), (v.name, named - set(own))
+
+
+def test_against_the_previous_is_measured_in_one_session(report):
+    """The steps table's change and its verdict come from one session that timed both versions:
+    the figures' own where they share one, else the session named, whose times the step gives."""
+    name, out, _, _, _ = report
+    from bs4 import BeautifulSoup
+
+    from reporter.render.numbers import session_words, speedup_words
+
+    soup = BeautifulSoup((out / "worklog.html").read_text(), "html.parser")
+    s = _summary(name)
+    rows = {tr.find("td").get_text(strip=True): " ".join(tr.find_all("td")[2].get_text(" ", strip=True).split())
+            for tr in soup.select("table.steps-table tbody tr")}
+    named_sessions = 0
+    for v in s.versions:
+        prev = s.previous(v)
+        if prev is None or not v.figure_ms:
+            continue
+        pair = v.against(prev)
+        assert pair.same_session, (v.name, "the committed logs time every pair in some session")
+        cell = rows[v.name]
+        assert cell.startswith(speedup_words(pair.theirs_ms, pair.mine_ms)), (v.name, cell)
+        result = " ".join(soup.find("section", id=v.name).find("p", class_="result").get_text(" ", strip=True).split())
+        if pair.figures:
+            assert "session" not in cell, (v.name, cell)
+        else:
+            named_sessions += 1
+            assert cell.endswith(f"in {session_words(pair.mine.session_id, short=True)}"), (v.name, cell)
+            assert (f"{session_words(pair.mine.session_id)}, both timed" in result
+                    and f"{ms(pair.theirs_ms)}, against {ms(pair.mine_ms)} for {v.short}" in result), (v.name, result)
+    assert named_sessions >= 3, "both reports have versions whose figures come from different sessions"
 
 
 def test_contents_have_page_numbers_and_bookmarks_nest_part_step_question(report):

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from conftest import LOGS
 from reporter import store
 from reporter.records import REST_MIN_S
-from reporter.standing import KINDS, figure, kind_of, standing_run, standing_runs
+from reporter.standing import KINDS, figure, kind_of, pairing, standing_run, standing_runs
 
 BASE = next(r for r in store.runs(LOGS, "flashattn", "v15_kv176_multicast") if r.timing and r.case_name == "benchmark")
 
@@ -85,3 +85,41 @@ def test_committed_logs_follow_the_rule():
                 assert KINDS.index(kind_of(x.timing)) >= rank, (version, case, x.run_id)
                 if kind_of(x.timing) == kind_of(r.timing):
                     assert x.created_utc <= r.created_utc
+
+
+def _in(session: str, run):
+    run.session_id = session
+    return run
+
+
+def test_pairing_takes_the_figures_when_one_session_timed_both():
+    a = [_in("s1", _run(0, median=9.0, rest=5, version="vA")), _in("s2", _run(10, median=8.0, rest=5, version="vA"))]
+    b = [_in("s2", _run(11, median=10.0, rest=5, version="vB"))]
+    p = pairing(a, b, "benchmark")
+    assert p.figures and p.same_session and p.mine.run_id == "run010" and p.speedup == 10.0 / 8.0
+
+
+def test_pairing_finds_a_session_that_timed_both_when_the_figures_differ():
+    a = [_in("s1", _run(0, median=9.0, rest=5, version="vA")),       # rested, with vB
+         _in("s3", _run(30, median=7.0, rest=5, version="vA")),      # vA's figure, alone in its session
+         _in("s4", _run(40, median=9.5, interleaved=True, rest=5, version="vA"))]  # newer, interleaved with vB
+    b = [_in("s1", _run(1, median=10.0, rest=5, version="vB")),
+         _in("s2", _run(20, median=11.0, rest=5, version="vB")),     # vB's figure
+         _in("s4", _run(41, median=10.0, interleaved=True, rest=5, version="vB"))]
+    p = pairing(a, b, "benchmark")
+    assert not p.figures and p.same_session and p.mine.session_id == "s1"  # rested before interleaved
+    assert p.speedup == 10.0 / 9.0
+    p = pairing([r for r in a if r.session_id != "s1"], b, "benchmark")
+    assert p.mine.session_id == "s4" and p.kind == "interleaved"
+    # runs of one session timed different ways never pair
+    p = pairing([_in("s5", _run(50, median=7.0, rest=5, version="vA")), _in("s6", _run(60, rest=0, version="vA"))],
+                [_in("s6", _run(61, rest=5, version="vB"))], "benchmark")
+    assert p.figures and not p.same_session
+
+
+def test_pairing_without_a_common_session_says_so_and_ignores_other_gpus():
+    a = [_in("s1", _run(0, median=9.0, rest=5, version="vA")), _in("s2", _run(5, rest=5, version="vA", gpu="h200"))]
+    b = [_in("s2", _run(6, rest=5, version="vB")), _in("s3", _run(7, median=12.0, rest=5, version="vB"))]
+    p = pairing(a, b, "benchmark", gpu="h100")
+    assert p.figures and not p.same_session and p.speedup == 12.0 / 9.0
+    assert pairing(a, [_in("s3", _run(7, failed=True, version="vB"))], "benchmark") is None

@@ -278,7 +278,7 @@ class VersionFacts(TimingFacts):
     def at(self, run_id: str) -> VersionFacts:
         """This version with one of its earlier benchmark runs (by id or unique prefix) in place of
         the newest, for prose written about that run: ``{% set v05p = v05.at('20261122T0219') %}``.
-        Other versions and peers named in ``speedup_over`` stay at their newest runs."""
+        ``speedup_over`` another version then compares with that version's run of the same session."""
         label = f"{self.short}.at('{run_id}')"
         pinned = VersionFacts(self._v, self._s)
         pinned._run = self._find(run_id, label)
@@ -301,11 +301,19 @@ class VersionFacts(TimingFacts):
         return self._v.short
 
     def speedup_over(self, other: str) -> Number:
-        """How many times faster this version is than another version or a peer (×), by their figures;
-        a peer from this version's own run when it timed that peer the same way."""
+        """How many times faster this version is than another version or a peer (×): another version on
+        the runs that compare the two (their figures when one session timed both, else one session's
+        pair: reporter.standing.pairing, as the report's steps table); a peer from this version's own
+        run when it timed that peer the same way."""
         mine = float(self.ms)
         try:
-            theirs = float(VersionFacts(self._s.get(other), self._s).ms)
+            them = self._s.get(other)
+            if self._run is not self._v.bench:  # pinned by at(): the other version's run of that session
+                return Number(self._same_session(them, other) / mine, 3)
+            pair = self._v.against(them)
+            if pair is None:
+                raise BindingError(f"speedup_over('{other}'): {other} or {self.short} has no figure on the case")
+            return Number(pair.speedup, 3)
         except KeyError:
             own = next((p for p in (self._run.peers if self._run else []) if p.name == other and p.timing
                         and self._run.timing and self._run.timing.timed_like(p.timing)), None)  # type: ignore[union-attr]
@@ -314,6 +322,17 @@ class VersionFacts(TimingFacts):
                 raise BindingError(f"speedup_over('{other}'): no version or peer named '{other}'") from None
             theirs = float(PeerFacts(peer).ms)
         return Number(theirs / mine, 3)
+
+    def _same_session(self, them: VersionSummary, label: str) -> float:
+        """The time of ``them`` in the session of this (pinned) run, timed the same way."""
+        r = self._run
+        assert r is not None and r.timing is not None
+        found = [x for x in them.all_runs if x.session_id == r.session_id and x.case_name == r.case_name
+                 and x.timing is not None and x.timing.timed_like(r.timing)]
+        if not found:
+            raise BindingError(f"{self._what}.speedup_over('{label}'): {label} was not timed the same way in "
+                               f"session {r.session_id}")
+        return max(found, key=lambda x: x.created_utc).timing.mean_ms  # type: ignore[union-attr]
 
     def case(self, case_name: str) -> TimingFacts:
         run = self._v.runs.get(case_name)

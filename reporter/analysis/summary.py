@@ -13,7 +13,7 @@ from pathlib import Path
 from .. import store
 from ..assignments import Assignment, AssignmentError, ReferenceResult, Version
 from ..records import CrossCheck, DeviceCeilings, PeerResult, Run, Sweep
-from ..standing import Figure, figure, standing_runs
+from ..standing import Figure, Pairing, figure, pairing, standing_runs
 
 
 class SummaryError(Exception):
@@ -72,6 +72,10 @@ class VersionSummary:
         found = [r for r in self.all_runs if r.case_name == case and r.profile is not None
                  and r.profile.status == "ok"]
         return max(found, key=lambda r: r.created_utc) if found else None
+
+    def against(self, other: VersionSummary) -> Pairing | None:
+        """The runs that compare this version with ``other`` on the benchmark case (reporter.standing)."""
+        return pairing(self.all_runs, other.all_runs, self.benchmark_case)
 
     @property
     def profiled(self) -> bool:

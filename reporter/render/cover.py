@@ -14,8 +14,8 @@ from ..analysis.facts import fmt_number
 from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary
 from ..records import Run
-from ..standing import peer_ms
-from .numbers import ms, pct, speedup_words, times
+from ..standing import KIND_WORDS, peer_ms
+from .numbers import ms, pct, session_words, speedup_words, times
 
 
 @dataclass
@@ -37,9 +37,18 @@ def cover(s: AssignmentSummary) -> Cover:
     rate = f"{fmt_number(d.tflops, 4)} TFLOP/s" if r.work.flops else f"{fmt_number(d.gbps, 4)} GB/s"
     facts = []
     first = next((v for v in s.versions if v.figure is not None), None)
-    if first is not None and first is not best and first.figure is not None:
-        facts.append(f"{speedup_words(first.figure.ms, fig.ms)} than the first version, {first.name} "
-                     f"({ms(first.figure.ms)}).")
+    pair = best.against(first) if first is not None and first is not best else None
+    if first is not None and pair is not None:
+        if pair.figures and pair.same_session:
+            facts.append(f"{speedup_words(pair.theirs_ms, pair.mine_ms)} than the first version, {first.name} "
+                         f"({ms(pair.theirs_ms)}, timed in the same session).")
+        elif pair.figures:
+            facts.append(f"{speedup_words(pair.theirs_ms, pair.mine_ms)} than the first version, {first.name} "
+                         f"({ms(pair.theirs_ms)}; no session timed both, so the card's state may differ).")
+        else:
+            facts.append(f"{speedup_words(pair.theirs_ms, pair.mine_ms)} than the first version, {first.name}, "
+                         f"in {session_words(pair.mine.session_id)}: {ms(pair.theirs_ms)} against "
+                         f"{ms(pair.mine_ms)}, both {KIND_WORDS[pair.kind]}.")
     peers = timed_peers(r)
     for p in sorted(peers, key=lambda p: peer_ms(p) or 0.0):
         t = peer_ms(p)

@@ -25,11 +25,11 @@ import jinja2
 from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary, VersionSummary
 from ..records import DeviceCeilings, Run
-from ..standing import KIND_WORDS, peer_ms
+from ..standing import KIND_WORDS, Pairing, peer_ms
 from ..worklog_sections import PLACEHOLDER, headings
 from . import TEMPLATES, appendix, chart_cache, charts, code
 from .cover import cover, stopping_facts
-from .numbers import ms, pct, speedup_words, times
+from .numbers import ms, pct, session_words, speedup_words, times
 from .worklog import Section, Worklog, markdown_to_html
 
 __all__ = ["Hooks", "build_context", "ms", "pct", "render_html", "times"]
@@ -47,7 +47,9 @@ class Comparison:
     speedup: str
     faster: bool
     verdict: str = ""  # the test's sentence on the two runs' samples (appendix B)
-    word: str = ""  # 'measurably' | 'within noise' | 'timed differently'
+    word: str = ""  # 'measurably' | 'within noise' | 'timed differently' | 'not in one session'
+    where: str = ""  # where the two times come from, when not both figures of one session
+    session: str = ""  # 'the 22 Nov 18:33 session': where both were timed, when the pair is not the figures
 
 
 @dataclass
@@ -151,30 +153,53 @@ VERDICT_WORDS = {"faster": "measurably", "slower": "measurably", "same": "within
                  "timed differently": "timed differently"}
 
 
+def _pair_words(pair: Pairing, mine: str, theirs: str) -> str:
+    """Where a comparison's two times come from, when they are not both figures of one session."""
+    if pair.figures and pair.same_session:
+        return ""
+    if pair.figures:
+        return (f"the figures come from different sessions ({session_words(pair.theirs.session_id)[4:]} and "
+                f"{session_words(pair.mine.session_id)[4:]}): no session timed both")
+    return (f"in {session_words(pair.mine.session_id)}, both {KIND_WORDS[pair.kind]}: {ms(pair.theirs_ms)}, "
+            f"against {ms(pair.mine_ms)} for {mine}")
+
+
+def _against(v: VersionSummary, other: VersionSummary, kind: str, verdict_fn: Any) -> Comparison | None:
+    """``v`` against another version, on the runs that compare them (reporter.standing.pairing)."""
+    pair = v.against(other)
+    if pair is None:
+        return None
+    word = sentence = ""
+    if not pair.same_session:
+        word, sentence = "not in one session", "not tested: " + _pair_words(pair, v.short, other.short)
+    elif verdict_fn and pair.mine.timing and pair.theirs.timing:
+        word, sentence = verdict_fn(pair.theirs.timing, pair.mine.timing)
+    return Comparison(other.name, kind, ms(pair.theirs_ms), speedup_words(pair.theirs_ms, pair.mine_ms),
+                      pair.speedup > 1, sentence, VERDICT_WORDS.get(word, word),
+                      where=_pair_words(pair, v.short, other.short) if pair.same_session else "",
+                      session=session_words(pair.mine.session_id, short=True) if not pair.figures else "")
+
+
 def _comparisons(v: VersionSummary, s: AssignmentSummary, verdict_fn: Any) -> tuple[list[Comparison], str]:
     """The version against the previous one (with the verdict on their samples), the first one,
-    and the peers of its own run. Returns the rows and the 'vs previous' cell."""
-    mine = v.figure_ms
-    if mine is None or v.bench is None:
+    each on the runs of one session that timed both, and the peers of its own run. Returns the
+    rows and the 'vs previous' cell."""
+    if v.figure_ms is None or v.bench is None:
         return [], ""
     out: list[Comparison] = []
-    vs_prev = word = ""
+    vs_prev = ""
     prev = s.previous(v)
-    if prev is not None and prev.figure_ms:
-        sentence = ""
-        if verdict_fn and prev.bench and prev.bench.timing and v.bench and v.bench.timing:
-            word, sentence = verdict_fn(prev.bench.timing, v.bench.timing)
-        vs_prev = speedup_words(prev.figure_ms, mine)
-        out.append(Comparison(prev.name, "previous version", ms(prev.figure_ms), vs_prev, prev.figure_ms > mine,
-                              sentence, VERDICT_WORDS.get(word, "")))
+    if prev is not None and (c := _against(v, prev, "previous version", verdict_fn)) is not None:
+        out.append(c)
+        vs_prev = c.speedup
     first = next((x for x in s.versions if x.figure_ms), None)
-    if first is not None and first is not v and first is not prev and first.figure_ms:
-        out.append(Comparison(first.name, "first version", ms(first.figure_ms), speedup_words(first.figure_ms, mine),
-                              first.figure_ms > mine))
+    if first is not None and first is not v and first is not prev:
+        if (c := _against(v, first, "first version", None)) is not None:
+            out.append(c)
     for p in timed_peers(v.bench):
         t = peer_ms(p)
         assert t is not None
-        out.append(Comparison(p.name, "peer, same run", ms(t), speedup_words(t, mine), t > mine))
+        out.append(Comparison(p.name, "peer, same run", ms(t), speedup_words(t, v.figure_ms), t > v.figure_ms))
     return out, vs_prev
 
 

@@ -22,3 +22,15 @@ def pct(x: float | None) -> str:
 def speedup_words(theirs: float, mine: float) -> str:
     """'1.05× faster' or '1.10× slower': how ``mine`` compares with ``theirs`` (both times)."""
     return f"{times(theirs / mine)} faster" if theirs >= mine else f"{times(mine / theirs)} slower"
+
+
+def session_words(session_id: str, short: bool = False) -> str:
+    """'the session of 2026-11-22 18:33 UTC' (short: 'the 22 Nov 18:33 session') for a session id such
+    as '20261122T183331101Z'."""
+    from datetime import datetime
+
+    try:
+        t = datetime.strptime(session_id[:13], "%Y%m%dT%H%M")
+    except ValueError:
+        return f"session {session_id}"
+    return f"the {t:%d %b %H:%M} session" if short else f"the session of {t:%Y-%m-%d %H:%M} UTC"
