@@ -159,8 +159,19 @@ def test_contents_have_page_numbers_and_bookmarks_nest_part_step_question(report
     assert "Part 1 — the versions" in top and "Appendix" in top
     part1 = outline[outline.index(next(i for i in outline if not isinstance(i, list)
                                         and i.title == "Part 1 — the versions")) + 1]
-    assert isinstance(part1, list) and titles(part1) == [v.name for v in s.versions]
-    first_step_children = part1[1]
+    assert isinstance(part1, list)
+    from reporter.render.worklog import read_meta
+
+    phases = read_meta(get_assignment(ROOT / "kernels", name).worklog_path).get("phases")
+    if phases:  # part › phase › step › question
+        assert [t.split(" v")[0] for t in titles(part1)] == list(phases.values())
+        groups = [x for x in part1 if isinstance(x, list)]
+        assert [t for g in groups for t in titles(g)] == [v.name for v in s.versions]
+        step_list = groups[0]
+    else:  # part › step › question
+        assert titles(part1) == [v.name for v in s.versions]
+        step_list = part1
+    first_step_children = step_list[1]
     assert isinstance(first_step_children, list) and "What we concluded" in titles(first_step_children)
 
 
@@ -286,3 +297,76 @@ def test_reporter_build_does_not_need_torch(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(ROOT), check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "worklog.html").is_file()
+
+
+def _phases(project, text: str) -> None:
+    wl = project / "kernels" / "histogram" / "worklog.md"
+    body = wl.read_text()
+    start = body.index("phases:")
+    end = body.index("---", start)
+    wl.write_text(body[:start] + text + body[end:])
+
+
+@pytest.mark.parametrize("phases, message", [
+    ("phases:\n  v09_nothing: 'Ghosts'\n", "front matter 'phases': no version 'v09_nothing' in this assignment"),
+    ("phases:\n  v05: 'Later'\n  v02: 'Earlier'\n", "list the phases in the order of their versions"),
+    ("phases: [v01, v05]\n", "front matter 'phases' must map the version that opens each phase to its title"),
+])
+def test_phases_that_do_not_fit_the_assignment_are_one_clear_error(project, phases, message):
+    _phases(project, phases)
+    result = runner.invoke(app, ["build", "histogram", "--root", str(project), "--no-pdf"])
+    assert result.exit_code != 0
+    assert message in " ".join(result.output.split()) and "worklog.md" in result.output
+
+
+def test_phases_group_the_steps_and_follow_only(project):
+    from bs4 import BeautifulSoup
+
+    _phases(project, "phases:\n  v02: 'Shared memory'\n  v05_persistent: 'The launch'\n")
+    out = project / "out"
+    result = runner.invoke(app, ["build", "histogram", "--root", str(project), "--no-pdf", "--out", str(out),
+                                 "--only", "v01,v03,v06,v07"])
+    assert result.exit_code == 0, result.output
+    soup = BeautifulSoup((out / "worklog.html").read_text(), "html.parser")
+    heads = [" ".join(h.get_text(" ", strip=True).split()) for h in soup.select("h3.phase")]
+    assert heads == ["Shared memory v03", "The launch v06–v07"]  # v01 before the first phase, v02 and v05 left out
+    order = [el.get("id") or el.get_text(strip=True) for el in soup.select("h3.phase, section.step")]
+    assert order == ["v01_global_atomics", "phase-1", "v03_word_loads", "phase-2", "v06_single_launch",
+                     "v07_lean_launch"]
+    toc = [li.get_text(" ", strip=True) for li in soup.select("nav.toc .toc-steps li")]
+    assert toc[:3] == ["v01_global_atomics", "Shared memory (v03)", "v03_word_loads"]
+
+
+def test_an_edit_lays_out_only_its_phase_again(project, monkeypatch):
+    """The body is one document per phase: an answer edited in the second phase lays out that phase
+    (and binds the book) and takes every other part from the cache; the page numbers stay continuous."""
+    from pypdf import PdfReader
+
+    cache = project / "cache"
+    monkeypatch.setenv("REPORT_CACHE_DIR", str(cache))
+    out = project / "out"
+    build = ["build", "histogram", "--root", str(project), "--out", str(out)]
+    assert (r := runner.invoke(app, build)).exit_code == 0, r.output
+    before = set(cache.glob("*.pdf"))
+    wl = project / "kernels" / "histogram" / "worklog.md"
+    text = wl.read_text()
+    at = text.index("### What to try next", text.index("## v06_single_launch"))
+    wl.write_text(text[:at] + "### What to try next\nA sentence added for the test.\n" + text[at + 21:])
+    assert (r := runner.invoke(app, build)).exit_code == 0, r.output
+    laid_out = set(cache.glob("*.pdf")) - before
+    assert len(laid_out) == 2, sorted(p.name for p in laid_out)  # the phase's document and the bound book
+    reader = PdfReader(str(out / "worklog.pdf"))
+    part = next(PdfReader(str(p)) for p in laid_out if len(PdfReader(str(p)).pages) < len(reader.pages))
+    part_text = " ".join(" ".join(p.extract_text().split()) for p in part.pages)
+    assert "A sentence added for the test." in part_text and "v05_persistent" in part_text
+    def flat(items):
+        return [t for i in items for t in (flat(i) if isinstance(i, list) else [i.title])]
+
+    steps = [t for t in flat(part.outline) if re.fullmatch(r"v\d+_\w+", t)]
+    assert steps == ["v05_persistent", "v06_single_launch", "v07_lean_launch"], steps  # the second phase only
+    text = " ".join(" ".join(p.extract_text().split()) for p in reader.pages)
+    assert "A sentence added for the test." in text
+    body = [i for i, label in enumerate(reader.page_labels) if label.isdigit()]
+    last = len(body)
+    for n, i in enumerate(body, start=1):  # stamped across the phases' documents: 1 / N … N / N
+        assert f"page {n} / {last}" in " ".join(reader.pages[i].extract_text().split()), (n, last)

@@ -23,29 +23,35 @@ import json
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from ..store import write_atomic
 from .pdf import PdfError, Rendered, Worker
 
-FORMAT = "book-1"  # part of every cache key: bump when the way a part is rendered changes
-CACHE_ENTRIES = 48  # newest parts kept
+FORMAT = "book-4"  # part of every cache key: bump when the way a part is rendered changes
+CACHE_ENTRIES = 160  # newest parts kept (a report has a dozen: its chunks, front matter, footers, the book)
 
 
 @dataclass(frozen=True)
 class Numbering:
-    """How a part's pages are numbered: PDF page-label style (``/r`` lower roman, ``/D`` decimal)
-    and prefix."""
+    """How a series of pages is numbered: PDF page-label style (``/r`` lower roman, ``/D``
+    decimal), prefix, and the printed footer (``{label}`` this page's number, ``{last}`` the
+    series' last). Parts with the same numbering are counted as one series, in book order."""
 
     style: str
     prefix: str = ""
+    footer_format: str = "page {label} / {last}"
 
     def label(self, index: int) -> str:
         n = index + 1
         return self.prefix + (_roman(n) if self.style == "/r" else str(n))
 
+    def footer(self, index: int, count: int) -> str:
+        return self.footer_format.format(label=self.label(index), last=self.label(count - 1))
 
-FRONT = Numbering("/r")
+
+FRONT = Numbering("/r", footer_format="{label}")
 BODY = Numbering("/D")
 APPENDIX = Numbering("/D", "A-")
 
@@ -191,15 +197,16 @@ class Book:
         self.parts.append(part)
         self.pool.add(part.name, part.html)
 
-    def finish(self, front: Callable[[dict[str, str]], str], out: Path) -> int:
+    def finish(self, front: Callable[[dict[str, str]], str], footers: Callable[[list[str]], str], out: Path) -> int:
         """Lay out ``front(labels)``, given the printed page number of every anchor in the parts, and
-        bind everything into ``out``. Returns the page count."""
+        ``footers(texts)``, a document of one page per page of the book holding only that page's
+        footer, and bind everything into ``out`` with the footers stamped on. Returns the page count."""
         try:
-            return self._finish(front, out)
+            return self._finish(front, footers, out)
         finally:
             self._tmp.cleanup()
 
-    def _finish(self, front: Callable[[dict[str, str]], str], out: Path) -> int:
+    def _finish(self, front: Callable[[dict[str, str]], str], footers: Callable[[list[str]], str], out: Path) -> int:
         pool, cache, parts = self.pool, self.cache, sorted(self.parts, key=lambda p: p.position)
         guess = cache.labels(str(out))
         front_html = None
@@ -208,9 +215,12 @@ class Book:
             pool.add("front", front_html)
         pool.wait(*(p.name for p in parts))
         labels: dict[str, str] = {}
+        offset: dict[Numbering, int] = {}  # pages of the series before each part
         for p in parts:
+            start = offset.get(p.numbering, 0)
             for anchor, (page, _, _) in pool.done[p.name].anchors.items():
-                labels.setdefault(anchor, p.numbering.label(page))
+                labels.setdefault(anchor, p.numbering.label(start + page))
+            offset[p.numbering] = start + pool.done[p.name].pages
         final_html = front(labels)
         if final_html != front_html:
             if front_html is not None:
@@ -221,12 +231,23 @@ class Book:
         cache.save_labels(str(out), labels)
         book = [("front", FRONT)] + [(p.name, p.numbering) for p in parts]
         rendered = [(pool.done[name], numbering) for name, numbering in book]
-        key = cache.key("book\0" + "\0".join(pool.keys[name] for name, _ in book))
+        count: dict[Numbering, int] = {}
+        for r, numbering in rendered:
+            count[numbering] = count.get(numbering, 0) + r.pages
+        seen: dict[Numbering, int] = {}
+        texts = []
+        for r, numbering in rendered:
+            for _ in range(r.pages):
+                texts.append(numbering.footer(seen.get(numbering, 0), count[numbering]))
+                seen[numbering] = seen.get(numbering, 0) + 1
+        pool.add("footers", footers(texts))
+        pool.wait("footers")
+        key = cache.key("book\0" + "\0".join(pool.keys[name] for name, _ in book) + "\0" + pool.keys["footers"])
         if (bound := cache.get(key)) is not None:  # the same parts bound before: the same book
             write_atomic(out, bound.pdf.read_bytes())
             return bound.pages
         try:
-            pages = _bind(rendered, out)
+            pages = _bind(rendered, pool.done["footers"], out)
         except Exception as e:  # pypdf's errors, a full disk: the HTML is written, the old PDF kept
             raise PdfError(f"binding the PDF's parts failed ({type(e).__name__}: {e}); the HTML report is "
                            "complete") from e
@@ -234,19 +255,21 @@ class Book:
         return pages
 
 
-def _bind(parts: list[tuple[Rendered, Numbering]], out: Path) -> int:
+def _bind(parts: list[tuple[Rendered, Numbering]], footers: Rendered, out: Path) -> int:
     from pypdf import PdfReader, PdfWriter
     from pypdf.generic import ArrayObject, DictionaryObject, FloatObject, NameObject, NumberObject, TextStringObject
 
     writer = PdfWriter()
     start = 0
     readers = []
+    series: dict[Numbering, int] = {}
     for r, numbering in parts:
         reader = PdfReader(r.pdf)
         readers.append(reader)
-        writer.append(reader, import_outline=True)
+        writer.append(reader, import_outline=False)
         writer.set_page_label(start, start + r.pages - 1, style=numbering.style,  # type: ignore[arg-type]
-                              prefix=numbering.prefix or None, start=1)
+                              prefix=numbering.prefix or None, start=series.get(numbering, 0) + 1)
+        series[numbering] = series.get(numbering, 0) + r.pages
         for page, rect, target in r.links:
             writer.add_annotation(start + page, DictionaryObject({
                 NameObject("/Type"): NameObject("/Annot"), NameObject("/Subtype"): NameObject("/Link"),
@@ -254,10 +277,16 @@ def _bind(parts: list[tuple[Rendered, Numbering]], out: Path) -> int:
                 NameObject("/BS"): DictionaryObject({NameObject("/W"): NumberObject(0)}),
                 NameObject("/Dest"): TextStringObject(target)}))
         start += r.pages
+    _outline(writer, parts)
+    stamps = PdfReader(footers.pdf)
+    if len(stamps.pages) != start:
+        raise PdfError(f"the footers have {len(stamps.pages)} pages for a book of {start}")
+    for page, stamp in zip(writer.pages, stamps.pages, strict=True):
+        _stamp(writer, page, stamp)
     info = readers[0].metadata
     if info:
         writer.add_metadata({k: v for k, v in info.items() if k in ("/Title", "/Author", "/Creator", "/Producer")})
-    try:  # one copy of each font
+    try:  # one copy of each object the parts share (images, identical font subsets)
         writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
     except TypeError:  # pypdf before 6 names them differently
         writer.compress_identical_objects(remove_identicals=True, remove_orphans=True)  # type: ignore[call-arg]
@@ -265,3 +294,50 @@ def _bind(parts: list[tuple[Rendered, Numbering]], out: Path) -> int:
     writer.write(buf)
     write_atomic(out, buf.getvalue())
     return start
+
+
+def _outline(writer, parts: list[tuple[Rendered, Numbering]]) -> None:  # noqa: ANN001
+    """The PDF's bookmarks: every part's in book order, each nested under the nearest one before it
+    of a lower level, whichever part that is in (a phase of Part 1 laid out as a document of its own
+    still sits under Part 1)."""
+    from pypdf.generic import Fit
+
+    stack: list[tuple[int, Any]] = []
+    start = 0
+    for r, _ in parts:
+        for level, title, page, x, y, is_open in r.bookmarks:
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            item = writer.add_outline_item(title=title, page_number=start + page, parent=stack[-1][1] if stack else None,
+                                           fit=Fit.xyz(left=x, top=y), is_open=is_open)
+            stack.append((level, item))
+        start += r.pages
+
+
+def _stamp(writer, page, stamp) -> None:  # noqa: ANN001  (pypdf objects)
+    """Draw ``stamp`` (a page of the footers document) over ``page``: the stamp becomes a form
+    XObject the page draws last, in its own graphics state. Cheaper than pypdf's merge_page, which
+    parses both content streams."""
+    from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, NameObject
+
+    form = DecodedStreamObject()
+    form.set_data(stamp.get_contents().get_data() if stamp.get_contents() is not None else b"")
+    form.update({NameObject("/Type"): NameObject("/XObject"), NameObject("/Subtype"): NameObject("/Form"),
+                 NameObject("/BBox"): stamp.mediabox,
+                 NameObject("/Resources"): stamp["/Resources"].get_object().clone(writer)})
+    ref = writer._add_object(form)  # noqa: SLF001  (pypdf has no public call for a bare indirect object)
+    # the page's own copies of its resources and their XObject names: pages may share them
+    resources = DictionaryObject(page["/Resources"].get_object())
+    names = DictionaryObject(resources["/XObject"].get_object()) if "/XObject" in resources else DictionaryObject()
+    names[NameObject("/ReportFooter")] = ref
+    resources[NameObject("/XObject")] = names
+    page[NameObject("/Resources")] = resources
+    before, after = DecodedStreamObject(), DecodedStreamObject()
+    before.set_data(b"q\n")
+    after.set_data(b"\nQ\nq /ReportFooter Do Q\n")
+    contents = page.raw_get("/Contents")
+    body = contents.get_object()
+    parts = ArrayObject([writer._add_object(before)])  # noqa: SLF001
+    parts.extend(body) if isinstance(body, ArrayObject) else parts.append(contents)
+    parts.append(writer._add_object(after))  # noqa: SLF001
+    page[NameObject("/Contents")] = parts

@@ -30,7 +30,7 @@ from ..worklog_sections import PLACEHOLDER, headings
 from . import TEMPLATES, appendix, chart_cache, charts, code
 from .cover import cover, stopping_facts
 from .numbers import ms, pct, session_words, speedup_words, times
-from .worklog import Section, Worklog, markdown_to_html
+from .worklog import Section, Worklog, WorklogError, markdown_to_html
 
 __all__ = ["Hooks", "build_context", "ms", "pct", "render_html", "times"]
 
@@ -82,6 +82,53 @@ class Step:
     failed: str | None = None
     notes_missing: bool = False
     provenance: str = ""
+
+
+@dataclass
+class Phase:
+    """Consecutive steps under one title the worklog gives (front matter ``phases``: the version
+    that opens each phase, and its title). Each phase starts on a page of its own and is one of
+    the PDF's documents, so an edit lays out only its phase again (reporter.render.book)."""
+
+    title: str  # '' for the steps before the first named phase, or for all when none is named
+    anchor: str
+    steps: list[Step]
+
+    @property
+    def span(self) -> str:
+        return self.steps[0].short if len(self.steps) == 1 else f"{self.steps[0].short}–{self.steps[-1].short}"
+
+
+def phases_of(meta: dict[str, Any], steps: list[Step], versions: list[str], path: Path) -> list[Phase]:
+    """The steps grouped by the worklog's front matter ``phases`` (version -> title, in order).
+    ``versions``: every version of the assignment in order, shown or not (a phase whose opening
+    version ``--only`` leaves out opens at its next shown one; a phase with no shown step is dropped)."""
+    spec = meta.get("phases")
+    if not spec:
+        return [Phase("", "", steps)] if steps else []
+    if not isinstance(spec, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
+                                             for k, v in spec.items()):
+        raise WorklogError(f"{path}: front matter 'phases' must map the version that opens each phase to its "
+                           "title, one per line (e.g. 'v06_wgmma: A hand-written wgmma kernel')")
+    opens: list[tuple[int, str]] = []
+    for handle, title in spec.items():
+        i = next((k for k, name in enumerate(versions) if handle in (name, name.split("_", 1)[0])), None)
+        if i is None:
+            raise WorklogError(f"{path}: front matter 'phases': no version '{handle}' in this assignment "
+                               f"(versions: {', '.join(versions)})")
+        if opens and i <= opens[-1][0]:
+            raise WorklogError(f"{path}: front matter 'phases': '{handle}' opens a phase before or with the phase "
+                               "above it; list the phases in the order of their versions")
+        opens.append((i, title.strip()))
+    order = {name: k for k, name in enumerate(versions)}
+    out = [Phase("", "", [])]
+    bounds = [k for k, _ in opens]
+    for st in steps:
+        n = sum(1 for b in bounds if order.get(st.name, 0) >= b)  # phases opened at or before this step
+        while len(out) <= n:
+            out.append(Phase(opens[len(out) - 1][1], f"phase-{len(out)}", []))
+        out[n].steps.append(st)
+    return [ph for ph in out if ph.steps]
 
 
 @dataclass
@@ -445,6 +492,7 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
         "chart_trajectory": chart_cache.svg("trajectory", charts.trajectory_data(s), charts.trajectory,
                                             chart_cache_dir),
         "steps": steps,
+        "phases": phases_of(wl.meta, steps, [v.name for v in s.assignment.versions()], wl.path),
         "front": [{"title": sec.title, "html": markdown_to_html(sec.markdown)} for sec in wl.front],
         "stopped_html": markdown_to_html(wl.stopped.markdown) if wl.stopped else "",
         "llms_html": markdown_to_html(wl.llms.markdown) if wl.llms else "",
@@ -459,7 +507,7 @@ def _shape(s: AssignmentSummary) -> str:
         f"; seed {case['seed']}" if "seed" in case else "")
 
 
-PARTS = ("front", "body", "appendix")  # the PDF's three documents (reporter.render.book)
+PARTS = ("front", "body", "appendix")  # the PDF's documents (reporter.render.book); the body in chunks
 
 
 @functools.cache
@@ -469,10 +517,32 @@ def _template() -> tuple[jinja2.Template, str]:
     return env.get_template("report.html.j2"), (TEMPLATES / "report.css").read_text(encoding="utf-8")
 
 
-def render_html(context: dict[str, Any], part: str | None = None, labels: dict[str, str] | None = None) -> str:
+def body_chunks(context: dict[str, Any]) -> int:
+    """How many documents the PDF's body is laid out as: one per phase (the first with the
+    introduction), then Part 2 and Part 3."""
+    return max(1, len(context.get("phases", []))) + 1
+
+
+def render_html(context: dict[str, Any], part: str | None = None, labels: dict[str, str] | None = None,
+                chunk: int | None = None) -> str:
     """The report as one HTML file (``part=None``), or one of the PDF's :data:`PARTS`; the front
-    matter's contents prints ``labels`` (anchor -> printed page number) where given."""
+    matter's contents prints ``labels`` (anchor -> printed page number) where given. The body is
+    laid out in :func:`body_chunks` documents: ``chunk`` says which (default all)."""
     if part is not None and part not in PARTS:
         raise ValueError(f"part must be one of {PARTS}, not {part!r}")
+    n = body_chunks(context)
+    if chunk is not None and (part != "body" or not 0 <= chunk < n):
+        raise ValueError(f"chunk {chunk!r}: only the body has chunks, 0 to {n - 1}")
     template, css = _template()
-    return template.render(**context, css=css, part=part, labels=labels or {})
+    return template.render(**context, css=css, part=part, labels=labels or {}, chunk=chunk,
+                           shown_phases=range(n - 1) if chunk is None else [chunk] if chunk < n - 1 else [],
+                           show_intro=chunk in (None, 0), show_tail=chunk in (None, n - 1))
+
+
+def render_footers(context: dict[str, Any], footers: list[str]) -> str:
+    """A document of ``len(footers)`` pages with nothing but each page's footer, in the report's page
+    box: the binding stamps it onto the parts' pages (reporter.render.book), so that no part's layout
+    depends on how many pages the others have."""
+    _, css = _template()
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True).get_template(
+        "footers.html.j2").render(css=css, footers=footers, title=context["title"])

@@ -16,7 +16,7 @@ import json
 import logging
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +37,21 @@ class Rendered:
     pages: int
     anchors: dict[str, tuple[int, float, float]]
     links: list[tuple[int, tuple[float, float, float, float], str]]
+    # (level, title, page index, x, y, open): the bookmarks in document order, levels as the CSS
+    # gives them, so that the book nests those of one part under those of the part before
+    bookmarks: list[tuple[int, str, int, float, float, bool]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"pages": self.pages, "anchors": self.anchors, "links": self.links}
+        return {"pages": self.pages, "anchors": self.anchors, "links": self.links, "bookmarks": self.bookmarks}
 
     @classmethod
     def from_json(cls, pdf: Path, d: dict[str, Any]) -> Rendered:
         return cls(pdf=pdf, pages=int(d["pages"]),
                    anchors={k: (int(v[0]), float(v[1]), float(v[2])) for k, v in d["anchors"].items()},
                    links=[(int(p), (float(r[0]), float(r[1]), float(r[2]), float(r[3])), str(t))
-                          for p, r, t in d["links"]])
+                          for p, r, t in d["links"]],
+                   bookmarks=[(int(lv), str(t), int(p), float(x), float(y), bool(o))
+                              for lv, t, p, x, y, o in d.get("bookmarks", [])])
 
 
 def render_file(html_path: Path, pdf_path: Path, base_url: str) -> Rendered:
@@ -67,10 +72,15 @@ def render_file(html_path: Path, pdf_path: Path, base_url: str) -> Rendered:
         for kind, target, (x1, y1, x2, y2), _ in page.links:
             if kind == "internal" and target not in anchors:
                 links.append((i, (x1 * PX_TO_PT, height - y2 * PX_TO_PT, x2 * PX_TO_PT, height - y1 * PX_TO_PT), target))
-    # full_fonts: the fonts go in without fontTools' subsetting, which took a third of the drawing;
-    # the book keeps one copy of each font across the parts
-    doc.write_pdf(pdf_path, full_fonts=True)
-    return Rendered(pdf_path, len(doc.pages), anchors, links)
+    bookmarks = []
+    for i, page in enumerate(doc.pages):
+        height = page.height * PX_TO_PT
+        for level, title, (x, y), state in page.bookmarks:
+            bookmarks.append((int(level), str(title), i, x * PX_TO_PT, height - y * PX_TO_PT, state == "open"))
+    # each part carries subsets of its fonts: embedding the whole fonts (full_fonts) cost more in
+    # compressing them and in binding the book (a megabyte of fonts per part) than subsetting does
+    doc.write_pdf(pdf_path)
+    return Rendered(pdf_path, len(doc.pages), anchors, links, bookmarks)
 
 
 class Worker:

@@ -13,7 +13,7 @@ from ..assignments import Assignment
 from ..records import gpu_slug
 from .book import APPENDIX, BODY, Book, Part, PartCache
 from .cover import Cover
-from .html import Hooks, appendix_context, build_context, render_html, worklog_warnings
+from .html import Hooks, appendix_context, body_chunks, build_context, render_footers, render_html, worklog_warnings
 from .pdf import PdfError, Worker
 from .worklog import Worklog, WorklogError, parse, read_meta
 
@@ -115,20 +115,24 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
         out_dir.mkdir(parents=True, exist_ok=True)
         book = Book(workers, PartCache(cache), out_dir) if pdf else None
         if book is not None:  # laid out while the steps and charts are computed
-            book.add(Part("appendix", render_html(app_ctx, "appendix"), APPENDIX, position=2))
+            book.add(Part("appendix", render_html(app_ctx, "appendix"), APPENDIX, position=1000))
         ctx = build_context(s, wl, repo_root, hooks, anonymous=anonymous, chart_cache_dir=cache, appendix_ctx=app_ctx)
         html_path = out_dir / "worklog.html"
         result = BuildResult(html_path if html else None, None, None, None, warnings, title=ctx["title"],
                              cover=ctx["cover"], gpu=ctx["gpu"])
-        if book is not None:
-            book.add(Part("body", render_html(ctx, "body"), BODY, position=1))
+        if book is not None:  # the body's chunks, the longest first (two workers share them)
+            chunks = [Part(f"body-{k}", render_html(ctx, "body", chunk=k), BODY, position=1 + k)
+                      for k in range(body_chunks(ctx))]
+            for part in sorted(chunks, key=lambda p: -len(p.html)):
+                book.add(part)
         if html:
             store.write_atomic(html_path, render_html(ctx))
         if book is None:
             return result
         pdf_path = out_dir / "worklog.pdf"
         try:
-            result.pages = book.finish(lambda labels: render_html(ctx, "front", labels), pdf_path)
+            result.pages = book.finish(lambda labels: render_html(ctx, "front", labels),
+                                       lambda texts: render_footers(ctx, texts), pdf_path)
             result.pdf = pdf_path
         except PdfError as e:
             result.pdf_error = str(e)
