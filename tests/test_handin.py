@@ -196,6 +196,22 @@ def test_the_key_change_is_the_lines_that_changed():
     assert re.search(r"^\s*(for|while)\s*\(", c6.excerpt.code, re.MULTILINE)
 
 
+def test_a_version_that_prunes_its_predecessor_shows_what_it_keeps():
+    """v08 is v07 with only its PIPELINE=1 schedule: the diff is removals and renamed calls, so the
+    step shows the loop it keeps, where the softmax runs while P·V is in flight."""
+    from reporter.render.code import key_change
+
+    a = get_assignment(ROOT / "kernels", "flashattn")
+    vs = a.versions()
+    v08 = next(v for v in vs if v.short == "v08")
+    c = key_change(v08, [v for v in vs if v.number < 8], ROOT)
+    assert c.excerpt is not None and c.against == "kernels/flashattn/v07_pingpong.cu"
+    assert c.removed > 4 * c.edited
+    assert "wgmma_wait<1>" in c.excerpt.code and "softmax_tile" in c.excerpt.code
+    v07 = next(v for v in vs if v.short == "v07")  # a version that adds its idea is still shown as a diff
+    assert key_change(v07, [v for v in vs if v.number < 7], ROOT).excerpt is None
+
+
 def test_chart_labels_never_overlap():
     from reporter.analysis.hroofline import hierarchical_roofline
     from reporter.render import charts

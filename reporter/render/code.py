@@ -144,7 +144,9 @@ class Change:
     lines: list[tuple[str, str]]  # (kind, text): kind 'add' | 'del' | 'ctx' | 'hunk' | 'gap' (removed lines counted)
     shown: int  # changed lines shown
     total: int  # changed lines in all
-    excerpt: Excerpt | None = None  # a new file's key code
+    excerpt: Excerpt | None = None  # a new file's key code, or (with ``against``) the code a pruning keeps
+    removed: int = 0  # a pruning: code lines it removes
+    edited: int = 0  # a pruning: code lines it adds or edits
 
     def html(self) -> str:
         if self.excerpt is not None:
@@ -272,6 +274,11 @@ def new_idea_words(words: frozenset[str], old: str, new: str) -> frozenset[str]:
     return frozenset(w for w in words if after[w] > before[w])
 
 
+def _words(line: str) -> list[str]:
+    """A line's identifiers and words, comments included, lower case, split like :func:`_code_tokens`."""
+    return re.findall(r"[a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", line).lower())
+
+
 def _names_idea(text: str, words: frozenset[str]) -> bool:
     return any(t.startswith(w) for t in _code_tokens(text) for w in words)
 
@@ -323,6 +330,57 @@ def _focus(h: list[tuple[str, str, int]], words: frozenset[str], budget: int) ->
     return h[start:start + budget]
 
 
+PRUNED_EDITS = 3  # at most this many new code lines (an edited line is not new) ...
+PRUNED_RATIO = 4  # ... and this many times as many removed: the version is its predecessor pruned
+
+
+def _pruned(hunks: list[tuple[Path, Path, list[tuple[str, str, int]]]]) -> tuple[int, int] | None:
+    """(removed, edited) code lines when the change only removes code and edits lines in place (a
+    renamed call, a changed argument): the version keeps one path of its predecessor (v08 keeps
+    v07's ``PIPELINE=1`` schedule), and the diff shows what went, not the idea. None otherwise."""
+    removed = edited = new = 0
+    for _, _, h in hunks:
+        dels = [t for k, t, _ in h if k == "del" and not _is_comment(t)]
+        for k, t, _ in h:
+            if k != "add" or _is_comment(t):
+                continue
+            edited += 1
+            if not any(difflib.SequenceMatcher(None, t.strip(), d.strip()).ratio() > 0.7 for d in dels):
+                new += 1
+        removed += len(dels)
+    removed -= edited  # an edited line is a removed line and an added one
+    if new <= PRUNED_EDITS and removed >= PRUNED_RATIO * max(edited, 1) and removed >= 10:
+        return removed, edited
+    return None
+
+
+def _kept(path: Path, words: frozenset[str], repo_root: Path) -> Excerpt:
+    """What a pruned source keeps: the loop of its kernel (at most :data:`MAX_LINES` lines from it)
+    that most names the version's idea, in its code or its comments, each idea word counting the
+    less the more lines of the file it names (``softmax`` in five lines says more than ``tile`` in
+    twenty). Without a loop, the window of that many lines that names it most."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    skip = _docstring_lines(text, "cuda" if path.suffix == ".cu" else "python")
+    body = 0
+    if (m := re.search(r"__global__[^{]*\{", text)) is not None:  # the kernel's body: its signature names
+        body = text[:m.end()].count("\n") + 1                      # the version, not the idea
+    hits = [set() if i < body or i in skip else {w for w in words for tok in _words(t) if tok.startswith(w)}
+            for i, t in enumerate(lines)]
+    spread = Counter(w for h in hits for w in h)
+    weight = [sum(1 / spread[w] for w in h) for h in hits]
+    n = min(MAX_LINES, len(lines))
+    loops = [max(i - 2, 0) for i in range(body, len(lines)) if re.match(r"\s*(for|while)\s*\(", lines[i])]
+    starts = loops or list(range(len(lines) - n + 1))
+    best = max(starts, key=lambda i: (sum(weight[i:i + n]), -i))
+    try:
+        shown = str(path.resolve().relative_to(repo_root.resolve()))
+    except ValueError:
+        shown = path.name
+    return Excerpt(path=shown, first_line=best + 1, code="\n".join(lines[best:best + n]),
+                   language="cuda" if path.suffix == ".cu" else "python", truncated=best + n < len(lines))
+
+
 def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
     """The lines a version changed against its predecessors' sources (the .cu first, then the .py):
     the hunks whose added code lines most often name what the version brings (:func:`new_idea_words`),
@@ -343,6 +401,7 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
     total = 0  # changed lines in all the hunks, before any is shortened
     words = idea_words(v)
     new_files = []
+    raw: list[tuple[Path, Path, list[tuple[str, str, int]]]] = []  # the hunks before any is shortened
     for suffix, language in ((".cu", "cuda"), (".py", "python")):
         path = v.path.with_suffix(suffix)
         if not path.is_file():
@@ -356,6 +415,7 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
         fresh = new_idea_words(words, old, text)
         for h in _hunks(old, text, language):
             total += changed(h)
+            raw.append((path, prev, h))
             h = _focus(_collapse_removed(h), fresh, MAX_CHANGE_LINES)
             hunks.append((path, prev, h))
             score[id(h)] = _relevance(h, fresh)
@@ -364,6 +424,13 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
     if v.path.with_suffix(".cu") in new_files or not hunks:
         ex = key_excerpt(v, repo_root)
         return Change(path=ex.path, against=None, lines=[], shown=0, total=0, excerpt=ex)
+
+    pruned = _pruned([t for t in raw if t[0] == hunks[0][0]])
+    if pruned is not None:  # the version keeps one of the earlier source's paths and removes the rest
+        path, prev = hunks[0][0], hunks[0][1]
+        ex = _kept(path, words, repo_root)
+        return Change(path=rel(path), against=rel(prev), lines=[], shown=0, total=total, excerpt=ex,
+                      removed=pruned[0], edited=pruned[1])
 
     budget, chosen = MAX_CHANGE_LINES, []
     for path, prev, h in sorted(hunks, key=lambda t: (-score[id(t[2])], -changed(t[2]))):

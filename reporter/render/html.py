@@ -308,7 +308,13 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
           observations: list[str], compared: tuple[list[Comparison], str]) -> Step:
     earlier = [x.version for x in s.versions if x.version.number < v.version.number]
     change = code.key_change(v.version, earlier, repo_root)
-    if change.excerpt is not None:
+    if change.excerpt is not None and change.against is not None:
+        ex = change.excerpt
+        caption = (f"What changed: <code>{change.path}</code> against <code>{change.against}</code> removes "
+                   f"{change.removed} lines of code and edits {change.edited} in place: it keeps one path of "
+                   f"the earlier source. What it keeps, from line {ex.first_line}"
+                   + (" (shortened)" if ex.truncated else "") + ":")
+    elif change.excerpt is not None:
         ex = change.excerpt
         caption = (f"Key code: <code>{ex.path}</code> from line {ex.first_line}"
                    + (" (shortened)" if ex.truncated else "") + ", a source new in this version.")
