@@ -463,15 +463,31 @@ def appendix_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: 
     }
 
 
-def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hooks | None = None, *,
-                  anonymous: bool = False, chart_cache_dir: Path | None = None,
-                  appendix_ctx: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Everything the template shows; the charts are drawn, or taken from ``chart_cache_dir``.
-    ``appendix_ctx``: :func:`appendix_context` already computed for this build."""
+def steps_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hooks | None = None, *,
+                  anonymous: bool = False, appendix_ctx: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the phases of Part 1 show (the introduction, the steps, the phases): enough to lay them
+    out before the charts are drawn. ``appendix_ctx``: :func:`appendix_context` of this build."""
     hooks = hooks or Hooks()
     ctx = appendix_ctx if appendix_ctx is not None else appendix_context(s, wl, repo_root, hooks, anonymous=anonymous)
     observed = _observations(s, hooks)
     steps = [_step(v, s, wl, repo_root, observed.get(v.name, []), ctx["compared"][v.name]) for v in s.versions]
+    return {
+        **ctx,
+        "steps": steps,
+        "phases": phases_of(wl.meta, steps, [v.name for v in s.assignment.versions()], wl.path),
+        "front": [{"title": sec.title, "html": markdown_to_html(sec.markdown)} for sec in wl.front],
+    }
+
+
+def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hooks | None = None, *,
+                  anonymous: bool = False, chart_cache_dir: Path | None = None,
+                  appendix_ctx: dict[str, Any] | None = None, steps_ctx: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
+    """Everything the template shows; the charts are drawn, or taken from ``chart_cache_dir``.
+    ``appendix_ctx``, ``steps_ctx``: :func:`appendix_context`, :func:`steps_context` of this build."""
+    hooks = hooks or Hooks()
+    ctx = steps_ctx if steps_ctx is not None else steps_context(s, wl, repo_root, hooks, anonymous=anonymous,
+                                                                appendix_ctx=appendix_ctx)
     c = cover(s)
     stop_summary = ""
     if wl.stopped is not None:
@@ -497,9 +513,6 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
         "stop_summary": stop_summary,
         "chart_trajectory": chart_cache.svg("trajectory", charts.trajectory_data(s), charts.trajectory,
                                             chart_cache_dir),
-        "steps": steps,
-        "phases": phases_of(wl.meta, steps, [v.name for v in s.assignment.versions()], wl.path),
-        "front": [{"title": sec.title, "html": markdown_to_html(sec.markdown)} for sec in wl.front],
         "stopped_html": markdown_to_html(wl.stopped.markdown) if wl.stopped else "",
         "llms_html": markdown_to_html(wl.llms.markdown) if wl.llms else "",
         "stop": stopping_facts(s),

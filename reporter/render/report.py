@@ -13,7 +13,8 @@ from ..assignments import Assignment
 from ..records import gpu_slug
 from .book import APPENDIX, BODY, Book, Part, PartCache
 from .cover import Cover
-from .html import Hooks, appendix_context, body_chunks, build_context, render_footers, render_html, worklog_warnings
+from .html import (Hooks, appendix_context, body_chunks, build_context, render_footers, render_html, steps_context,
+                   worklog_warnings)
 from .pdf import PdfError, Worker
 from .worklog import Worklog, WorklogError, parse, read_meta
 
@@ -116,15 +117,18 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
         book = Book(workers, PartCache(cache), out_dir) if pdf else None
         if book is not None:  # laid out while the steps and charts are computed
             book.add(Part("appendix", render_html(app_ctx, "appendix"), APPENDIX, position=1000))
-        ctx = build_context(s, wl, repo_root, hooks, anonymous=anonymous, chart_cache_dir=cache, appendix_ctx=app_ctx)
+        steps = steps_context(s, wl, repo_root, hooks, anonymous=anonymous, appendix_ctx=app_ctx)
+        last = body_chunks(steps) - 1  # the phases of Part 1, then Parts 2 and 3
+        if book is not None:  # the phases are laid out while the charts are drawn, the longest first
+            chunks = [Part(f"body-{k}", render_html(steps, "body", chunk=k), BODY, position=1 + k) for k in range(last)]
+            for part in sorted(chunks, key=lambda p: -len(p.html)):
+                book.add(part)
+        ctx = build_context(s, wl, repo_root, hooks, anonymous=anonymous, chart_cache_dir=cache, steps_ctx=steps)
         html_path = out_dir / "worklog.html"
         result = BuildResult(html_path if html else None, None, None, None, warnings, title=ctx["title"],
                              cover=ctx["cover"], gpu=ctx["gpu"])
-        if book is not None:  # the body's chunks, the longest first (two workers share them)
-            chunks = [Part(f"body-{k}", render_html(ctx, "body", chunk=k), BODY, position=1 + k)
-                      for k in range(body_chunks(ctx))]
-            for part in sorted(chunks, key=lambda p: -len(p.html)):
-                book.add(part)
+        if book is not None:
+            book.add(Part(f"body-{last}", render_html(ctx, "body", chunk=last), BODY, position=1 + last))
         if html:
             store.write_atomic(html_path, render_html(ctx))
         if book is None:
