@@ -122,7 +122,8 @@ def test_against_the_previous_is_measured_in_one_session(report):
             assert "session" not in cell, (v.name, cell)
         else:
             named_sessions += 1
-            assert cell.endswith(f"in {session_words(pair.mine.session_id, short=True)}"), (v.name, cell)
+            assert cell.endswith(f"in {session_words(pair.mine.session_id, short=True)} (the figures, two sessions: "
+                                 f"{speedup_words(prev.figure_ms, v.figure_ms)})"), (v.name, cell)
             assert (f"{session_words(pair.mine.session_id)}, both timed" in result
                     and f"{ms(pair.theirs_ms)}, against {ms(pair.mine_ms)} for {v.short}" in result), (v.name, result)
     assert named_sessions >= 3, "both reports have versions whose figures come from different sessions"

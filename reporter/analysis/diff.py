@@ -90,6 +90,9 @@ class Verdict(BaseModel):
             return f"{1 / self.ratio:.2f}× faster ({medians}; {evidence})"
         if self.verdict == "slower":
             return f"{self.ratio:.2f}× slower ({medians}; {evidence})"
+        if self.significant:  # a difference the test sees, smaller than the effect that counts
+            return (f"the same within {self.min_effect_pct:g}% ({medians}, {self.change_pct:+.1f}%; {evidence}: "
+                    f"measurable, but under the {self.min_effect_pct:g}% minimum effect that counts as a change)")
         reason = f"; {self.reason}" if self.reason else ""
         return f"same within noise ({medians}, {self.change_pct:+.1f}%; {evidence}{reason})"
 

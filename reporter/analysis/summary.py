@@ -143,6 +143,15 @@ class AssignmentSummary:
     def peer(self, name: str) -> PeerResult | None:
         return next((p for p in self.peers if p.name == name), None)
 
+    def new_bests(self) -> list[VersionSummary]:
+        """The versions whose figure beat every earlier version's, in order."""
+        out, best = [], float("inf")
+        for v in self.versions:
+            if v.figure_ms is not None and v.figure_ms < best:
+                best = v.figure_ms
+                out.append(v)
+        return out
+
     def previous(self, v: VersionSummary) -> VersionSummary | None:
         ok = [x for x in self.versions if x.ok and x.version.number < v.version.number]
         return ok[-1] if ok else None

@@ -436,10 +436,11 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
     for path, prev, h in sorted(hunks, key=lambda t: (-score[id(t[2])], -changed(t[2]))):
         if budget <= 0:
             break
-        if len(h) > budget:  # the largest hunk alone is over the budget: its first lines
+        if len(h) > budget:  # the largest hunk alone is over the budget: its first lines, the rest counted
             if chosen:
                 continue
-            h = h[:budget]
+            rest = sum(k in ("add", "del") for k, _, _ in h[budget - 1:])
+            h = h[:budget - 1] + [("gap", f"… {rest} more changed lines in this hunk", h[budget - 1][2])]
         chosen.append((path, prev, h))
         budget -= len(h)
     order = {id(h): i for i, (_, _, h) in enumerate(hunks)}

@@ -163,7 +163,7 @@ def _one_crosscheck(check: Any, runs: dict[str, Run], s: AssignmentSummary, vers
     tests = [r for e in check.entries if e.name == version for r in e.course if r.mode == "test"]
     if tests:
         out.append(f"The course's harness in test mode: {tests[-1].verdict or 'no verdict'} on "
-                   f"{len(tests[-1].cases)} case(s)" + (f" ({check.course_repo}, commit {check.course_commit[:10]})"
+                   f"{len(tests[-1].cases)} case{'' if len(tests[-1].cases) == 1 else 's'}" + (f" ({check.course_repo}, commit {check.course_commit[:10]})"
                                                        if check.course_repo and check.course_commit else "") + ".")
     for a in rows:
         theirs, ours_full = a.full_window_means(), mine.full_window_means() if mine is not None else []

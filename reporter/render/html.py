@@ -22,6 +22,7 @@ from typing import Any
 
 import jinja2
 
+from ..analysis.diff import MIN_EFFECT_PCT
 from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary, VersionSummary
 from ..records import DeviceCeilings, Run
@@ -50,6 +51,7 @@ class Comparison:
     word: str = ""  # 'measurably' | 'within noise' | 'timed differently' | 'not in one session'
     where: str = ""  # where the two times come from, when not both figures of one session
     session: str = ""  # 'the 22 Nov 18:33 session': where both were timed, when the pair is not the figures
+    by_figures: str = ""  # then the ratio of the two figures, from two sessions ('1.02× slower')
 
 
 @dataclass
@@ -197,7 +199,7 @@ def _concluded(qs: list[Question], section: Section | None) -> str:
 # --------------------------------------------------------------------------- one step
 
 VERDICT_WORDS = {"faster": "measurably", "slower": "measurably", "same": "within noise",
-                 "timed differently": "timed differently"}
+                 "under the minimum effect": f"under {MIN_EFFECT_PCT:g} %", "timed differently": "timed differently"}
 
 
 def _pair_words(pair: Pairing, mine: str, theirs: str) -> str:
@@ -224,7 +226,9 @@ def _against(v: VersionSummary, other: VersionSummary, kind: str, verdict_fn: An
     return Comparison(other.name, kind, ms(pair.theirs_ms), speedup_words(pair.theirs_ms, pair.mine_ms),
                       pair.speedup > 1, sentence, VERDICT_WORDS.get(word, word),
                       where=_pair_words(pair, v.short, other.short) if pair.same_session else "",
-                      session=session_words(pair.mine.session_id, short=True) if not pair.figures else "")
+                      session=session_words(pair.mine.session_id, short=True) if not pair.figures else "",
+                      by_figures=speedup_words(other.figure_ms, v.figure_ms)
+                      if not pair.figures and v.figure_ms and other.figure_ms else "")
 
 
 def _comparisons(v: VersionSummary, s: AssignmentSummary, verdict_fn: Any) -> tuple[list[Comparison], str]:
@@ -495,9 +499,12 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
     overview = []
     if ctx["rate_unit"] == "TFLOP/s" and hooks.profile_chart is not None:
         svg = hooks.profile_chart(s)
+        unprofiled = [v.name for v in s.new_bests() if v.profiled_run() is None]
         if svg:
             overview.append({"svg": svg, "caption": (
-                "Hierarchical roofline from Nsight Compute, for the versions that set a new best time: each at its "
+                "Hierarchical roofline from Nsight Compute, for the versions that set a new best time"
+                + (f" and were profiled ({', '.join(unprofiled)} {'was' if len(unprofiled) == 1 else 'were'} not)"
+                   if unprofiled else "") + ": each at its "
                 "measured intensity at DRAM, L2 and L1 and at the rate of its profiled launch (flops over the "
                 "launch's duration under the profiler, one launch: higher than the version's figure, which is a "
                 "mean over back-to-back calls at the card's power cap).")})

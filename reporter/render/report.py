@@ -41,7 +41,7 @@ def default_hooks(chart_cache_dir: Path | None = None) -> Hooks:
             if not a.timed_like(b):  # held vs plain, ranked vs back to back: no test between them
                 return "timed differently", f"not compared: timed differently ({a.way} vs {b.way})"
             v = compare_timing(a, b)
-            return v.verdict, v.sentence
+            return ("under the minimum effect" if v.verdict == "same" and v.significant else v.verdict), v.sentence
 
         hooks.verdict = verdict
     except ImportError:
@@ -57,12 +57,7 @@ def default_hooks(chart_cache_dir: Path | None = None) -> Hooks:
 
     def hroof(s):
         """The versions that set a new best time, each at its newest profile."""
-        runs, best = [], float("inf")
-        for v in s.versions:
-            if v.figure_ms is not None and v.figure_ms < best:
-                best = v.figure_ms
-                if (r := v.profiled_run()) is not None:
-                    runs.append(r)
+        runs = [r for v in s.new_bests() if (r := v.profiled_run()) is not None]
         if len(runs) < 2 or not s.ceilings:
             return None
 
