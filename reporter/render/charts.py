@@ -237,8 +237,10 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
         y = py[i]
         above = i == 0 or y >= py[i - 1]
         last = i == len(py) - 1 and i != 0
-        ax.annotate(_fmt_ms(y), (px[i], y), xytext=(-5 if last else 0, 7 if above else -8), textcoords="offset points",
-                    ha="right" if last else "center", va="bottom" if above else "top", fontsize=7, color=VERSION_COLOR)
+        first = i == 0  # beside its point, inward: centred, it would sit on the y axis
+        ax.annotate(_fmt_ms(y), (px[i], y), xytext=(-5 if last else 5 if first else 0, 2 if first else 7 if above else -8),
+                    textcoords="offset points", ha="right" if last else "left" if first else "center",
+                    va="bottom" if above else "top", fontsize=7, color=VERSION_COLOR)
     _label_column(ax, [(y, text, LINE_STYLES[kind][0]) for y, text, kind in d.lines])
     return fig
 
