@@ -338,20 +338,19 @@ def _pruned(hunks: list[tuple[Path, Path, list[tuple[str, str, int]]]]) -> tuple
     """(removed, edited) code lines when the change only removes code and edits lines in place (a
     renamed call, a changed argument): the version keeps one path of its predecessor (v08 keeps
     v07's ``PIPELINE=1`` schedule), and the diff shows what went, not the idea. None otherwise."""
-    removed = edited = new = 0
-    for _, _, h in hunks:
-        dels = [t for k, t, _ in h if k == "del" and not _is_comment(t)]
-        for k, t, _ in h:
-            if k != "add" or _is_comment(t):
-                continue
-            edited += 1
-            if not any(difflib.SequenceMatcher(None, t.strip(), d.strip()).ratio() > 0.7 for d in dels):
-                new += 1
-        removed += len(dels)
-    removed -= edited  # an edited line is a removed line and an added one
-    if new <= PRUNED_EDITS and removed >= PRUNED_RATIO * max(edited, 1) and removed >= 10:
-        return removed, edited
-    return None
+    adds = [(t, [d for k, d, _ in h if k == "del" and not _is_comment(d)])
+            for _, _, h in hunks for k, t, _ in h if k == "add" and not _is_comment(t)]
+    dels = sum(1 for _, _, h in hunks for k, t, _ in h if k == "del" and not _is_comment(t))
+    edited, removed = len(adds), dels - len(adds)  # an edited line is a removed line and an added one
+    if removed < 10 or removed < PRUNED_RATIO * max(edited, 1):  # the cheap test first: most changes add code
+        return None
+    new = 0
+    for t, olds in adds:
+        if not any(difflib.SequenceMatcher(None, t.strip(), d.strip()).ratio() > 0.7 for d in olds):
+            new += 1
+            if new > PRUNED_EDITS:
+                return None
+    return removed, edited
 
 
 def _kept(path: Path, words: frozenset[str], repo_root: Path) -> Excerpt:
