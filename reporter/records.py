@@ -129,6 +129,10 @@ class CheckResult(Record):
     shape_ok: bool = True
     message: str = ""
     seed: int | None = None
+    repeats: list[float] = Field(default_factory=list, description=(
+        "the assignment's repeat_value (transform's sum) of every call of the check, the same input each time: "
+        "a value that must be bit-identical from call to call"))
+
     @property
     def criterion(self) -> str:
         """How this check judged, for people: 'exact', 'rtol 0.01, atol 0.01', or the course's check."""

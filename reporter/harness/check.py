@@ -33,8 +33,18 @@ def _flatten(x: Any) -> list[Any]:
     return [x]
 
 
-def compare(out: Any, ref: Any, tol: Tolerance, *, seed: int | None = None) -> CheckResult:
-    """Check ``out`` against ``ref`` elementwise: |out - ref| <= atol + rtol * |ref|, or exact."""
+def compare(out: Any, ref: Any, tol: Tolerance | tuple[Tolerance | None, ...], *,
+            seed: int | None = None) -> CheckResult:
+    """Check ``out`` against ``ref`` elementwise: |out - ref| <= atol + rtol * |ref|, or exact.
+
+    A reference that is a tuple (an output of several tensors: transform's array and its sum)
+    wants an output tuple of the same length, compared part by part; ``tol`` is then one
+    tolerance for every part or one per part (``None``: the part is compared for shape only, left
+    to the assignment's ``check_implementation``). The result adds the parts' counts and keeps the
+    first part's error figures; its message names the part that failed."""
+    if isinstance(ref, (tuple, list)):
+        return _compare_parts(out, ref, tol, seed=seed)
+    assert isinstance(tol, Tolerance), "one tolerance for a single tensor"
     import torch
 
     if not isinstance(out, torch.Tensor):
@@ -74,6 +84,30 @@ def compare(out: Any, ref: Any, tol: Tolerance, *, seed: int | None = None) -> C
                        atol=None if tol.exact else tol.atol, n_elements=n, mismatches=mismatches,
                        nan_count=nan_count, inf_count=inf_count, max_abs_error=max_abs,
                        max_rel_error=max_rel, seed=seed, message=message)
+
+
+def _compare_parts(out: Any, ref: tuple | list, tol: Tolerance | tuple[Tolerance | None, ...], *,
+                   seed: int | None) -> CheckResult:
+    n = len(ref)
+    tols = tuple(tol) if isinstance(tol, (tuple, list)) else (tol,) * n
+    if len(tols) != n:
+        raise ValueError(f"TOLERANCE has {len(tols)} parts for an output of {n}")
+    if not isinstance(out, (tuple, list)) or len(out) != n:
+        what = f"a {type(out).__name__}" + (f" of {len(out)}" if isinstance(out, (tuple, list)) else "")
+        return CheckResult(passed=False, exact=False, n_elements=0, mismatches=0, shape_ok=False, seed=seed,
+                           message=f"output is {what}, expected a tuple of {n} tensors")
+    parts = [compare(o, r, t if t is not None else _NO_TOLERANCE, seed=seed) for o, r, t in zip(out, ref, tols, strict=True)]
+    for k, (p, t) in enumerate(zip(parts, tols, strict=True)):
+        if t is None and p.shape_ok:  # shape only: the assignment's check judges the values
+            parts[k] = p.model_copy(update=dict(passed=p.nan_count == 0 and p.inf_count == 0, mismatches=0,
+                                                message="ok" if p.nan_count == p.inf_count == 0 else p.message))
+    bad = [f"output[{k}]: {p.message}" for k, p in enumerate(parts) if not p.passed]
+    first = parts[0]
+    return CheckResult(passed=not bad, exact=all(p.exact for p in parts), rtol=first.rtol, atol=first.atol,
+                       n_elements=sum(p.n_elements for p in parts), mismatches=sum(p.mismatches for p in parts),
+                       nan_count=sum(p.nan_count for p in parts), inf_count=sum(p.inf_count for p in parts),
+                       max_abs_error=first.max_abs_error, max_rel_error=first.max_rel_error,
+                       shape_ok=all(p.shape_ok for p in parts), seed=seed, message="; ".join(bad) or "ok")
 
 
 def _describe_failure(bad: Any, mismatches: int, nans: int, infs: int, n: int) -> str:

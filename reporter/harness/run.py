@@ -68,7 +68,8 @@ class RunOptions:
 def _sync() -> None:
     import torch
 
-    torch.cuda.synchronize()
+    if torch.cuda.is_available():  # the checks also run on CPU tensors (tests without a GPU)
+        torch.cuda.synchronize()
 
 
 def draw_case(a: Assignment, case_name: str, console: Console) -> tuple[dict, Any, Any]:
@@ -154,14 +155,37 @@ def _relative(path: Path, logs: Path) -> str:
 
 def _check_once(fn: Callable[[Any], Any], data: Any, ref: Any, spec: Any, seed: int,
                 names: tuple[str, ...]) -> tuple[CheckResult, Any]:
-    """One call on a clone of ``data`` into poisoned memory, judged by :func:`check_output`."""
+    """One call on a clone of ``data`` into poisoned memory, judged by :func:`check_output`.
+
+    An assignment with ``repeat_value(output) -> float`` (a value that must not change from call to
+    call: transform's sum) gets ``REPEATS`` calls in all on the same input; the check keeps every
+    value and fails unless they are bit-identical."""
     poison_allocator(ref)
     given = clone_input(data)
     with ranges(*names, "check"):
         out = fn(given)
         _sync()
     del given
-    return check_output(spec, data, out, ref, seed=seed), out
+    res = check_output(spec, data, out, ref, seed=seed)
+    repeat = getattr(spec, "repeat_value", None)
+    if res.passed and callable(repeat):
+        values = [float(repeat(out))]
+        for _ in range(int(getattr(spec, "REPEATS", 20)) - 1):
+            poison_allocator(ref)
+            given = clone_input(data)
+            with ranges(*names, "repeat"):
+                again = fn(given)
+                _sync()
+            values.append(float(repeat(again)))
+            del given, again
+        distinct = sorted(set(values))
+        res = res.model_copy(update=dict(repeats=values))
+        if len(distinct) > 1:
+            shown = ", ".join(v.hex() for v in distinct[:3]) + (" …" if len(distinct) > 3 else "")
+            res = res.model_copy(update=dict(passed=False, message=(
+                f"not the same from call to call: {len(distinct)} distinct values in {len(values)} calls on one "
+                f"input ({shown})")))
+    return res, out
 
 
 class _CaseInputs:
@@ -194,11 +218,14 @@ def time_callable(fn: Callable[[Any], Any], data: Any, *, a: Assignment, case: d
                   names: tuple[str, ...], opts: RunOptions, flush: L2Flusher, timer: CudaEventTimer,
                   ranked_checks: list[CheckResult] | None = None,
                   on_sample: Callable[[int, float], None] | None = None,
-                  state: Callable[[], dict[str, float]] | None = None) -> TimingStats:
+                  state: Callable[[], dict[str, float]] | None = None, checked: bool = True) -> TimingStats:
+    """``fn`` timed on the case (ranked: on fresh inputs, each output re-checked unless ``checked``
+    is False, for a baseline that does not compute the answer)."""
     inputs = _CaseInputs(a, case, data, ref, opts.ranked)
     with ranges(*names, "timed"):
         return benchmark(lambda rep: fn(inputs.data), timer=timer, rule=opts.rule, flush=flush,
-                         prepare=inputs.prepare, after=lambda rep, out: inputs.check(rep, out, ranked_checks),
+                         prepare=inputs.prepare,
+                         after=(lambda rep, out: inputs.check(rep, out, ranked_checks)) if checked else None,
                          ranked=opts.ranked, on_sample=on_sample, state=state)
 
 
@@ -259,9 +286,13 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
         task = progress.add_task(f"peer {name}", total=opts.rule.max_reps)
         names = (a.name, f"peer:{name}")
         try:
-            check, o = _check_once(peer.fn, data, ref, a.spec, case["seed"], names)
+            if peer.checked:
+                check, o = _check_once(peer.fn, data, ref, a.spec, case["seed"], names)
+            else:  # a baseline: one untimed call (a compile, the allocator's first block), no check
+                check, o = None, peer.fn(clone_input(data))
+                _sync()
             del o
-            if not check.passed:
+            if check is not None and not check.passed:
                 out.append(PeerResult(name=name, description=peer.description, check=check,
                                       error=f"check failed: {check.message}"))
             else:
@@ -272,7 +303,7 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
                 same = RunOptions(ranked=opts.ranked, rule=opts.rule, hold=opts.hold)
                 t = time_callable(peer.fn, data, a=a, case=case, ref=ref, names=names, opts=same, flush=flush,
                                   timer=timer, on_sample=lambda i, ms: progress.update(task, completed=i + 1),
-                                  state=state)
+                                  state=state, checked=peer.checked)
                 out.append(PeerResult(name=name, description=peer.description, check=check, timing=t,
                                       derived=derive(work, t.mean_ms, ceilings)))
         except RankedCheckFailed as e:
@@ -360,16 +391,23 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
     peer_results: list[PeerResult] = []
     runs: list[Run] = []
     launched: dict[int, list[CudaKernel]] = {}
+    unchecked: set[int] = set()  # indexes in fns of baselines, never re-checked
 
     for name, peer in ((getattr(spec, "PEERS", {}) or {}).items() if opts.peers else ()):
         names = (a.name, f"peer:{name}")
         pr = PeerResult(name=name, description=peer.description)
         try:
-            pr.check, o = _check_once(peer.fn, data, ref, spec, seed, names)
+            if peer.checked:
+                pr.check, o = _check_once(peer.fn, data, ref, spec, seed, names)
+            else:  # a baseline: one untimed call, no check
+                o = peer.fn(clone_input(data))
+                _sync()
             del o
-            if pr.check.passed:
+            if pr.check is None or pr.check.passed:
                 fns.append(peer.fn)
                 owners.append(("peer", len(peer_results)))
+                if not peer.checked:
+                    unchecked.add(len(fns) - 1)
             else:
                 pr.error = f"check failed: {pr.check.message}"
         except Exception as e:  # a peer missing on this torch build must not stop the run
@@ -402,7 +440,8 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
             calls = [lambda rep, f=f: f(inputs.data) for f in fns]
             res = benchmark_interleaved(calls, timer=timer, rule=opts.rule, flush=flush,
                                         prepare_round=inputs.prepare,
-                                        after=lambda i, rep, out: inputs.check(rep, out, ranked_checks[i]),
+                                        after=lambda i, rep, out: None if i in unchecked
+                                        else inputs.check(rep, out, ranked_checks[i]),
                                         ranked=opts.ranked, state=state,
                                         on_sample=lambda i, rep, ms: progress.update(task, completed=rep + 1))
         progress.update(task, completed=opts.rule.max_reps, visible=False)

@@ -1,0 +1,124 @@
+// Device helpers shared by transform's versions: the element type, the four functions, vector
+// loads and stores of one group of four, and the deterministic reductions.
+//
+// ELEM_BF16 (0 or 1) picks the element type. bf16 is handled as its 16 bits (NVRTC needs no
+// CUDA headers): widened to fp32 exactly by a shift, narrowed with round-to-nearest-even, as
+// torch's .to(torch.bfloat16) does for finite values. Every version computes in fp32.
+//
+// TRANSFORM_FAST_MATH (0 or 1): the SFU intrinsics (__sinf, __cosf, __logf, __expf) in place of
+// the libdevice functions.
+
+#pragma once
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned long long u64;
+
+#ifndef ELEM_BF16
+#define ELEM_BF16 0
+#endif
+#ifndef TRANSFORM_FAST_MATH
+#define TRANSFORM_FAST_MATH 0
+#endif
+
+#if ELEM_BF16
+typedef u16 elem_t;
+__device__ __forceinline__ float to_f(elem_t v) { return __uint_as_float(((u32)v) << 16); }
+__device__ __forceinline__ elem_t from_f(float f)
+{
+    u32 u = __float_as_uint(f);
+    u += 0x7FFFu + ((u >> 16) & 1u);  // round to nearest, ties to even
+    return (elem_t)(u >> 16);
+}
+#else
+typedef float elem_t;
+__device__ __forceinline__ float to_f(elem_t v) { return v; }
+__device__ __forceinline__ elem_t from_f(float f) { return f; }
+#endif
+
+// f by i % 4: sin, cos, log, exp
+#if TRANSFORM_FAST_MATH
+__device__ __forceinline__ float f0(float v) { return __sinf(v); }
+__device__ __forceinline__ float f1(float v) { return __cosf(v); }
+__device__ __forceinline__ float f2(float v) { return __logf(v); }
+__device__ __forceinline__ float f3(float v) { return __expf(v); }
+#else
+__device__ __forceinline__ float f0(float v) { return sinf(v); }
+__device__ __forceinline__ float f1(float v) { return cosf(v); }
+__device__ __forceinline__ float f2(float v) { return logf(v); }
+__device__ __forceinline__ float f3(float v) { return expf(v); }
+#endif
+
+__device__ __forceinline__ float f_of(u32 k, float v)
+{
+    switch (k) {
+    case 0: return f0(v);
+    case 1: return f1(v);
+    case 2: return f2(v);
+    default: return f3(v);
+    }
+}
+
+// y[i] for one element, reading x[i - 16] from global memory where i % 32 >= 16
+__device__ __forceinline__ float transform_one(const elem_t* __restrict__ x, u64 i)
+{
+    const u32 k = (u32)(i & 3);
+    float v = f_of(k, to_f(x[i]));
+    if ((i & 31) >= 16) v *= f_of(k, to_f(x[i - 16]));
+    return v;
+}
+
+// one group of four elements (i % 4 == 0), as one vector access: 16 bytes of fp32, 8 of bf16
+struct group4 { float a, b, c, d; };
+
+__device__ __forceinline__ group4 load4(const elem_t* __restrict__ p)
+{
+#if ELEM_BF16
+    const uint2 w = *reinterpret_cast<const uint2*>(p);
+    return group4{to_f((u16)(w.x & 0xFFFFu)), to_f((u16)(w.x >> 16)), to_f((u16)(w.y & 0xFFFFu)), to_f((u16)(w.y >> 16))};
+#else
+    const float4 w = *reinterpret_cast<const float4*>(p);
+    return group4{w.x, w.y, w.z, w.w};
+#endif
+}
+
+__device__ __forceinline__ void store4(elem_t* __restrict__ p, group4 g)
+{
+#if ELEM_BF16
+    uint2 w;
+    w.x = (u32)from_f(g.a) | ((u32)from_f(g.b) << 16);
+    w.y = (u32)from_f(g.c) | ((u32)from_f(g.d) << 16);
+    *reinterpret_cast<uint2*>(p) = w;
+#else
+    *reinterpret_cast<float4*>(p) = make_float4(g.a, g.b, g.c, g.d);
+#endif
+}
+
+// The sum of a block's values in a fixed order (the same bits on every call): each warp's by
+// shuffles down a fixed tree, then the warps' sums in order by warp 0. Every thread of the block
+// must call it; the result is valid in thread 0.
+__device__ __forceinline__ double block_sum_fixed(double v)
+{
+    __shared__ double warp_sums[32];
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_sums[warp] = v;
+    __syncthreads();
+    double total = 0.0;
+    if (threadIdx.x == 0) {
+        const u32 warps = (blockDim.x + 31) >> 5;
+        for (u32 w = 0; w < warps; ++w) total += warp_sums[w];
+    }
+    return total;
+}
+
+// Second pass: one block of 1024 threads sums the per-block partial sums in a fixed order (each
+// thread a fixed strided subset, then block_sum_fixed) into *out.
+extern "C" __global__ void __launch_bounds__(1024)
+transform_sum_partials(const double* __restrict__ partials, u32 count, double* __restrict__ out)
+{
+    double v = 0.0;
+    for (u32 j = threadIdx.x; j < count; j += blockDim.x) v += partials[j];
+    v = block_sum_fixed(v);
+    if (threadIdx.x == 0) *out = v;
+}

@@ -1,0 +1,119 @@
+"""transform's assignment on the CPU: the float64 reference against a plain-Python reading of the
+problem, the sum's definition, the check's tolerances, the harness's repeat check of the sum, and
+tuple outputs in the elementwise compare."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+import torch
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "kernels" / "transform"))
+import assignment as T  # noqa: E402
+
+F = (math.sin, math.cos, math.log, math.exp)
+
+
+def _plain(x: torch.Tensor) -> tuple[list[float], float]:
+    """The problem statement, element by element, in Python floats."""
+    xs = x.double().tolist()
+    y = [F[i % 4](xs[i]) if i % 32 < 16 else F[i % 4](xs[i - 16]) * F[i % 4](xs[i]) for i in range(len(xs))]
+    return y, sum(y[i] for i in range(0, len(y), 4) if i + 1 < len(y) and y[i + 1] > 0.5)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 16, 17, 20, 31, 32, 33, 4097, 100_003])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_reference_is_the_problem_statement(n, dtype):
+    x = T.generate_input(n, dtype, T.SEED, device="cpu")
+    assert x.dtype == T._dtype(dtype) and bool((x > 0).all()) and bool((x <= 5).all())
+    y, s = T.ref_kernel(x)
+    want_y, want_s = _plain(x)
+    assert y.dtype == torch.float64 and torch.allclose(y, torch.tensor(want_y, dtype=torch.float64), rtol=1e-12, atol=0)
+    assert math.isclose(float(s), want_s, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_inputs_are_seeded_and_never_zero():
+    a = T.generate_input(1 << 16, "float32", 7, device="cpu")
+    assert torch.equal(a, T.generate_input(1 << 16, "float32", 7, device="cpu"))
+    assert not torch.equal(a, T.generate_input(1 << 16, "float32", 8, device="cpu"))
+    # a draw of exactly 0 becomes the smallest positive normal (its log is finite)
+    g = torch.Generator().manual_seed(0)
+    assert float(torch.where(torch.zeros(1) > 0, torch.zeros(1), torch.tensor(torch.finfo(torch.float32).tiny))) > 0
+    del g
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_eager_peer_passes_and_wrong_outputs_fail(dtype):
+    x = T.generate_input(100_003, dtype, T.SEED, device="cpu")
+    y, s = T._eager(x)
+    ok, msg = T.check_implementation(x, (y, s))
+    assert ok, msg
+    bad_y = y.clone()
+    bad_y[12345] += 0.05 * (1 + bad_y[12345].abs())
+    ok, msg = T.check_implementation(x, (bad_y, s))
+    assert not ok and "first at 12345" in msg
+    ok, msg = T.check_implementation(x, (y, s + 1.0))
+    assert not ok and msg.startswith("sum")
+    assert not T.check_implementation(x, (y[:-1], s))[0]
+    assert not T.check_implementation(x, y)[0]
+    assert not T.check_implementation(x, (y, s.to(torch.float16)))[0]
+
+
+def test_a_running_fp32_sum_misses_the_accumulation_bound():
+    """A plain fp32 running sum of the benchmark's 33.5 M terms errs far beyond the 4e-6 the check
+    allows for accumulation; a pairwise one does not (numbers scaled: 4 M terms here)."""
+    terms = torch.rand(1 << 22, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    exact = float(terms.sum())
+    import numpy as np
+
+    running = np.cumsum(terms.numpy().astype(np.float32), dtype=np.float32)[-1]  # one fp32 add after another
+    pairwise = terms.float().sum()  # torch's CPU sum adds in blocks
+    bound = T.SUM_ACCUMULATION * exact
+    assert abs(float(running) - exact) > bound
+    assert abs(float(pairwise) - exact) <= bound
+
+
+def test_repeat_check_keeps_every_sum_and_fails_when_they_differ():
+    from reporter.harness import run as R
+
+    x = T.generate_input(4097, "float32", T.SEED, device="cpu")
+    ref = T.ref_kernel(x)
+    calls = {"n": 0}
+
+    def steady(data):
+        return T._eager(data)
+
+    def drifting(data):
+        calls["n"] += 1
+        y, s = T._eager(data)
+        return y, s + (calls["n"] % 3) * 1e-12  # a different last bit now and then, as float atomics give
+
+    res, _ = R._check_once(steady, x, ref, T, T.SEED, ("transform", "steady"))
+    assert res.passed and len(res.repeats) == T.REPEATS and len(set(res.repeats)) == 1
+    res, _ = R._check_once(drifting, x, ref, T, T.SEED, ("transform", "drifting"))
+    assert not res.passed and "not the same from call to call: 3 distinct values in 20 calls" in res.message
+
+
+def test_compare_takes_tuple_outputs_part_by_part():
+    from reporter.assignments import Tolerance
+    from reporter.harness.check import compare
+
+    ref = (torch.ones(8), torch.tensor(2.0))
+    tol = (Tolerance(rtol=0.0, atol=0.1), None)
+    assert compare((torch.ones(8), torch.tensor(9.0)), ref, tol).passed  # part 1 left to the assignment
+    res = compare((torch.ones(8) * 1.5, torch.tensor(2.0)), ref, tol)
+    assert not res.passed and res.message.startswith("output[0]: 8 of 8 elements outside tolerance")
+    res = compare(torch.ones(8), ref, tol)
+    assert not res.passed and not res.shape_ok and "expected a tuple of 2 tensors" in res.message
+    res = compare((torch.ones(8), torch.tensor(float("nan"))), ref, tol)
+    assert not res.passed and "NaN" in res.message
+
+
+def test_work_model_counts_one_read_and_one_write():
+    w = T.work_model(**T.CASES["benchmark"])
+    assert w.bytes == 2 * T.N_BENCHMARK * 4 and w.flops == 0 and w.ceiling == "copy"
+    assert "2.5·n·4" in w.description
+    assert T.work_model(**T.CASES["benchmark_bf16"]).bytes == 2 * T.N_BENCHMARK * 2
