@@ -7,6 +7,9 @@
 //
 // TRANSFORM_FAST_MATH (0 or 1): the SFU intrinsics (__sinf, __cosf, __logf, __expf) in place of
 // the libdevice functions.
+//
+// TRANSFORM_STREAMING (0 or 1): the group loads and stores with the streaming cache hint
+// (ld.global.cs / st.global.cs: evict first), for data touched once.
 
 #pragma once
 
@@ -19,6 +22,9 @@ typedef unsigned long long u64;
 #endif
 #ifndef TRANSFORM_FAST_MATH
 #define TRANSFORM_FAST_MATH 0
+#endif
+#ifndef TRANSFORM_STREAMING
+#define TRANSFORM_STREAMING 0
 #endif
 
 #if ELEM_BF16
@@ -74,10 +80,18 @@ struct group4 { float a, b, c, d; };
 __device__ __forceinline__ group4 load4(const elem_t* __restrict__ p)
 {
 #if ELEM_BF16
+#if TRANSFORM_STREAMING
+    const uint2 w = __ldcs(reinterpret_cast<const uint2*>(p));
+#else
     const uint2 w = *reinterpret_cast<const uint2*>(p);
+#endif
     return group4{to_f((u16)(w.x & 0xFFFFu)), to_f((u16)(w.x >> 16)), to_f((u16)(w.y & 0xFFFFu)), to_f((u16)(w.y >> 16))};
 #else
+#if TRANSFORM_STREAMING
+    const float4 w = __ldcs(reinterpret_cast<const float4*>(p));
+#else
     const float4 w = *reinterpret_cast<const float4*>(p);
+#endif
     return group4{w.x, w.y, w.z, w.w};
 #endif
 }
@@ -88,9 +102,17 @@ __device__ __forceinline__ void store4(elem_t* __restrict__ p, group4 g)
     uint2 w;
     w.x = (u32)from_f(g.a) | ((u32)from_f(g.b) << 16);
     w.y = (u32)from_f(g.c) | ((u32)from_f(g.d) << 16);
+#if TRANSFORM_STREAMING
+    __stcs(reinterpret_cast<uint2*>(p), w);
+#else
     *reinterpret_cast<uint2*>(p) = w;
+#endif
+#else
+#if TRANSFORM_STREAMING
+    __stcs(reinterpret_cast<float4*>(p), make_float4(g.a, g.b, g.c, g.d));
 #else
     *reinterpret_cast<float4*>(p) = make_float4(g.a, g.b, g.c, g.d);
+#endif
 #endif
 }
 
@@ -110,6 +132,37 @@ __device__ __forceinline__ double block_sum_fixed(double v)
         for (u32 w = 0; w < warps; ++w) total += warp_sums[w];
     }
     return total;
+}
+
+// One group through the four functions, with the look-back: the threads of a warp hold 32
+// consecutive groups (four whole 32-blocks), and a group in a block's upper half (g % 8 >= 4)
+// multiplies by the f values of the group 16 elements back, which the lane four below holds.
+// Every lane of the warp must call it (the shuffles).
+__device__ __forceinline__ group4 transform_group(group4 v, u64 g)
+{
+    group4 f{f0(v.a), f1(v.b), f2(v.c), f3(v.d)};
+    const float pa = __shfl_up_sync(0xffffffffu, f.a, 4), pb = __shfl_up_sync(0xffffffffu, f.b, 4);
+    const float pc = __shfl_up_sync(0xffffffffu, f.c, 4), pd = __shfl_up_sync(0xffffffffu, f.d, 4);
+    if ((g & 7) >= 4) f = group4{f.a * pa, f.b * pb, f.c * pc, f.d * pd};
+    return f;
+}
+
+// The end of a grid-stride kernel over the whole 32-blocks (``groups`` groups): block 0 does the
+// partial 32-block after them one element per thread (as v01), then each block adds its threads'
+// sin terms (``acc``) in double in a fixed order and writes its partial.
+__device__ __forceinline__ void finish_block(const elem_t* __restrict__ x, elem_t* __restrict__ y,
+                                             double* __restrict__ partials, u64 n, u64 groups, float acc)
+{
+    double term = acc;
+    const u64 tail = groups * 4;
+    if (blockIdx.x == 0 && tail + threadIdx.x < n) {
+        const u64 i = tail + threadIdx.x;
+        const float v = transform_one(x, i);
+        y[i] = from_f(v);
+        if ((i & 3) == 0 && i + 1 < n && transform_one(x, i + 1) > 0.5f) term += v;
+    }
+    const double s = block_sum_fixed(term);
+    if (threadIdx.x == 0) partials[blockIdx.x] = s;
 }
 
 // Second pass: one block of 1024 threads sums the per-block partial sums in a fixed order (each

@@ -10,7 +10,7 @@
 // (component a) where the cos term (component b) is over 0.5, in fp32 over its few groups, then
 // the block adds them in double in a fixed order (block_sum_fixed) and transform_sum_partials
 // adds the blocks'. The last n % 32 elements (a partial 32-block) are done by block 0 one per
-// thread, as v01 does.
+// thread, as v01 does (transform_group and finish_block in transform.cuh).
 
 #include "transform.cuh"
 
@@ -23,25 +23,11 @@ transform_vec(const elem_t* __restrict__ x, elem_t* __restrict__ y, double* __re
     for (u64 base = (u64)blockIdx.x * blockDim.x; base < groups; base += stride) {
         const u64 g = base + threadIdx.x;  // the whole warp iterates together: the shuffles see every lane
         const bool live = g < groups;
-        group4 v = live ? load4(x + 4 * g) : group4{1.f, 1.f, 1.f, 1.f};
-        group4 f{f0(v.a), f1(v.b), f2(v.c), f3(v.d)};
-        const float pa = __shfl_up_sync(0xffffffffu, f.a, 4), pb = __shfl_up_sync(0xffffffffu, f.b, 4);
-        const float pc = __shfl_up_sync(0xffffffffu, f.c, 4), pd = __shfl_up_sync(0xffffffffu, f.d, 4);
-        if ((g & 7) >= 4) f = group4{f.a * pa, f.b * pb, f.c * pc, f.d * pd};
+        const group4 f = transform_group(live ? load4(x + 4 * g) : group4{1.f, 1.f, 1.f, 1.f}, g);
         if (live) {
             store4(y + 4 * g, f);
             if (f.b > 0.5f) acc += f.a;
         }
     }
-    double term = acc;
-    // the partial 32-block at the end: block 0, one element per thread
-    const u64 tail = groups * 4;
-    if (blockIdx.x == 0 && tail + threadIdx.x < n) {
-        const u64 i = tail + threadIdx.x;
-        const float v = transform_one(x, i);
-        y[i] = from_f(v);
-        if ((i & 3) == 0 && i + 1 < n && transform_one(x, i + 1) > 0.5f) term += v;
-    }
-    const double s = block_sum_fixed(term);
-    if (threadIdx.x == 0) partials[blockIdx.x] = s;
+    finish_block(x, y, partials, n, groups, acc);
 }
