@@ -81,7 +81,7 @@ class Peer:
 
     fn: Callable[[Any], Any]
     description: str = ""
-    # False: a baseline that does not compute the answer (transform's device-to-device copy of the
+    # False: a baseline that does not compute the answer (a device-to-device copy of the
     # array, the ceiling the versions are held to): timed like the others, never checked
     checked: bool = True
 

@@ -130,7 +130,7 @@ class CheckResult(Record):
     message: str = ""
     seed: int | None = None
     repeats: list[float] = Field(default_factory=list, description=(
-        "the assignment's repeat_value (transform's sum) of every call of the check, the same input each time: "
+        "the assignment's repeat_value (a sum that must not drift, say) of every call of the check, the same input each time: "
         "a value that must be bit-identical from call to call"))
 
     @property

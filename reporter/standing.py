@@ -172,8 +172,8 @@ class Pairing:
 
 def pairing(mine: Iterable[Run], theirs: Iterable[Run], case: str, *, gpu: str | None = None) -> Pairing | None:
     """Which runs compare one version (``mine``: its runs) with another: a speedup measured across
-    sessions measures the card's state as much as the code (on the H100, flashattn v15's rested
-    mean moved from 14.01 to 14.29 ms between two sessions an hour apart).
+    sessions measures the card's state as much as the code (on the H100, one kernel's rested mean
+    moved by 2 % between two sessions six minutes apart).
 
     1. Their figures, when one session timed both (the usual case: ``report run`` times every version);
     2. else the newest pair of runs of one session timed the same way, preferring the kinds in the

@@ -37,7 +37,7 @@ def compare(out: Any, ref: Any, tol: Tolerance | tuple[Tolerance | None, ...], *
             seed: int | None = None) -> CheckResult:
     """Check ``out`` against ``ref`` elementwise: |out - ref| <= atol + rtol * |ref|, or exact.
 
-    A reference that is a tuple (an output of several tensors: transform's array and its sum)
+    A reference that is a tuple (an output of several tensors: an array and a sum over it)
     wants an output tuple of the same length, compared part by part; ``tol`` is then one
     tolerance for every part or one per part (``None``: the part is compared for shape only, left
     to the assignment's ``check_implementation``). The result adds the parts' counts and keeps the

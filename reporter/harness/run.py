@@ -158,7 +158,7 @@ def _check_once(fn: Callable[[Any], Any], data: Any, ref: Any, spec: Any, seed: 
     """One call on a clone of ``data`` into poisoned memory, judged by :func:`check_output`.
 
     An assignment with ``repeat_value(output) -> float`` (a value that must not change from call to
-    call: transform's sum) gets ``REPEATS`` calls in all on the same input; the check keeps every
+    call: a sum over the output, say) gets ``REPEATS`` calls in all on the same input; the check keeps every
     value and fails unless they are bit-identical."""
     poison_allocator(ref)
     given = clone_input(data)
@@ -286,7 +286,8 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
         task = progress.add_task(f"peer {name}", total=opts.rule.max_reps)
         names = (a.name, f"peer:{name}")
         try:
-            if peer.checked:
+            checked = getattr(peer, "checked", True)  # a baseline is timed, never checked
+            if checked:
                 check, o = _check_once(peer.fn, data, ref, a.spec, case["seed"], names)
             else:  # a baseline: one untimed call (a compile, the allocator's first block), no check
                 check, o = None, peer.fn(clone_input(data))
@@ -303,7 +304,7 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
                 same = RunOptions(ranked=opts.ranked, rule=opts.rule, hold=opts.hold)
                 t = time_callable(peer.fn, data, a=a, case=case, ref=ref, names=names, opts=same, flush=flush,
                                   timer=timer, on_sample=lambda i, ms: progress.update(task, completed=i + 1),
-                                  state=state, checked=peer.checked)
+                                  state=state, checked=checked)
                 out.append(PeerResult(name=name, description=peer.description, check=check, timing=t,
                                       derived=derive(work, t.mean_ms, ceilings)))
         except RankedCheckFailed as e:
@@ -397,7 +398,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
         names = (a.name, f"peer:{name}")
         pr = PeerResult(name=name, description=peer.description)
         try:
-            if peer.checked:
+            if getattr(peer, "checked", True):
                 pr.check, o = _check_once(peer.fn, data, ref, spec, seed, names)
             else:  # a baseline: one untimed call, no check
                 o = peer.fn(clone_input(data))
@@ -406,7 +407,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
             if pr.check is None or pr.check.passed:
                 fns.append(peer.fn)
                 owners.append(("peer", len(peer_results)))
-                if not peer.checked:
+                if not getattr(peer, "checked", True):
                     unchecked.add(len(fns) - 1)
             else:
                 pr.error = f"check failed: {pr.check.message}"

@@ -336,8 +336,8 @@ PRUNED_RATIO = 4  # ... and this many times as many removed: the version is its 
 
 def _pruned(hunks: list[tuple[Path, Path, list[tuple[str, str, int]]]]) -> tuple[int, int] | None:
     """(removed, edited) code lines when the change only removes code and edits lines in place (a
-    renamed call, a changed argument): the version keeps one path of its predecessor (v08 keeps
-    v07's ``PIPELINE=1`` schedule), and the diff shows what went, not the idea. None otherwise."""
+    renamed call, a changed argument): the version keeps one path of its predecessor (one schedule
+    of several behind a flag), and the diff shows what went, not the idea. None otherwise."""
     adds = [(t, [d for k, d, _ in h if k == "del" and not _is_comment(d)])
             for _, _, h in hunks for k, t, _ in h if k == "add" and not _is_comment(t)]
     dels = sum(1 for _, _, h in hunks for k, t, _ in h if k == "del" and not _is_comment(t))
