@@ -1,0 +1,63 @@
+"""A look at transform's per-call times outside the harness: does a version slow down at the start
+of a run, and does triton.testing.do_bench agree with our figures?
+
+    python tools/transform_probe.py OUT.json
+
+On the benchmark case (128M fp32): for the memcpy peer and the versions named in VERSIONS, after
+a 3 s rest, 200 calls back to back timed one by one with CUDA events (no L2 flush), then
+``do_bench`` (its own L2 flush, 25 ms warm-up, 200 ms of calls). Writes the per-call times and
+the summaries as JSON and prints a table. Run on the GPU node from the repo root.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "kernels" / "transform"))
+VERSIONS = ("v02_vectorized", "v03_fast_math", "v04_unrolled")
+
+
+def main() -> int:
+    import importlib
+
+    import torch
+    from triton.testing import do_bench
+
+    import assignment as A
+
+    x = A.generate_input(**A.CASES["benchmark"])
+    fns = {"memcpy": lambda: A._copy(x)}
+    for name in VERSIONS:
+        mod = importlib.import_module(name)
+        fns[name] = (lambda m: (lambda: m.custom_kernel(x)))(mod)
+    out: dict[str, dict] = {"gpu": torch.cuda.get_device_name(), "case": A.CASES["benchmark"], "runs": {}}
+    for name, fn in fns.items():
+        fn()
+        torch.cuda.synchronize()
+        time.sleep(3.0)
+        times = []
+        for _ in range(200):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            times.append(s.elapsed_time(e))
+        out["runs"][name] = {"per_call_ms": times, "first10_mean_ms": statistics.mean(times[:10]),
+                             "last100_mean_ms": statistics.mean(times[100:]), "median_ms": statistics.median(times),
+                             "do_bench_ms": do_bench(fn, warmup=25, rep=200)}
+    Path(sys.argv[1]).write_text(json.dumps(out, indent=1))
+    print(f"{'':16s} {'first 10':>9s} {'last 100':>9s} {'median':>9s} {'do_bench':>9s}  (ms)")
+    for name, r in out["runs"].items():
+        print(f"{name:16s} {r['first10_mean_ms']:9.4f} {r['last100_mean_ms']:9.4f} {r['median_ms']:9.4f} "
+              f"{r['do_bench_ms']:9.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
