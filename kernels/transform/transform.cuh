@@ -165,6 +165,62 @@ __device__ __forceinline__ void finish_block(const elem_t* __restrict__ x, elem_
     if (threadIdx.x == 0) partials[blockIdx.x] = s;
 }
 
+// UNROLL groups in flight per thread: a block's iteration covers UNROLL·blockDim groups, each
+// thread loading its UNROLL groups (blockDim apart, so a warp holds 32 consecutive groups for the
+// look-back) before it transforms and stores the first. Returns the thread's sum of sin terms.
+template <int UNROLL_N>
+__device__ __forceinline__ float grid_loop(const elem_t* __restrict__ x, elem_t* __restrict__ y, u64 groups)
+{
+    const u64 chunk = (u64)blockDim.x * UNROLL_N;  // groups per block per iteration
+    const u64 stride = (u64)gridDim.x * chunk;
+    float acc = 0.0f;
+    for (u64 base = (u64)blockIdx.x * chunk; base < groups; base += stride) {
+        group4 v[UNROLL_N];
+#pragma unroll
+        for (int u = 0; u < UNROLL_N; ++u) {
+            const u64 g = base + (u64)u * blockDim.x + threadIdx.x;
+            v[u] = g < groups ? load4(x + 4 * g) : group4{1.f, 1.f, 1.f, 1.f};
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL_N; ++u) {
+            const u64 g = base + (u64)u * blockDim.x + threadIdx.x;
+            const group4 f = transform_group(v[u], g);
+            if (g < groups) {
+                store4(y + 4 * g, f);
+                if (f.b > 0.5f) acc += f.a;
+            }
+        }
+    }
+    return acc;
+}
+
+// The tail and the sum in the same launch: as finish_block, then every block takes a ticket
+// after writing its partial; the block holding the last ticket adds all the partials in a fixed
+// order (by block index, each thread a fixed strided subset, then block_sum_fixed), writes *out
+// and puts the ticket counter back to 0 for the next launch. Which block comes last varies from
+// call to call; the order of the additions does not.
+__device__ __forceinline__ void finish_grid(const elem_t* __restrict__ x, elem_t* __restrict__ y,
+                                            double* __restrict__ partials, u32* __restrict__ ticket,
+                                            double* __restrict__ out, u64 n, u64 groups, float acc)
+{
+    finish_block(x, y, partials, n, groups, acc);
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        __threadfence();  // this block's partial is visible before its ticket is
+        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    double v = 0.0;
+    for (u32 j = threadIdx.x; j < gridDim.x; j += blockDim.x) v += ((volatile double*)partials)[j];
+    v = block_sum_fixed(v);
+    if (threadIdx.x == 0) {
+        *out = v;
+        *ticket = 0u;
+    }
+}
+
 // Second pass: one block of 1024 threads sums the per-block partial sums in a fixed order (each
 // thread a fixed strided subset, then block_sum_fixed) into *out.
 extern "C" __global__ void __launch_bounds__(1024)
