@@ -34,7 +34,8 @@ def _build(name: str, root: Path, out: Path, cache: Path) -> tuple[float, str]:
     env = {**os.environ, "REPORT_CACHE_DIR": str(cache)}
     t0 = time.perf_counter()
     what = ["--all"] if name == "all" else [name]
-    done = subprocess.run([sys.executable, "-m", "reporter.cli", "build", *what, "--root", str(root), "--out", str(out)],
+    command = [sys.executable, "-m", "reporter.cli", "build", *what, "--root", str(root), "--out", str(out)]
+    done = subprocess.run(command,
                           capture_output=True, text=True, check=False, env=env)
     elapsed = time.perf_counter() - t0
     if done.returncode != 0:

@@ -96,7 +96,8 @@ def _compare_parts(out: Any, ref: tuple | list, tol: Tolerance | tuple[Tolerance
         what = f"a {type(out).__name__}" + (f" of {len(out)}" if isinstance(out, (tuple, list)) else "")
         return CheckResult(passed=False, exact=False, n_elements=0, mismatches=0, shape_ok=False, seed=seed,
                            message=f"output is {what}, expected a tuple of {n} tensors")
-    parts = [compare(o, r, t if t is not None else _NO_TOLERANCE, seed=seed) for o, r, t in zip(out, ref, tols, strict=True)]
+    parts = [compare(o, r, t if t is not None else _NO_TOLERANCE, seed=seed)
+             for o, r, t in zip(out, ref, tols, strict=True)]
     for k, (p, t) in enumerate(zip(parts, tols, strict=True)):
         if t is None and p.shape_ok:  # shape only: the assignment's check judges the values
             parts[k] = p.model_copy(update=dict(passed=p.nan_count == 0 and p.inf_count == 0, mismatches=0,

@@ -308,7 +308,8 @@ def _outline(writer, parts: list[tuple[Rendered, Numbering]]) -> None:  # noqa: 
         for level, title, page, x, y, is_open in r.bookmarks:
             while stack and stack[-1][0] >= level:
                 stack.pop()
-            item = writer.add_outline_item(title=title, page_number=start + page, parent=stack[-1][1] if stack else None,
+            item = writer.add_outline_item(title=title, page_number=start + page,
+                                           parent=stack[-1][1] if stack else None,
                                            fit=Fit.xyz(left=x, top=y), is_open=is_open)
             stack.append((level, item))
         start += r.pages

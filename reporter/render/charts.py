@@ -238,7 +238,8 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
         above = i == 0 or y >= py[i - 1]
         last = i == len(py) - 1 and i != 0
         first = i == 0  # beside its point, inward: centred, it would sit on the y axis
-        ax.annotate(_fmt_ms(y), (px[i], y), xytext=(-5 if last else 5 if first else 0, 2 if first else 7 if above else -8),
+        dx, dy = (-5 if last else 5 if first else 0), (2 if first else 7 if above else -8)
+        ax.annotate(_fmt_ms(y), (px[i], y), xytext=(dx, dy),
                     textcoords="offset points", ha="right" if last else "left" if first else "center",
                     va="bottom" if above else "top", fontsize=7, color=VERSION_COLOR)
     _label_column(ax, [(y, text, LINE_STYLES[kind][0]) for y, text, kind in d.lines])
