@@ -4,7 +4,9 @@ of a run, and does triton.testing.do_bench agree with our figures?
     python tools/transform_probe.py OUT.json
 
 On the benchmark case (128M fp32): for the memcpy peer and the versions named in VERSIONS, after
-a 3 s rest, 200 calls back to back timed one by one with CUDA events (no L2 flush), then
+a 3 s rest, 200 calls back to back timed one by one by the harness's timing loop with no L2 flush
+(``reporter.harness.timing.benchmark``; the 03:53 run in logs/devices/h100/probes/ timed them with
+plain CUDA events, the same measurement), then
 ``do_bench`` (its own L2 flush, 25 ms warm-up, 200 ms of calls). Writes the per-call times and
 the summaries as JSON and prints a table. Run on the GPU node from the repo root.
 """
@@ -14,7 +16,6 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +31,8 @@ def main() -> int:
 
     import assignment as A
 
+    from reporter.harness.timing import CudaEventTimer, StoppingRule, benchmark
+
     x = A.generate_input(**A.CASES["benchmark"])
     fns = {"memcpy": lambda: A._copy(x)}
     for name in VERSIONS:
@@ -39,15 +42,11 @@ def main() -> int:
     for name, fn in fns.items():
         fn()
         torch.cuda.synchronize()
-        time.sleep(3.0)
-        times = []
-        for _ in range(200):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            e.synchronize()
-            times.append(s.elapsed_time(e))
+        # the harness's timing loop (reporter.harness.timing): 3 s of rest, then 200 calls back to
+        # back with no flush and no warm-up, every sample kept
+        rule = StoppingRule(min_reps=200, max_reps=200, target_rel_stderr=0.0, budget_s=1e9, warmup_reps=0,
+                            rest_s=3.0)
+        times = list(benchmark(lambda rep, f=fn: f(), timer=CudaEventTimer(), rule=rule, flush=None).samples_ms)
         out["runs"][name] = {"per_call_ms": times, "first10_mean_ms": statistics.mean(times[:10]),
                              "last100_mean_ms": statistics.mean(times[100:]), "median_ms": statistics.median(times),
                              "do_bench_ms": do_bench(fn, warmup=25, rep=200)}
