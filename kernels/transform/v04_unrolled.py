@@ -33,23 +33,32 @@ def _sms(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
+def module(source: Path, x: torch.Tensor, config: Mapping[str, Any]) -> Any:
+    """``source`` (v04's or a later version's build of it) compiled for ``x``'s dtype and ``config``."""
+    return load_module(source, defines={"UNROLL": int(config["UNROLL"]), "ELEM_BF16": int(x.dtype == torch.bfloat16)})
+
+
+def buffers(x: torch.Tensor, config: Mapping[str, Any]) -> tuple[torch.Tensor, int, torch.Tensor, torch.Tensor]:
+    """For ``x`` under ``config``: y, the number of blocks, the blocks' partial sums and the 0-d sum."""
+    n = x.numel()
+    groups = (n // 32) * 8
+    per_block = THREADS * int(config["UNROLL"])
+    most = _sms(x.device.index or 0) * int(config["BLOCKS_PER_SM"])
+    blocks = max(1, min((groups + per_block - 1) // per_block, most))
+    return (torch.empty_like(x), blocks, torch.empty(blocks, dtype=torch.float64, device=x.device),
+            torch.empty((), dtype=torch.float64, device=x.device))
+
+
+def launch(mod: Any, x: torch.Tensor, config: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``transform_unrolled`` then ``transform_sum_partials`` of ``mod`` on ``x``."""
+    y, blocks, partials, total = buffers(x, config)
+    mod.kernel("transform_unrolled")((blocks,), (THREADS,), x, y, partials, np.uint64(x.numel()))
+    mod.kernel("transform_sum_partials")((1,), (1024,), partials, np.uint32(blocks), total)
+    return y, total
+
+
 def make_kernel(config: Mapping[str, Any]) -> Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]:
-    unroll, per_sm = int(config["UNROLL"]), int(config["BLOCKS_PER_SM"])
-
-    def kernel(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        n = x.numel()
-        y = torch.empty_like(x)
-        groups = (n // 32) * 8
-        per_block = THREADS * unroll
-        blocks = max(1, min((groups + per_block - 1) // per_block, _sms(x.device.index or 0) * per_sm))
-        partials = torch.empty(blocks, dtype=torch.float64, device=x.device)
-        total = torch.empty((), dtype=torch.float64, device=x.device)
-        mod = load_module(SOURCE, defines={"UNROLL": unroll, "ELEM_BF16": int(x.dtype == torch.bfloat16)})
-        mod.kernel("transform_unrolled")((blocks,), (THREADS,), x, y, partials, np.uint64(n))
-        mod.kernel("transform_sum_partials")((1,), (1024,), partials, np.uint32(blocks), total)
-        return y, total
-
-    return kernel
+    return lambda x: launch(module(SOURCE, x, config), x, config)
 
 
 custom_kernel = make_kernel(CONFIG)

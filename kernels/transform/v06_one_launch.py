@@ -19,7 +19,6 @@ import numpy as np
 import torch
 
 import v04_unrolled as v04
-from reporter.cuda import load_module
 
 SOURCE = Path(__file__).with_suffix(".cu")
 CONFIG = dict(v04.CONFIG)
@@ -32,15 +31,7 @@ def _ticket(index: int) -> torch.Tensor:
 
 
 def custom_kernel(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    n = x.numel()
-    y = torch.empty_like(x)
-    unroll, per_sm = int(CONFIG["UNROLL"]), int(CONFIG["BLOCKS_PER_SM"])
-    groups = (n // 32) * 8
-    per_block = v04.THREADS * unroll
-    blocks = max(1, min((groups + per_block - 1) // per_block, v04._sms(x.device.index or 0) * per_sm))
-    partials = torch.empty(blocks, dtype=torch.float64, device=x.device)
-    total = torch.empty((), dtype=torch.float64, device=x.device)
-    mod = load_module(SOURCE, defines={"UNROLL": unroll, "ELEM_BF16": int(x.dtype == torch.bfloat16)})
-    mod.kernel("transform_one_launch")((blocks,), (v04.THREADS,), x, y, partials, _ticket(x.device.index or 0),
-                                       total, np.uint64(n))
+    y, blocks, partials, total = v04.buffers(x, CONFIG)
+    v04.module(SOURCE, x, CONFIG).kernel("transform_one_launch")(
+        (blocks,), (v04.THREADS,), x, y, partials, _ticket(x.device.index or 0), total, np.uint64(x.numel()))
     return y, total
