@@ -231,3 +231,21 @@ transform_sum_partials(const double* __restrict__ partials, u32 count, double* _
     v = block_sum_fixed(v);
     if (threadIdx.x == 0) *out = v;
 }
+
+// One block alone over the groups [begin, end) (begin a multiple of 8 groups), one group per
+// thread per step, as v02's loop: the whole groups a tiled version leaves after its last whole
+// tile. Every thread of the block must call it (the shuffles). Returns the thread's sum of sin terms.
+__device__ __forceinline__ float block_loop(const elem_t* __restrict__ x, elem_t* __restrict__ y, u64 begin, u64 end)
+{
+    float acc = 0.0f;
+    for (u64 base = begin; base < end; base += blockDim.x) {
+        const u64 g = base + threadIdx.x;
+        const bool live = g < end;
+        const group4 f = transform_group(live ? load4(x + 4 * g) : group4{1.f, 1.f, 1.f, 1.f}, g);
+        if (live) {
+            store4(y + 4 * g, f);
+            if (f.b > 0.5f) acc += f.a;
+        }
+    }
+    return acc;
+}

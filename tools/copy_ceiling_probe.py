@@ -1,0 +1,95 @@
+"""How close to the device-to-device memcpy does an SM kernel get when it only moves the bytes?
+
+    python tools/copy_ceiling_probe.py OUT.json
+
+transform's goal is a version within 1.02x of the memcpy of the same array. This probe times,
+on the benchmark arrays (128M fp32: 512 MiB; 128M bf16: 256 MiB), the memcpy peer against two
+copies by SM kernels (``tools/copy_ceiling.cu``: a 16-byte grid-stride copy, and the bulk-copy
+ring of transform v07 without its arithmetic) and against transform's v03, v06 and v07, all
+through the harness's timing loop as a version's figure is taken (``reporter.harness.timing``:
+3 s of rest, 3 warm-up calls, 100 calls each after the harness's L2 flush), then with
+``triton.testing.do_bench``. The memcpy is timed first and again last, so a drift over the probe
+shows. Every copy is compared with its input before it is timed. Writes the samples and the
+summaries as JSON and prints a table. Run on the GPU node from the repo root.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "kernels" / "transform"))
+sys.path.insert(0, str(ROOT))
+VERSIONS = ("v03_fast_math", "v06_one_launch", "v07_bulk")
+BULK = ({"TILE_BYTES": 8192, "STAGES": 4, "BLOCKS_PER_SM": 4}, {"TILE_BYTES": 16384, "STAGES": 2, "BLOCKS_PER_SM": 4},
+        {"TILE_BYTES": 8192, "STAGES": 4, "BLOCKS_PER_SM": 6})
+
+
+def main() -> int:
+    import importlib
+
+    import numpy as np
+    import torch
+    from triton.testing import do_bench
+
+    import assignment as A
+
+    from reporter.cuda import load_module
+    from reporter.harness.timing import CudaEventTimer, L2Flusher, StoppingRule, benchmark
+
+    props = torch.cuda.get_device_properties(0)
+    sms = props.multi_processor_count
+    source = ROOT / "tools" / "copy_ceiling.cu"
+    inc = (f"-I{ROOT / 'kernels'}",)
+
+    def vec4(x: torch.Tensor) -> torch.Tensor:
+        y = torch.empty_like(x)
+        n16 = x.numel() * x.element_size() // 16
+        load_module(source, options=inc).kernel("copy_vec4")((sms * 8,), (256,), x, y, np.uint64(n16))
+        return y
+
+    def bulk(cfg: dict[str, int]):  # noqa: ANN202
+        def run(x: torch.Tensor) -> torch.Tensor:
+            y = torch.empty_like(x)
+            tiles = x.numel() * x.element_size() // cfg["TILE_BYTES"]
+            mod = load_module(source, defines={"TILE_BYTES": cfg["TILE_BYTES"], "STAGES": cfg["STAGES"]}, options=inc)
+            mod.kernel("copy_bulk")((min(tiles, sms * cfg["BLOCKS_PER_SM"]),), (32,), x, y, np.uint64(tiles))
+            return y
+        return run
+
+    flusher = L2Flusher(props.L2_cache_size)
+    out: dict = {"gpu": torch.cuda.get_device_name(), "runs": {}}
+    for case in ("benchmark", "benchmark_bf16"):
+        x = A.generate_input(**A.CASES[case])
+        fns: dict = {"memcpy": lambda: A._copy(x), "copy_vec4": lambda: vec4(x)}
+        for cfg in BULK:
+            fns[f"copy_bulk {cfg['TILE_BYTES'] // 1024}K x{cfg['STAGES']} @{cfg['BLOCKS_PER_SM']}"] = \
+                (lambda f: (lambda: f(x)))(bulk(cfg))
+        for name in VERSIONS:
+            mod = importlib.import_module(name)
+            fns[name] = (lambda m: (lambda: m.custom_kernel(x)))(mod)
+        fns["memcpy again"] = fns["memcpy"]
+        for name, fn in fns.items():
+            r = fn()
+            torch.cuda.synchronize()
+            if name.startswith("copy"):
+                assert torch.equal(r, x), f"{name} did not copy {case}"
+            rule = StoppingRule(min_reps=100, max_reps=100, target_rel_stderr=0.0, budget_s=1e9, warmup_reps=3,
+                                rest_s=3.0)
+            times = list(benchmark(lambda rep, f=fn: f(), timer=CudaEventTimer(), rule=rule, flush=flusher).samples_ms)
+            out["runs"][f"{case} {name}"] = {"per_call_ms": times, "mean_ms": statistics.mean(times),
+                                            "median_ms": statistics.median(times),
+                                            "do_bench_ms": do_bench(fn, warmup=25, rep=200)}
+        del x
+    Path(sys.argv[1]).write_text(json.dumps(out, indent=1))
+    print(f"{'':40s} {'mean':>9s} {'median':>9s} {'do_bench':>9s}  (ms)")
+    for name, r in out["runs"].items():
+        print(f"{name:40s} {r['mean_ms']:9.4f} {r['median_ms']:9.4f} {r['do_bench_ms']:9.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
