@@ -1,10 +1,13 @@
-// Two plain copies of an array by SM kernels, for tools/copy_ceiling_probe.py: how close to the
+// Plain copies of an array by SM kernels, for tools/copy_ceiling_probe.py: how close to the
 // device-to-device memcpy an SM kernel gets on this GPU when it only moves the bytes.
 //
-// copy_vec4: a grid-stride loop, one 16-byte load and one 16-byte store per thread per step
-// (transform v02/v03's access pattern without the arithmetic).
+// copy_vec4: a grid-stride loop, UNROLL 16-byte loads (blockDim apart) then their stores per
+// thread per step; UNROLL 1 is transform v02/v03's access pattern without the arithmetic.
 // copy_bulk: transform v07's ring without the arithmetic: per block, thread 0 keeps STAGES
-// tiles of TILE_BYTES loading with cp.async.bulk and writes each back with one bulk store.
+// tiles of TILE_BYTES (dynamic shared memory) loading with cp.async.bulk and writes each back
+// with one bulk store. ORDER 0 deals the tiles to the blocks in turn (b, b + gridDim.x, ...), as
+// v07 does; ORDER 1 gives each block one contiguous run of tiles. HINT 1 puts the evict-first
+// L2 policy on the bulk loads and stores.
 
 #include "common/sm90/bulk.cuh"
 #include "common/sm90/mbarrier.cuh"
@@ -15,24 +18,59 @@
 #ifndef TILE_BYTES
 #define TILE_BYTES 8192
 #endif
+#ifndef UNROLL
+#define UNROLL 1
+#endif
+#ifndef ORDER
+#define ORDER 0
+#endif
+#ifndef HINT
+#define HINT 0
+#endif
 
 extern "C" __global__ void __launch_bounds__(256)
 copy_vec4(const uint4* __restrict__ x, uint4* __restrict__ y, u64 n16)
 {
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += (u64)gridDim.x * blockDim.x) y[i] = x[i];
+    const u64 step = (u64)blockDim.x * UNROLL;
+    for (u64 base = (u64)blockIdx.x * step; base < n16; base += (u64)gridDim.x * step) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const u64 i = base + (u64)u * blockDim.x + threadIdx.x;
+            if (i < n16) v[u] = x[i];
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const u64 i = base + (u64)u * blockDim.x + threadIdx.x;
+            if (i < n16) y[i] = v[u];
+        }
+    }
 }
 
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(32)
 copy_bulk(const unsigned char* __restrict__ x, unsigned char* __restrict__ y, u64 tiles)
 {
-    __shared__ __align__(128) unsigned char ring[STAGES][TILE_BYTES];
+    extern __shared__ __align__(128) unsigned char ring[];  // STAGES * TILE_BYTES
     __shared__ __align__(8) u64 full[STAGES];
     if (threadIdx.x != 0) return;
+#if ORDER
+    const u64 first = tiles * blockIdx.x / gridDim.x, mine = tiles * (blockIdx.x + 1) / gridDim.x - first;
+    auto tile_of = [&](u32 k) { return first + k; };
+#else
     const u32 mine = tiles > blockIdx.x ? (u32)((tiles - blockIdx.x + gridDim.x - 1) / gridDim.x) : 0u;
+    auto tile_of = [&](u32 k) { return (u64)blockIdx.x + (u64)k * gridDim.x; };
+#endif
+#if HINT
+    const u64 policy = l2_policy_evict_first();
+#endif
     auto fill = [&](u32 k) {
         const u32 s = k % STAGES, bar = smem_u32(&full[s]);
         mbar_arrive_expect_tx(bar, TILE_BYTES);
-        bulk_load(smem_u32(ring[s]), x + ((u64)blockIdx.x + (u64)k * gridDim.x) * TILE_BYTES, TILE_BYTES, bar);
+#if HINT
+        bulk_load_hint(smem_u32(ring + s * TILE_BYTES), x + tile_of(k) * TILE_BYTES, TILE_BYTES, bar, policy);
+#else
+        bulk_load(smem_u32(ring + s * TILE_BYTES), x + tile_of(k) * TILE_BYTES, TILE_BYTES, bar);
+#endif
     };
     for (u32 s = 0; s < STAGES; ++s) mbar_init(smem_u32(&full[s]), 1);
     fence_mbarrier_init();
@@ -41,7 +79,11 @@ copy_bulk(const unsigned char* __restrict__ x, unsigned char* __restrict__ y, u6
         const u32 s = k % STAGES;
         while (!mbar_try_wait(smem_u32(&full[s]), (k / STAGES) & 1u)) {
         }
-        bulk_store(y + ((u64)blockIdx.x + (u64)k * gridDim.x) * TILE_BYTES, smem_u32(ring[s]), TILE_BYTES);
+#if HINT
+        bulk_store_hint(y + tile_of(k) * TILE_BYTES, smem_u32(ring + s * TILE_BYTES), TILE_BYTES, policy);
+#else
+        bulk_store(y + tile_of(k) * TILE_BYTES, smem_u32(ring + s * TILE_BYTES), TILE_BYTES);
+#endif
         bulk_commit();
         if (k >= 1 && k - 1 + STAGES < mine) {
             bulk_wait_read<1>();

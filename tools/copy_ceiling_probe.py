@@ -1,6 +1,7 @@
 """How close to the device-to-device memcpy does an SM kernel get when it only moves the bytes?
 
-    python tools/copy_ceiling_probe.py OUT.json
+    python tools/copy_ceiling_probe.py OUT.json            # copies against transform's versions
+    python tools/copy_ceiling_probe.py OUT.json variants   # more ways to copy, fp32 only
 
 transform's goal is a version within 1.02x of the memcpy of the same array. This probe times,
 on the benchmark arrays (128M fp32: 512 MiB; 128M bf16: 256 MiB), the memcpy peer against two
@@ -11,6 +12,10 @@ through the harness's timing loop as a version's figure is taken (``reporter.har
 ``triton.testing.do_bench``. The memcpy is timed first and again last, so a drift over the probe
 shows. Every copy is compared with its input before it is timed. Writes the samples and the
 summaries as JSON and prints a table. Run on the GPU node from the repo root.
+
+``variants`` times, on the fp32 array only, the 16-byte copy with 1 and 4 loads in flight per
+thread, and the bulk ring with larger tiles and deeper rings (dynamic shared memory), with each
+block's tiles in one contiguous run (ORDER 1), and with the evict-first L2 policy (HINT 1).
 """
 
 from __future__ import annotations
@@ -26,16 +31,19 @@ sys.path.insert(0, str(ROOT))
 VERSIONS = ("v03_fast_math", "v06_one_launch", "v07_bulk")
 BULK = ({"TILE_BYTES": 8192, "STAGES": 4, "BLOCKS_PER_SM": 4}, {"TILE_BYTES": 16384, "STAGES": 2, "BLOCKS_PER_SM": 4},
         {"TILE_BYTES": 8192, "STAGES": 4, "BLOCKS_PER_SM": 6})
+VARIANT_VEC4 = ({"UNROLL": 1, "BLOCKS_PER_SM": 8}, {"UNROLL": 4, "BLOCKS_PER_SM": 4}, {"UNROLL": 4, "BLOCKS_PER_SM": 8})
+VARIANT_BULK = tuple({"TILE_BYTES": t, "STAGES": s, "BLOCKS_PER_SM": b, "ORDER": o, "HINT": h} for t, s, b, o, h in (
+    (8192, 4, 4, 0, 0), (8192, 4, 4, 1, 0), (8192, 4, 4, 0, 1), (16384, 4, 3, 0, 0), (32768, 3, 2, 0, 0),
+    (65536, 3, 1, 0, 0), (4096, 4, 8, 0, 0), (16384, 4, 3, 1, 1)))
 
 
 def main() -> int:
     import importlib
 
+    import assignment as A
     import numpy as np
     import torch
     from triton.testing import do_bench
-
-    import assignment as A
 
     from reporter.cuda import load_module
     from reporter.harness.timing import CudaEventTimer, L2Flusher, StoppingRule, benchmark
@@ -45,30 +53,44 @@ def main() -> int:
     source = ROOT / "tools" / "copy_ceiling.cu"
     inc = (f"-I{ROOT / 'kernels'}",)
 
-    def vec4(x: torch.Tensor) -> torch.Tensor:
-        y = torch.empty_like(x)
-        n16 = x.numel() * x.element_size() // 16
-        load_module(source, options=inc).kernel("copy_vec4")((sms * 8,), (256,), x, y, np.uint64(n16))
-        return y
+    variants = sys.argv[2:] == ["variants"]
 
-    def bulk(cfg: dict[str, int]):  # noqa: ANN202
+    def vec4(cfg: dict[str, int]):
+        mod = load_module(source, defines={"UNROLL": cfg["UNROLL"]}, options=inc)
+
         def run(x: torch.Tensor) -> torch.Tensor:
             y = torch.empty_like(x)
-            tiles = x.numel() * x.element_size() // cfg["TILE_BYTES"]
-            mod = load_module(source, defines={"TILE_BYTES": cfg["TILE_BYTES"], "STAGES": cfg["STAGES"]}, options=inc)
-            mod.kernel("copy_bulk")((min(tiles, sms * cfg["BLOCKS_PER_SM"]),), (32,), x, y, np.uint64(tiles))
+            n16 = x.numel() * x.element_size() // 16
+            mod.kernel("copy_vec4")((sms * cfg["BLOCKS_PER_SM"],), (256,), x, y, np.uint64(n16))
             return y
         return run
 
+    def bulk(cfg: dict[str, int]):
+        defines = {k: cfg.get(k, 0) for k in ("TILE_BYTES", "STAGES", "ORDER", "HINT")}
+        mod = load_module(source, defines=defines, options=inc)
+
+        def run(x: torch.Tensor) -> torch.Tensor:
+            y = torch.empty_like(x)
+            tiles = x.numel() * x.element_size() // cfg["TILE_BYTES"]
+            mod.kernel("copy_bulk")((min(tiles, sms * cfg["BLOCKS_PER_SM"]),), (32,), x, y, np.uint64(tiles),
+                                    shared_mem=cfg["TILE_BYTES"] * cfg["STAGES"])
+            return y
+        return run
+
+    def bulk_name(cfg: dict[str, int]) -> str:
+        extra = "".join(f" {k}" for k in ("ORDER", "HINT") if cfg.get(k))
+        return f"copy_bulk {cfg['TILE_BYTES'] // 1024}K x{cfg['STAGES']} @{cfg['BLOCKS_PER_SM']}{extra}"
+
     flusher = L2Flusher(props.L2_cache_size)
-    out: dict = {"gpu": torch.cuda.get_device_name(), "runs": {}}
-    for case in ("benchmark", "benchmark_bf16"):
+    out: dict = {"gpu": torch.cuda.get_device_name(), "mode": "variants" if variants else "versions", "runs": {}}
+    for case in ("benchmark",) if variants else ("benchmark", "benchmark_bf16"):
         x = A.generate_input(**A.CASES[case])
-        fns: dict = {"memcpy": lambda: A._copy(x), "copy_vec4": lambda: vec4(x)}
-        for cfg in BULK:
-            fns[f"copy_bulk {cfg['TILE_BYTES'] // 1024}K x{cfg['STAGES']} @{cfg['BLOCKS_PER_SM']}"] = \
-                (lambda f: (lambda: f(x)))(bulk(cfg))
-        for name in VERSIONS:
+        fns: dict = {"memcpy": lambda: A._copy(x)}
+        for cfg in VARIANT_VEC4 if variants else ({"UNROLL": 1, "BLOCKS_PER_SM": 8},):
+            fns[f"copy_vec4 x{cfg['UNROLL']} @{cfg['BLOCKS_PER_SM']}"] = (lambda f: (lambda: f(x)))(vec4(cfg))
+        for cfg in VARIANT_BULK if variants else BULK:
+            fns[bulk_name(cfg)] = (lambda f: (lambda: f(x)))(bulk(cfg))
+        for name in () if variants else VERSIONS:
             mod = importlib.import_module(name)
             fns[name] = (lambda m: (lambda: m.custom_kernel(x)))(mod)
         fns["memcpy again"] = fns["memcpy"]

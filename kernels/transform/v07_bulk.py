@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 import torch
-
 import v06_one_launch as v06
+
 from reporter.cuda import load_module
 
 SOURCE = Path(__file__).with_suffix(".cu")

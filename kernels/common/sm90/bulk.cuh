@@ -53,3 +53,27 @@ __device__ __forceinline__ void fence_mbarrier_init()
 {
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
+
+// an L2 cache policy that marks every line it touches evict-first (for bytes used once)
+__device__ __forceinline__ u64 l2_policy_evict_first()
+{
+    u64 p;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+    return p;
+}
+
+// bulk_load with an L2 cache policy (l2_policy_evict_first, say) on the lines it reads
+__device__ __forceinline__ void bulk_load_hint(u32 dst, const void* src, u32 bytes, u32 bar, u64 policy)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+                 : "memory");
+}
+
+// bulk_store with an L2 cache policy on the lines it writes
+__device__ __forceinline__ void bulk_store_hint(void* dst, u32 src, u32 bytes, u64 policy)
+{
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;"
+                 ::"l"(dst), "r"(src), "r"(bytes), "l"(policy)
+                 : "memory");
+}
