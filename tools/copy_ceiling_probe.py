@@ -5,7 +5,7 @@
 
 transform's goal is a version within 1.02x of the memcpy of the same array. This probe times,
 on the benchmark arrays (128M fp32: 512 MiB; 128M bf16: 256 MiB), the memcpy peer against two
-copies by SM kernels (``tools/copy_ceiling.cu``: a 16-byte grid-stride copy, and the bulk-copy
+copies by SM kernels (``kernels/transform/probes.cu``, which was ``tools/copy_ceiling.cu`` until 05:10 UTC on 23 Nov: a 16-byte grid-stride copy, and the bulk-copy
 ring of transform v07 without its arithmetic) and against transform's v03, v06, v07 and v08, all
 through the harness's timing loop as a version's figure is taken (``reporter.harness.timing``:
 3 s of rest, 3 warm-up calls, 100 calls each after the harness's L2 flush), then with
@@ -50,8 +50,8 @@ def main() -> int:
 
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
-    source = ROOT / "tools" / "copy_ceiling.cu"
-    inc = (f"-I{ROOT / 'kernels'}",)
+    source = ROOT / "kernels" / "transform" / "probes.cu"
+    inc = ()  # probes.cu finds kernels/common/ from its own folder
 
     variants = sys.argv[2:] == ["variants"]
 

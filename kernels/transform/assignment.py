@@ -53,7 +53,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from reporter.assignments import Peer, ReferenceResult
+import transform_probes as tp  # beside this file; torch and CuPy only inside its probes
+
+from reporter.assignments import Peer, Probe, ReferenceResult
 from reporter.records import WorkModel
 
 TITLE = "transform: sin, cos, log, exp by i % 4, times f(x[i-16]) where i % 32 >= 16; the sum of the sin terms"
@@ -231,4 +233,15 @@ PEERS = {
                    checked=False),
     "torch_eager": Peer(_eager, "torch eager: the transform on 32-blocks in fp32, the sum in fp64"),
     "torch_compile": Peer(_compiled_eager, "torch.compile of the eager transform"),
+}
+
+# SM kernels that only copy x (probes.cu; `report run transform -c benchmark --probes`): what moving
+# the bytes costs a kernel on the SMs, to set beside the memcpy peer timed in the same run
+PROBES = {
+    "copy_vec4": Probe(tp.vec4(8), "x copied by 16-byte loads and stores, 8 blocks of 256 threads per SM "
+                                   "(v02's access pattern without the arithmetic)"),
+    "copy_bulk": Probe(tp.bulk(8192, 2, 4), "x copied by bulk loads and stores through 8 KB tiles, 2 stages, "
+                                            "4 blocks per SM (v08's ring without the arithmetic)"),
+    "copy_bulk_4k": Probe(tp.bulk(4096, 4, 8), "x copied by bulk loads and stores through 4 KB tiles, 4 stages, "
+                                               "8 blocks per SM"),
 }

@@ -1,5 +1,6 @@
-// Plain copies of an array by SM kernels, for tools/copy_ceiling_probe.py: how close to the
-// device-to-device memcpy an SM kernel gets on this GPU when it only moves the bytes.
+// Plain copies of an array by SM kernels: how close to the device-to-device memcpy an SM kernel
+// gets on this GPU when it only moves the bytes. transform's probes (transform_probes.py, timed by
+// `report run transform --probes`) and tools/copy_ceiling_probe.py launch them.
 //
 // copy_vec4: a grid-stride loop, UNROLL 16-byte loads (blockDim apart) then their stores per
 // thread per step; UNROLL 1 is transform v02/v03's access pattern without the arithmetic.
