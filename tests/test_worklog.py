@@ -129,3 +129,38 @@ def test_probe_bindings_read_the_newest_run_with_probes():
         with pytest.raises(WorklogError) as e:
             bind(expr, hctx, Path("w.md"))
         assert why in str(e.value), (expr, str(e.value))
+
+
+def test_a_pinned_version_reads_the_probes_of_its_own_run():
+    """``v08.at(run_id).probe(...)`` is the probe of that run, not of the newest run with probes;
+    a pinned run without probes, or a case other than the pinned run's, is a clear error."""
+    from reporter import store
+    from reporter.analysis.facts import fmt_number
+
+    t = get_assignment(ROOT / "kernels", "transform")
+    tctx = binding_context(summarize(t, ROOT / "logs", "h100"))
+    runs = sorted((store.load(p) for p in (ROOT / "logs" / "transform" / "v08_launch_plan").glob("*.json")),
+                  key=lambda r: r.created_utc)
+    with_probes = [r for r in runs if r.probes and r.case_name == "benchmark"]
+    assert len(with_probes) >= 2, "the committed logs hold two fp32 runs of v08 with probes"
+    older = with_probes[0]
+    bulk = next(p for p in older.probes if p.name == "copy_bulk")
+    text = bind(f"{{{{ v08.at('{older.run_id}').probe('copy_bulk').us }}}}", tctx, Path("w.md"))
+    assert text == fmt_number(bulk.timing.mean_ms * 1e3)
+    assert text != bind("{{ v08.probe('copy_bulk').us }}", tctx, Path("w.md"))  # the newest run's differs
+    plain = next(r for r in runs if not r.probes and r.case_name == "benchmark")
+    for expr, why in ((f"{{{{ v08.at('{plain.run_id}').probe('copy_bulk').us }}}}", "has no probes"),
+                      (f"{{{{ v08.at('{older.run_id}').probe('copy_bulk', 'benchmark_bf16').us }}}}",
+                       "is on case 'benchmark'")):
+        with pytest.raises(WorklogError) as e:
+            bind(expr, tctx, Path("w.md"))
+        assert why in str(e.value), (expr, str(e.value))
+
+
+def test_a_binding_error_after_a_set_names_its_own_line(ctx):
+    """A failing expression is reported at its own line, even when earlier lines use a name from
+    {% set %} (which fails when a line is tried alone)."""
+    text = ("{% set m = v02.ms %}\nfirst {{ m }}\n\nsecond {{ m }}\n\nthird {{ v02.no_such_figure }}\n")
+    with pytest.raises(WorklogError) as e:
+        bind(text, ctx, Path("w.md"), first_line=10)
+    assert str(e.value).startswith("w.md:15: {{ v02.no_such_figure }}"), str(e.value)

@@ -8,6 +8,9 @@
 // TRANSFORM_FAST_MATH (0 or 1): the SFU intrinsics (__sinf, __cosf, __logf, __expf) in place of
 // the libdevice functions.
 //
+// TRANSFORM_HW_CVT (0 or 1): bf16 stores round and pack two values per instruction
+// (cvt.rn.bf16x2.f32) instead of from_f's integer rounding; the same bits for finite values.
+//
 // TRANSFORM_STREAMING (0 or 1): the group loads and stores with the streaming cache hint
 // (ld.global.cs / st.global.cs: evict first), for data touched once.
 
@@ -22,6 +25,9 @@ typedef unsigned long long u64;
 #endif
 #ifndef TRANSFORM_FAST_MATH
 #define TRANSFORM_FAST_MATH 0
+#endif
+#ifndef TRANSFORM_HW_CVT
+#define TRANSFORM_HW_CVT 0
 #endif
 #ifndef TRANSFORM_STREAMING
 #define TRANSFORM_STREAMING 0
@@ -100,8 +106,14 @@ __device__ __forceinline__ void store4(elem_t* __restrict__ p, group4 g)
 {
 #if ELEM_BF16
     uint2 w;
+#if TRANSFORM_HW_CVT
+    // d = {upper: a, lower: b}; the element at the lower address is the lower half
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w.x) : "f"(g.b), "f"(g.a));
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w.y) : "f"(g.d), "f"(g.c));
+#else
     w.x = (u32)from_f(g.a) | ((u32)from_f(g.b) << 16);
     w.y = (u32)from_f(g.c) | ((u32)from_f(g.d) << 16);
+#endif
 #if TRANSFORM_STREAMING
     __stcs(reinterpret_cast<uint2*>(p), w);
 #else

@@ -1,8 +1,8 @@
 """v06 with the bytes moved by the SM's bulk-copy unit through shared memory; threads only compute.
 
-``v07_bulk.cu``: the profile of v03 shows 98 % occupancy and 85 % of DRAM peak: every thread
-holds one 16-byte load at a time, then computes and stores, so the bytes in flight per SM are
-bounded by the threads that are waiting rather than computing. Here the array is cut into tiles
+``v07_bulk.cu``: the profile of v03 shows every SM full of threads and DRAM short of its peak:
+every thread holds one 16-byte load at a time, then computes and stores, so the bytes in flight
+per SM are bounded by the threads that are waiting rather than computing. Here the array is cut into tiles
 of ``TILE_BYTES``; per block, thread 0 keeps ``STAGES`` tiles in a ring of static shared memory,
 each filled by one ``cp.async.bulk`` that completes on the stage's mbarrier. All threads wait
 for the stage, transform their groups in place (v02's group per thread and look-back shuffle),

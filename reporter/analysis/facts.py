@@ -274,6 +274,7 @@ class VersionFacts(TimingFacts):
         super().__init__(v.bench, v.short, summary.ceilings)
         self._v = v
         self._s = summary
+        self._pinned = False  # True for a version bound to one of its runs by at()
 
     def at(self, run_id: str) -> VersionFacts:
         """This version with one of its earlier benchmark runs (by id or unique prefix) in place of
@@ -283,6 +284,7 @@ class VersionFacts(TimingFacts):
         pinned = VersionFacts(self._v, self._s)
         pinned._run = self._find(run_id, label)
         pinned._what = label
+        pinned._pinned = True
         return pinned
 
     def _find(self, run_id: str, label: str) -> Run:
@@ -370,7 +372,8 @@ class VersionFacts(TimingFacts):
 
     def probe(self, name: str, case_name: str | None = None) -> ProbeFacts:
         """A probe timed in this version's newest run that has probes, on a case (default the
-        benchmark): ``{{ v07.probe('probe_read_w16').us }}`` beside ``{{ v07.probe_run().us }}``."""
+        benchmark): ``{{ v07.probe('probe_read_w16').us }}`` beside ``{{ v07.probe_run().us }}``.
+        On a pinned version (``v07.at(run_id)``), a probe of that run, of that run's case."""
         run = self._probe_run(case_name)
         found = next((p for p in run.probes if p.name == name), None)
         if found is None:
@@ -382,6 +385,12 @@ class VersionFacts(TimingFacts):
         return TimingFacts(self._probe_run(case_name), f"{self.short}.probe_run()", self._s.ceilings)
 
     def _probe_run(self, case_name: str | None) -> Run:
+        if self._pinned:
+            run = self._run
+            if case_name not in (None, run.case_name) or not run.probes:
+                why = "has no probes" if not run.probes else f"is on case '{run.case_name}', not '{case_name}'"
+                raise BindingError(f"{self._what}: the pinned run {run.run_id} {why}")
+            return run
         case_name = case_name or self._v.benchmark_case
         runs = [r for r in self._v.all_runs if r.case_name == case_name and r.probes]
         if not runs:

@@ -81,8 +81,14 @@ def bind(text: str, context: dict[str, Any], path: Path, first_line: int = 1) ->
     except jinja2.TemplateSyntaxError as e:
         raise WorklogError(f"{path}:{first_line + (e.lineno or 1) - 1}: template syntax: {e.message}") from e
     except (jinja2.UndefinedError, BindingError, TypeError, ZeroDivisionError) as e:
-        # locate the first line whose expressions fail on their own
-        for i, line in enumerate(text.splitlines()):
+        # jinja maps the failing frame to its template line; where it does not, fall back to the
+        # first line whose expressions fail on their own (which misses names set by {% set %})
+        lines = text.splitlines()
+        where = _template_line(e)
+        if where is not None and 1 <= where <= len(lines):
+            exprs = ", ".join(re.findall(r"\{\{.*?\}\}", lines[where - 1])) or lines[where - 1].strip()
+            raise WorklogError(f"{path}:{first_line + where - 1}: {exprs}: {_why(e)}") from e
+        for i, line in enumerate(lines):
             if "{{" not in line and "{%" not in line:
                 continue
             try:
@@ -93,6 +99,17 @@ def bind(text: str, context: dict[str, Any], path: Path, first_line: int = 1) ->
                 exprs = ", ".join(re.findall(r"\{\{.*?\}\}", line)) or line.strip()
                 raise WorklogError(f"{path}:{first_line + i}: {exprs}: {_why(e2)}") from e2
         raise WorklogError(f"{path}: {_why(e)}") from e
+
+
+def _template_line(e: BaseException) -> int | None:
+    """The line of the template where ``e`` was raised, from the frames jinja maps to it."""
+    import traceback
+
+    found = None
+    for frame in traceback.extract_tb(e.__traceback__):
+        if frame.filename == "<template>":
+            found = frame.lineno
+    return found
 
 
 def _why(e: Exception) -> str:
