@@ -261,3 +261,62 @@ __device__ __forceinline__ float block_loop(const elem_t* __restrict__ x, elem_t
     }
     return acc;
 }
+
+// Two consecutive groups (g0 even, g0 + 1) of one lane: 32 bytes of fp32 or 16 of bf16, loaded
+// and stored as one piece where the dtype allows (bf16: one 16-byte access).
+struct group8 { group4 lo, hi; };
+
+__device__ __forceinline__ group8 load8(const elem_t* __restrict__ p)
+{
+#if ELEM_BF16
+    const uint4 w = *reinterpret_cast<const uint4*>(p);
+    return group8{group4{to_f((u16)(w.x & 0xFFFFu)), to_f((u16)(w.x >> 16)), to_f((u16)(w.y & 0xFFFFu)), to_f((u16)(w.y >> 16))},
+                  group4{to_f((u16)(w.z & 0xFFFFu)), to_f((u16)(w.z >> 16)), to_f((u16)(w.w & 0xFFFFu)), to_f((u16)(w.w >> 16))}};
+#else
+    const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
+    return group8{group4{a.x, a.y, a.z, a.w}, group4{b.x, b.y, b.z, b.w}};
+#endif
+}
+
+#if ELEM_BF16
+__device__ __forceinline__ u32 pack_bf16x2(float lo, float hi)
+{
+#if TRANSFORM_HW_CVT
+    u32 w;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+    return w;
+#else
+    return (u32)from_f(lo) | ((u32)from_f(hi) << 16);
+#endif
+}
+#endif
+
+__device__ __forceinline__ void store8(elem_t* __restrict__ p, group8 g)
+{
+#if ELEM_BF16
+    *reinterpret_cast<uint4*>(p) = make_uint4(pack_bf16x2(g.lo.a, g.lo.b), pack_bf16x2(g.lo.c, g.lo.d),
+                                              pack_bf16x2(g.hi.a, g.hi.b), pack_bf16x2(g.hi.c, g.hi.d));
+#else
+    *reinterpret_cast<float4*>(p) = make_float4(g.lo.a, g.lo.b, g.lo.c, g.lo.d);
+    *reinterpret_cast<float4*>(p + 4) = make_float4(g.hi.a, g.hi.b, g.hi.c, g.hi.d);
+#endif
+}
+
+// transform_group for two consecutive groups per lane (g0 even): a warp holds 64 consecutive
+// groups (eight whole 32-blocks), and the groups 16 elements back (g0 - 4, g0 - 3) are the
+// same two of the lane two below. Both groups are in the same half of their 32-block.
+// Every lane of the warp must call it (the shuffles).
+__device__ __forceinline__ group8 transform_group8(group8 v, u64 g0)
+{
+    group4 a{f0(v.lo.a), f1(v.lo.b), f2(v.lo.c), f3(v.lo.d)};
+    group4 b{f0(v.hi.a), f1(v.hi.b), f2(v.hi.c), f3(v.hi.d)};
+    const float pa = __shfl_up_sync(0xffffffffu, a.a, 2), pb = __shfl_up_sync(0xffffffffu, a.b, 2);
+    const float pc = __shfl_up_sync(0xffffffffu, a.c, 2), pd = __shfl_up_sync(0xffffffffu, a.d, 2);
+    const float qa = __shfl_up_sync(0xffffffffu, b.a, 2), qb = __shfl_up_sync(0xffffffffu, b.b, 2);
+    const float qc = __shfl_up_sync(0xffffffffu, b.c, 2), qd = __shfl_up_sync(0xffffffffu, b.d, 2);
+    if ((g0 & 7) >= 4) {
+        a = group4{a.a * pa, a.b * pb, a.c * pc, a.d * pd};
+        b = group4{b.a * qa, b.b * qb, b.c * qc, b.d * qd};
+    }
+    return group8{a, b};
+}
