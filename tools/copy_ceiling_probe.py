@@ -6,7 +6,7 @@
 transform's goal is a version within 1.02x of the memcpy of the same array. This probe times,
 on the benchmark arrays (128M fp32: 512 MiB; 128M bf16: 256 MiB), the memcpy peer against two
 copies by SM kernels (``kernels/transform/probes.cu``, which was ``tools/copy_ceiling.cu`` until 05:10 UTC on 23 Nov: a 16-byte grid-stride copy, and the bulk-copy
-ring of transform v07 without its arithmetic) and against transform's v03, v06, v07 and v08, all
+ring of transform v07 without its arithmetic) and against transform's v03, v06, v07, v08 and v10, all
 through the harness's timing loop as a version's figure is taken (``reporter.harness.timing``:
 3 s of rest, 3 warm-up calls, 100 calls each after the harness's L2 flush), then with
 ``triton.testing.do_bench``. The memcpy is timed first and again last, so a drift over the probe
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "kernels" / "transform"))
 sys.path.insert(0, str(ROOT))
-VERSIONS = ("v03_fast_math", "v06_one_launch", "v07_bulk", "v08_launch_plan")
+VERSIONS = ("v03_fast_math", "v06_one_launch", "v07_bulk", "v08_launch_plan", "v10_hw_cvt")
 BULK = ({"TILE_BYTES": 8192, "STAGES": 4, "BLOCKS_PER_SM": 4}, {"TILE_BYTES": 16384, "STAGES": 2, "BLOCKS_PER_SM": 4},
         {"TILE_BYTES": 8192, "STAGES": 4, "BLOCKS_PER_SM": 6})
 VARIANT_VEC4 = ({"UNROLL": 1, "BLOCKS_PER_SM": 8}, {"UNROLL": 4, "BLOCKS_PER_SM": 4}, {"UNROLL": 4, "BLOCKS_PER_SM": 8})
