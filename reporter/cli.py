@@ -10,17 +10,40 @@ inside their bodies, so a GPU node with only torch, cupy, pydantic, typer and ri
 from __future__ import annotations
 
 import sys
+import warnings
 
 import typer
 
 from .assignments import AssignmentError
 from .commands import build, ceilings, crosscheck, diff, export, history, list_, new, reverify, run, show, sweep
 from .commands.common import err
-from .store import RecordError
+from .store import RecordError, RecordSkipped
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
                   help="GPU performance work logs: run kernels under a measuring harness, "
                        "build the hand-in report, diff iterations.")
+
+_said: set[str] = set()
+_plain_showwarning = warnings.showwarning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A record a command left out: one line on stderr, once per file and command."""
+    if not issubclass(category, RecordSkipped):
+        _plain_showwarning(message, category, filename, lineno, file, line)
+        return
+    text = str(message)
+    if text not in _said:
+        _said.add(text)
+        err.print(f"[yellow]warning:[/yellow] {text}", highlight=False)
+
+
+@app.callback()
+def _setup() -> None:
+    _said.clear()  # once per file and command
+    warnings.showwarning = _show_warning
+    warnings.simplefilter("always", RecordSkipped)
+
 
 for _module in (run, sweep, crosscheck, ceilings, build, export, new, list_, show, diff, history, reverify):
     app.command(_module.NAME, epilog=getattr(_module, "EPILOG", None))(_module.command)

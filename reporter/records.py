@@ -30,9 +30,10 @@ REST_MIN_S = 1.0
 
 class Record(BaseModel):
     """Base of every stored model: unknown fields are an error, so a typo or a foreign file
-    is reported instead of silently dropped."""
+    is reported instead of silently dropped, and a number that is not finite (NaN, ±inf) is
+    refused where it is set, so no record is ever written with one."""
 
-    model_config = ConfigDict(extra="forbid", frozen=False)
+    model_config = ConfigDict(extra="forbid", frozen=False, allow_inf_nan=False, validate_assignment=True)
 
 
 # --------------------------------------------------------------------------- device

@@ -12,17 +12,27 @@ Which of a version's runs stands for it is :mod:`reporter.standing`'s question, 
 
 Writes are atomic (temp file in the same folder, fsync, rename), so an interrupted run
 never leaves half a record. A file that is not valid JSON, or not one of our records,
-raises :class:`RecordError` naming the file and the field.
+raises :class:`RecordError` naming the file and the field: bytes that are not UTF-8, nesting
+deeper than any record's, a number that is not finite (NaN, Infinity), a value of the wrong
+type (records are read strictly: ``"0.5"`` is not a number, ``"yes"`` not a boolean, ``12`` not
+a date) and a ``schema_version`` outside the versions this tool knows.
+
+The queries (:func:`runs`, :func:`sweeps`, ...) go on past a file they cannot use: each one
+is left out with a :class:`RecordSkipped` warning naming it and why, so one stray file never
+hides the good ones. A record whose assignment or version is not the folder it sits in is left
+out the same way (a histogram record copied under ``logs/flashattn/v03/`` is not a v03 run).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,9 +50,34 @@ class RecordError(Exception):
     """A record file that cannot be used; the message names the file and the field."""
 
 
+class RecordSkipped(UserWarning):
+    """A file under logs/ that a query left out; the message names it and says why."""
+
+
+def _skip(message: str) -> None:
+    warnings.warn(RecordSkipped(message), stacklevel=3)
+
+
+def _nonfinite(x: object, where: tuple = ()) -> tuple[tuple, float] | None:
+    """The path and value of the first number in parsed JSON that is not finite, if any."""
+    if isinstance(x, float):
+        return None if math.isfinite(x) else (where, x)
+    if isinstance(x, dict):
+        items = x.items()
+    elif isinstance(x, list):
+        items = enumerate(x)
+    else:
+        return None
+    for k, v in items:
+        found = _nonfinite(v, (*where, k))
+        if found is not None:
+            return found
+    return None
+
+
 def utc_stamp(t: datetime | None = None) -> str:
-    t = t or datetime.now(timezone.utc)
-    return t.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S") + f"{t.microsecond // 1000:03d}Z"
+    t = t or datetime.now(UTC)
+    return t.astimezone(UTC).strftime("%Y%m%dT%H%M%S") + f"{t.microsecond // 1000:03d}Z"
 
 
 def _umask() -> int:
@@ -76,8 +111,10 @@ def save(record: Run | Sweep | DeviceCeilings | CrossCheck | Reverification, pat
 def _migrate(data: dict, path: Path) -> dict:
     """Bring an older record up to SCHEMA_VERSION. Version 1 is the first; newer is refused."""
     version = data.get("schema_version")
-    if not isinstance(version, int):
+    if isinstance(version, bool) or not isinstance(version, int):
         raise RecordError(f"{path}: field 'schema_version' is missing or not an integer: not a work-log record")
+    if version < 1:
+        raise RecordError(f"{path}: field 'schema_version' is {version}; record versions start at 1")
     if version > SCHEMA_VERSION:
         raise RecordError(f"{path}: field 'schema_version' is {version}, newer than this tool's "
                           f"{SCHEMA_VERSION}: upgrade the reporter package")
@@ -87,21 +124,33 @@ def _migrate(data: dict, path: Path) -> dict:
 def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck | Reverification:
     path = Path(path)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw_bytes = path.read_bytes()
     except OSError as e:
         raise RecordError(f"{path}: cannot read: {e.strerror or e}") from e
+    try:
+        raw = raw_bytes.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RecordError(f"{path}: not UTF-8 text (byte {e.start} is {raw_bytes[e.start]:#04x}): "
+                          "not a work-log record") from None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as e:
         raise RecordError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
+    except RecursionError:
+        raise RecordError(f"{path}: JSON nested too deeply to be a work-log record") from None
     if not isinstance(data, dict):
         raise RecordError(f"{path}: expected a JSON object, found {type(data).__name__}")
-    data = _migrate(data, path)
-    if data.get("kind") not in ("run", "ceilings", "sweep", "crosscheck", "reverification"):
-        raise RecordError(f"{path}: field 'kind' is {data.get('kind')!r}; expected 'run', 'ceilings', 'sweep', "
+    bad = _nonfinite(data)
+    if bad is not None:
+        where = ".".join(str(k) for k in bad[0])
+        raise RecordError(f"{path}: field '{where}' is {json.dumps(bad[1])}: records hold finite numbers only")
+    migrated = _migrate(data, path)
+    if migrated.get("kind") not in ("run", "ceilings", "sweep", "crosscheck", "reverification"):
+        raise RecordError(f"{path}: field 'kind' is {migrated.get('kind')!r}; expected 'run', 'ceilings', 'sweep', "
                           "'crosscheck' or 'reverification'")
     try:
-        return _ADAPTER.validate_python(data)
+        # strict: JSON's own types only (a date is an ISO string; "0.5" is not a number)
+        return _ADAPTER.validate_json(raw if migrated is data else json.dumps(migrated), strict=True)
     except ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(p) for p in first["loc"][1:]) or "(top level)"
@@ -141,11 +190,26 @@ class Stored:
     record: Run | Sweep | DeviceCeilings | CrossCheck | Reverification
 
 
-def _records(folder: Path, pattern: str, legacy: LegacyCaseKeys | None = None) -> Iterable[Stored]:
+def _records(folder: Path, pattern: str, legacy: LegacyCaseKeys | None = None, *,
+             assignment: str | None = None, version_depth: int = 0) -> Iterable[Stored]:
+    """The records matching ``pattern`` under ``folder``, skipping (with a :class:`RecordSkipped`
+    warning) every file that cannot be loaded and, when ``assignment`` is given, every record whose
+    assignment is not it or whose version is not the folder ``version_depth`` levels above the file."""
     for p in sorted(folder.glob(pattern)):
         if p.name.startswith("."):
             continue
-        record = load(p)
+        try:
+            record = load(p)
+        except RecordError as e:
+            _skip(f"{e}; left out")
+            continue
+        if assignment is not None:
+            folder_version = p.parents[version_depth].name
+            mine = (getattr(record, "assignment", assignment), getattr(record, "version", folder_version))
+            if mine != (assignment, folder_version):
+                _skip(f"{p}: a record of {mine[0]}/{mine[1]} under logs/{assignment}/{folder_version}/; left out "
+                      "(move it to its own folder)")
+                continue
         if legacy and isinstance(record, (Run, Sweep)):
             record.case = legacy.apply(record.case)  # an older record names its case keys as they were then
         yield Stored(p, record)
@@ -157,7 +221,7 @@ def runs(logs: Path, assignment: str, version: str | None = None, *,
     keys of records made before the assignment's keys changed (see ``LegacyCaseKeys``)."""
     base = Path(logs) / assignment
     pattern = f"{version}/*.json" if version else "*/*.json"
-    out = [s.record for s in _records(base, pattern, legacy) if isinstance(s.record, Run)]
+    out = [s.record for s in _records(base, pattern, legacy, assignment=assignment) if isinstance(s.record, Run)]
     return sorted(out, key=lambda r: r.created_utc)
 
 
@@ -165,7 +229,8 @@ def sweeps(logs: Path, assignment: str, version: str | None = None, *,
            legacy: LegacyCaseKeys | None = None) -> list[Sweep]:
     base = Path(logs) / assignment
     pattern = f"{version}/sweeps/*.json" if version else "*/sweeps/*.json"
-    out = [s.record for s in _records(base, pattern, legacy) if isinstance(s.record, Sweep)]
+    out = [s.record for s in _records(base, pattern, legacy, assignment=assignment, version_depth=1)
+           if isinstance(s.record, Sweep)]
     return sorted(out, key=lambda r: r.created_utc)
 
 
@@ -173,7 +238,8 @@ def crosschecks(logs: Path, assignment: str, version: str | None = None) -> list
     """Every cross-check of an assignment (or of one version), oldest first."""
     base = Path(logs) / assignment
     pattern = f"{version}/crosschecks/*.json" if version else "*/crosschecks/*.json"
-    out = [s.record for s in _records(base, pattern) if isinstance(s.record, CrossCheck)]
+    out = [s.record for s in _records(base, pattern, assignment=assignment, version_depth=1)
+           if isinstance(s.record, CrossCheck)]
     return sorted(out, key=lambda c: c.created_utc)
 
 
@@ -181,7 +247,8 @@ def reverifications(logs: Path, assignment: str, version: str | None = None) -> 
     """Every re-verification of an assignment (or of one version), oldest first."""
     base = Path(logs) / assignment
     pattern = f"{version}/reverify/*.json" if version else "*/reverify/*.json"
-    out = [s.record for s in _records(base, pattern) if isinstance(s.record, Reverification)]
+    out = [s.record for s in _records(base, pattern, assignment=assignment, version_depth=1)
+           if isinstance(s.record, Reverification)]
     return sorted(out, key=lambda c: c.created_utc)
 
 

@@ -125,12 +125,13 @@ def test_unknown_assignment_is_a_clear_error():
     assert "no assignment 'nosuch'" in result.output and "flashattn" in result.output
 
 
-def test_corrupt_record_names_the_file(project):
+def test_a_corrupt_record_is_left_out_and_named(project):
+    """One broken file under logs/ does not stop the build: it is left out, and the warning names it."""
     victim = sorted((project / "logs" / "flashattn").glob("v02*/*.json"))[0]
     victim.write_text("{ not json")
     result = runner.invoke(app, ["build", "flashattn", "--root", str(project), "--no-pdf"])
-    assert result.exit_code == 2
-    assert victim.name in result.output and "not valid JSON" in result.output
+    assert result.exit_code == 0, result.output
+    assert victim.name in result.output and "not valid JSON" in result.output and "left out" in result.output
 
 
 def test_records_of_another_gpu_are_not_mixed(project):

@@ -30,6 +30,26 @@ QuickOpt = Annotated[bool, typer.Option(
 GpuFilterOpt = Annotated[str | None, typer.Option("--gpu", help="only runs on this GPU label (e.g. h100)")]
 
 
+def finite(*, low: float = 0.0, low_open: bool = False, high: float | None = None):
+    """A typer callback for a float option: a finite number at least ``low`` (above it with
+    ``low_open``) and at most ``high``; 'nan', 'inf' and the rest get one clear line naming the option."""
+    import math
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value: float | None) -> float | None:
+        if value is None:
+            return value
+        name = param.opts[0] if param.opts else param.name
+        if not math.isfinite(value):
+            raise typer.BadParameter(f"{value} is not a finite number", param_hint=name)
+        if value < low or (low_open and value == low):
+            raise typer.BadParameter(f"{value:g} is {'not above' if low_open else 'below'} {low:g}", param_hint=name)
+        if high is not None and value > high:
+            raise typer.BadParameter(f"{value:g} is above {high:g}", param_hint=name)
+        return value
+
+    return check
+
+
 def project_paths(root: Path | None, logs: Path | None) -> tuple[Path, Path, Path]:
     """(project root, its kernels/, the records folder) from --root and --logs."""
     r = (root or find_repo_root()).resolve()

@@ -11,7 +11,7 @@ import typer
 from ..assignments import AssignmentError, get_assignment
 from ..render.tables import agreement_table
 from ..store import RecordError
-from .common import LogsOpt, RootOpt, console, fail, project_paths
+from .common import LogsOpt, RootOpt, console, fail, finite, project_paths
 
 NAME = "crosscheck"
 
@@ -26,7 +26,7 @@ def command(
         "--course-root", help="a checkout of the course's repository (default <root>/.course/<its name>)")] = None,
     no_course: Annotated[bool, typer.Option("--no-course",
                                             help="skip the course harness: do_bench and ours only")] = False,
-    rest_s: Annotated[float, typer.Option("--rest-s", help="seconds of idle GPU before each of our timings and "
+    rest_s: Annotated[float, typer.Option("--rest-s", callback=finite(), help="seconds of idle GPU before each of our timings and "
                                                            "each do_bench call")] = 3.0,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:

@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from ..render.tables import VERDICT_STYLE, figures_table, paths_pair, refs_table, timing_table
-from .common import CaseOpt, GpuOpt, LogsOpt, RootOpt, console, err, fail, project_paths, user_errors
+from .common import CaseOpt, GpuOpt, LogsOpt, RootOpt, console, err, fail, finite, project_paths, user_errors
 
 if TYPE_CHECKING:
     from ..analysis.diff import RunDiff
@@ -43,9 +43,9 @@ def command(
     fmt: Annotated[DiffFormat, typer.Option("--format", "-f", help="output format")] = DiffFormat.text,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write to this file instead of stdout")] = None,
     fail_if_slower: Annotated[float | None, typer.Option(
-        "--fail-if-slower", metavar="PCT",
+        "--fail-if-slower", metavar="PCT", callback=finite(),
         help="exit 1 when B is significantly slower than A by more than PCT percent, or failed its check")] = None,
-    min_effect: Annotated[float, typer.Option("--min-effect", metavar="PCT", help=(
+    min_effect: Annotated[float, typer.Option("--min-effect", metavar="PCT", callback=finite(high=100.0), help=(
         "smallest change of the median called real, percent: smaller ones are 'same' however significant"))] = 1.0,
     code: Annotated[bool, typer.Option("--code/--no-code", help="show the code diff (text format)")] = True,
     figures: Annotated[int, typer.Option("--figures", metavar="N",

@@ -10,7 +10,7 @@ import typer
 
 from ..assignments import AssignmentError, get_assignment
 from ..store import RecordError
-from .common import HoldOpt, LogsOpt, QuickOpt, RootOpt, console, fail, project_paths
+from .common import HoldOpt, LogsOpt, QuickOpt, RootOpt, console, fail, finite, project_paths
 
 NAME = "run"
 EPILOG = ("Quick look while working: report run flashattn -v v15 -c benchmark --quick  ·  "
@@ -35,16 +35,16 @@ def command(
              f"[default: {FULL_REPS}; --quick: {QUICK_REPS}]", show_default=False)] = None,
     max_reps: Annotated[int | None, typer.Option(
         help=f"most timed repetitions [default: {FULL_REPS}; --quick: {QUICK_REPS}]", show_default=False)] = None,
-    budget_s: Annotated[float, typer.Option(help="wall-time budget per version and case, seconds")] = 10.0,
-    target_rel_stderr: Annotated[float, typer.Option(help="stop once stderr/mean falls under this")] = 1e-3,
+    budget_s: Annotated[float, typer.Option(callback=finite(low_open=True), help="wall-time budget per version and case, seconds")] = 10.0,
+    target_rel_stderr: Annotated[float, typer.Option(callback=finite(), help="stop once stderr/mean falls under this")] = 1e-3,
     warmup: Annotated[int, typer.Option(help="untimed calls before timing")] = 3,
     rest_s: Annotated[float | None, typer.Option(
-        "--rest-s", help="seconds of idle GPU before timing each version and peer (before each case's rounds when "
+        "--rest-s", callback=finite(), help="seconds of idle GPU before timing each version and peer (before each case's rounds when "
                          "interleaving), so each starts from a rested card as in a course harness; 0: no rest "
                          f"[default: {FULL_REST_S}; --quick: 0]", show_default=False)] = None,
     remeasure_ceilings: Annotated[bool, typer.Option(help="measure device ceilings again instead of reusing logs/devices/")] = False,
     profile: Annotated[bool, typer.Option("--profile", help="also profile one call of each checked version under Nsight Compute (ncu); slow")] = False,
-    profile_timeout_s: Annotated[float, typer.Option(help="give up on one ncu profile after this many seconds")] = 1800.0,
+    profile_timeout_s: Annotated[float, typer.Option(callback=finite(low_open=True), help="give up on one ncu profile after this many seconds")] = 1800.0,
     hold: HoldOpt = False,
     interleave: Annotated[bool, typer.Option(
         "--interleave/--sequential",

@@ -9,7 +9,7 @@ import typer
 
 from ..assignments import AssignmentError, get_assignment
 from ..store import RecordError
-from .common import HoldOpt, LogsOpt, QuickOpt, RootOpt, console, fail, project_paths
+from .common import HoldOpt, LogsOpt, QuickOpt, RootOpt, console, fail, finite, project_paths
 
 NAME = "sweep"
 
@@ -19,7 +19,7 @@ def command(
     version: Annotated[str, typer.Argument(help="a version that defines SWEEP and make_kernel(config)")],
     case: Annotated[str | None, typer.Option("--case", "-c", help="case to sweep on; default the benchmark case")] = None,
     max_reps: Annotated[int, typer.Option(help="most timed repetitions per configuration")] = 20,
-    budget_s: Annotated[float, typer.Option(help="wall-time budget per configuration, seconds (interleaved: the sum for all)")] = 1.5,
+    budget_s: Annotated[float, typer.Option(callback=finite(low_open=True), help="wall-time budget per configuration, seconds (interleaved: the sum for all)")] = 1.5,
     hold: HoldOpt = False,
     interleave: Annotated[bool, typer.Option(
         "--interleave/--sequential",

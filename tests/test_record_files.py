@@ -1,0 +1,135 @@
+"""Bad files under logs/ (issue 16, part 2): each is refused with the file and the field named,
+and a query goes on past it with a warning, so one stray file never hides the good ones."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from reporter import store
+from reporter.cli import app
+from reporter.records import TimingStats
+from reporter.store import RecordError, RecordSkipped
+
+runner = CliRunner()
+SOURCE = min((ROOT / "logs" / "transform" / "v10_hw_cvt").glob("*_h100_benchmark.json"))
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    """logs/ with transform's v10 and v11 runs (no sweeps) and the device ceilings."""
+    for v in ("v10_hw_cvt", "v11_two_groups"):
+        dst = tmp_path / "logs" / "transform" / v
+        dst.mkdir(parents=True)
+        for p in (ROOT / "logs" / "transform" / v).glob("*.json"):
+            shutil.copy(p, dst / p.name)
+    shutil.copytree(ROOT / "logs" / "devices", tmp_path / "logs" / "devices")
+    return tmp_path / "logs"
+
+
+def _edited(tmp_path: Path, edit) -> Path:
+    data = json.loads(SOURCE.read_text())
+    edit(data)
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(data))  # json.dumps writes NaN and Infinity as bare tokens
+    return p
+
+
+@pytest.mark.parametrize("value,shown", [(math.inf, "Infinity"), (-math.inf, "-Infinity"), (math.nan, "NaN")])
+def test_a_number_that_is_not_finite_is_refused_naming_its_field(tmp_path, value, shown):
+    def edit(d):
+        d["timing"]["samples_ms"][3] = value
+
+    with pytest.raises(RecordError, match=rf"field 'timing\.samples_ms\.3' is {shown}: records hold finite"):
+        store.load(_edited(tmp_path, edit))
+
+
+def test_a_record_cannot_be_given_a_number_that_is_not_finite():
+    r = store.load(SOURCE)
+    with pytest.raises(ValidationError):
+        r.timing.mean_ms = math.inf  # type: ignore[union-attr]
+    with pytest.raises(ValidationError):
+        TimingStats(**{**r.timing.model_dump(), "median_ms": math.nan})  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("field,value,message", [
+    (("timing", "median_ms"), "0.5", "timing.median_ms"),
+    (("check", "passed"), "yes", "check.passed"),
+    (("created_utc",), 12, "created_utc"),
+])
+def test_values_of_the_wrong_type_are_not_converted(tmp_path, field, value, message):
+    def edit(d):
+        target = d
+        for k in field[:-1]:
+            target = target[k]
+        target[field[-1]] = value
+
+    with pytest.raises(RecordError, match=rf"field '{message}'"):
+        store.load(_edited(tmp_path, edit))
+
+
+@pytest.mark.parametrize("version,why", [(True, "not an integer"), (0, "start at 1"), (-3, "start at 1"),
+                                         (99, "newer than this tool's")])
+def test_schema_versions_outside_the_known_range_are_refused(tmp_path, version, why):
+    with pytest.raises(RecordError, match=f"schema_version.*{why}"):
+        store.load(_edited(tmp_path, lambda d: d.update(schema_version=version)))
+
+
+def test_bytes_that_are_not_utf8_and_deep_nesting_are_refused(tmp_path):
+    utf16 = tmp_path / "u.json"
+    utf16.write_bytes(SOURCE.read_text().encode("utf-16"))
+    with pytest.raises(RecordError, match=r"u\.json: not UTF-8 text \(byte 0 is 0xff\)"):
+        store.load(utf16)
+    deep = tmp_path / "d.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(RecordError, match=r"d\.json: JSON nested too deeply"):
+        store.load(deep)
+
+
+def test_one_bad_file_is_left_out_with_a_warning_and_the_good_ones_stay(logs):
+    good = store.runs(logs, "transform", "v10_hw_cvt")
+    stray = logs / "transform" / "v10_hw_cvt" / "20990101T000000000Z_h100_benchmark.json"
+    stray.write_bytes(bytes(range(256)))
+    with pytest.warns(RecordSkipped, match=rf"{stray.name}: not UTF-8 text.*left out"):
+        again = store.runs(logs, "transform", "v10_hw_cvt")
+    assert [r.run_id for r in again] == [r.run_id for r in good]
+
+
+def test_a_record_in_another_versions_folder_is_set_aside(logs):
+    """A v11 record copied under v10's folder is not a v10 run, and a histogram record under
+    transform is not a transform run."""
+    v11 = min((logs / "transform" / "v11_two_groups").glob("*.json"))
+    moved = logs / "transform" / "v10_hw_cvt" / v11.name
+    shutil.copy(v11, moved)
+    hist = min((ROOT / "logs" / "histogram" / "v05_persistent").glob("*.json"))
+    shutil.copy(hist, logs / "transform" / "v10_hw_cvt" / hist.name)
+    with pytest.warns(RecordSkipped) as caught:
+        runs = store.runs(logs, "transform", "v10_hw_cvt")
+    assert {r.version for r in runs} == {"v10_hw_cvt"}
+    said = "\n".join(str(w.message) for w in caught)
+    assert f"{moved.name}: a record of transform/v11_two_groups under logs/transform/v10_hw_cvt/" in said
+    assert f"{hist.name}: a record of histogram/v05_persistent under logs/transform/v10_hw_cvt/" in said
+
+
+def test_the_cli_goes_on_past_a_bad_file_and_names_it(tmp_path):
+    """`report list` and `report show` on a project with a binary file among the records: exit 0,
+    the table, and one warning line naming the file."""
+    for name in ("kernels", "report_templates"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "logs" / "transform", tmp_path / "logs" / "transform")
+    shutil.copytree(ROOT / "logs" / "devices", tmp_path / "logs" / "devices")
+    stray = tmp_path / "logs" / "transform" / "v10_hw_cvt" / "stray.json"
+    stray.write_text('{"schema_version": 1, "kind": "run", "median_ms": Infinity}')
+    for args in (["list", "transform"], ["show", "transform", "v10"]):
+        result = runner.invoke(app, [*args, "--root", str(tmp_path)])
+        assert result.exit_code == 0, result.output
+        assert "v10_hw_cvt" in result.output
+        warning = [line for line in result.output.splitlines() if "stray.json" in line]
+        assert len(warning) == 1 and "is Infinity" in warning[0] and "left out" in warning[0], result.output
