@@ -132,15 +132,21 @@ def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck | Reverificati
     except UnicodeDecodeError as e:
         raise RecordError(f"{path}: not UTF-8 text (byte {e.start} is {raw_bytes[e.start]:#04x}): "
                           "not a work-log record") from None
+    constants: list[str] = []  # NaN, Infinity, -Infinity: JSON has none, Python's json reads them
+
+    def constant(token: str) -> float:
+        constants.append(token)
+        return float(token)
+
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=constant)
     except json.JSONDecodeError as e:
         raise RecordError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
     except RecursionError:
         raise RecordError(f"{path}: JSON nested too deeply to be a work-log record") from None
     if not isinstance(data, dict):
         raise RecordError(f"{path}: expected a JSON object, found {type(data).__name__}")
-    bad = _nonfinite(data)
+    bad = _nonfinite(data) if constants else None
     if bad is not None:
         where = ".".join(str(k) for k in bad[0])
         raise RecordError(f"{path}: field '{where}' is {json.dumps(bad[1])}: records hold finite numbers only")

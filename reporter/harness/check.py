@@ -9,6 +9,8 @@ int32) and frees it, so PyTorch's caching allocator hands that same block to the
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 from ..assignments import Tolerance
@@ -80,10 +82,17 @@ def compare(out: Any, ref: Any, tol: Tolerance | tuple[Tolerance | None, ...], *
         max_rel = float(rel[finite].max()) if bool(finite.any()) else float("nan")
     passed = mismatches == 0 and nan_count == 0 and inf_count == 0
     message = "ok" if passed else _describe_failure(bad, mismatches, nan_count, inf_count, n)
+    # a record holds finite numbers only: the largest errors are over the finite elements, None
+    # when none is finite (nan_count and inf_count say how many are not)
+    max_abs, max_rel = _finite_or_none(max_abs), _finite_or_none(max_rel)
     return CheckResult(passed=passed, exact=tol.exact, rtol=None if tol.exact else tol.rtol,
                        atol=None if tol.exact else tol.atol, n_elements=n, mismatches=mismatches,
                        nan_count=nan_count, inf_count=inf_count, max_abs_error=max_abs,
                        max_rel_error=max_rel, seed=seed, message=message)
+
+
+def _finite_or_none(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
 
 
 def _compare_parts(out: Any, ref: tuple | list, tol: Tolerance | tuple[Tolerance | None, ...], *,
