@@ -164,3 +164,27 @@ def test_a_binding_error_after_a_set_names_its_own_line(ctx):
     with pytest.raises(WorklogError) as e:
         bind(text, ctx, Path("w.md"), first_line=10)
     assert str(e.value).startswith("w.md:15: {{ v02.no_such_figure }}"), str(e.value)
+
+
+def test_an_unclosed_block_is_reported_where_it_opens(ctx):
+    text = "line one\n\n{% if v02.ms > 0 %}\nfaster\n\n{% for x in [1, 2] %}{{ x }}{% endfor %}\n" + "text\n" * 40
+    with pytest.raises(WorklogError) as e:
+        bind(text, ctx, Path("w.md"), first_line=20)
+    assert str(e.value).startswith("w.md:22: template syntax: '{% if %}' is never closed"), str(e.value)
+
+
+@pytest.mark.parametrize("expr,line_text", [
+    ("{{ [1, 2][5] }}", "[1, 2][5]"),                       # IndexError inside jinja is Undefined
+    ("{% for p in v02 %}{{ p }}{% endfor %}", "for p in v02"),  # not iterable
+    ("{{ '%d' | format('x') }}", "format('x')"),           # TypeError from the format filter
+    ("{{ v02.__class__ }}", "v02.__class__"),               # the sandbox refuses the attribute
+    ("{{ v02.ms | round(1, 'sideways') }}", "sideways"),    # FilterArgumentError
+    ("{{ (10 ** 400) | float | int }}", "10 ** 400"),       # overflow
+])
+def test_any_error_in_the_binding_is_ours_with_its_line(ctx, expr, line_text):
+    """Whatever the people's text makes the binding raise comes back as WorklogError naming
+    w.md and the line, never as a traceback of jinja's or Python's own."""
+    text = "first\n\nsecond line\n" + expr + "\n"
+    with pytest.raises(WorklogError) as e:
+        bind(text, ctx, Path("w.md"))
+    assert str(e.value).startswith("w.md:4") and line_text in str(e.value), (expr, str(e.value))

@@ -73,20 +73,37 @@ def _split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str, int
     return meta, text[body_start:], offset
 
 
+# what binding a worklog may raise besides our own errors: a template is the people's text, so any
+# of these is their mistake, named by file and line, never a traceback
+_BIND_ERRORS = (jinja2.TemplateError, BindingError, TypeError, ValueError, ArithmeticError, LookupError,
+                AttributeError, RecursionError)
+
+
 def bind(text: str, context: dict[str, Any], path: Path, first_line: int = 1) -> str:
-    """Evaluate the {{ }} expressions; errors name file:line and the expression."""
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    """Evaluate the {{ }} expressions in a sandbox (no attribute that starts with '_', no calls
+    to unsafe methods); every error names file:line and the expression."""
+    from jinja2.sandbox import SandboxedEnvironment
+
+    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
     try:
-        return env.from_string(text).render(**context)
+        template = env.from_string(text)
     except jinja2.TemplateSyntaxError as e:
-        raise WorklogError(f"{path}:{first_line + (e.lineno or 1) - 1}: template syntax: {e.message}") from e
-    except (jinja2.UndefinedError, BindingError, TypeError, ZeroDivisionError) as e:
+        line = e.lineno or 1
+        opened = _innermost_unclosed(text) if "Unexpected end of template" in (e.message or "") else None
+        if opened is not None:  # jinja names the end of the text; the mistake is where the block opened
+            tag, line = opened
+            raise WorklogError(f"{path}:{first_line + line - 1}: template syntax: '{{% {tag} %}}' is never closed "
+                               f"({e.message})") from e
+        raise WorklogError(f"{path}:{first_line + line - 1}: template syntax: {e.message}") from e
+    try:
+        return template.render(**context)
+    except _BIND_ERRORS as e:
         # jinja maps the failing frame to its template line; where it does not, fall back to the
         # first line whose expressions fail on their own (which misses names set by {% set %})
         lines = text.splitlines()
         where = _template_line(e)
         if where is not None and 1 <= where <= len(lines):
-            exprs = ", ".join(re.findall(r"\{\{.*?\}\}", lines[where - 1])) or lines[where - 1].strip()
+            exprs = ", ".join(re.findall(r"\{\{.*?\}\}|\{%.*?%\}", lines[where - 1])) or lines[where - 1].strip()
             raise WorklogError(f"{path}:{first_line + where - 1}: {exprs}: {_why(e)}") from e
         for i, line in enumerate(lines):
             if "{{" not in line and "{%" not in line:
@@ -95,10 +112,29 @@ def bind(text: str, context: dict[str, Any], path: Path, first_line: int = 1) ->
                 env.from_string(line).render(**context)
             except jinja2.TemplateSyntaxError:
                 continue  # part of a multi-line block; fall through to the whole-text error
-            except (jinja2.UndefinedError, BindingError, TypeError, ZeroDivisionError) as e2:
-                exprs = ", ".join(re.findall(r"\{\{.*?\}\}", line)) or line.strip()
+            except _BIND_ERRORS as e2:
+                exprs = ", ".join(re.findall(r"\{\{.*?\}\}|\{%.*?%\}", line)) or line.strip()
                 raise WorklogError(f"{path}:{first_line + i}: {exprs}: {_why(e2)}") from e2
         raise WorklogError(f"{path}: {_why(e)}") from e
+
+
+_BLOCK_TAGS = {"if", "for", "with", "macro", "call", "filter", "block", "raw", "autoescape", "set"}
+_TAG = re.compile(r"\{%-?\s*(\w+)([^%]*?)-?%\}")
+
+
+def _innermost_unclosed(text: str) -> tuple[str, int] | None:
+    """The innermost block tag ('if', 'for', ...) that is never closed, and its line."""
+    stack: list[tuple[str, int]] = []
+    for m in _TAG.finditer(text):
+        tag, rest = m.group(1), m.group(2)
+        line = text.count("\n", 0, m.start()) + 1
+        if tag == "set" and "=" in rest:
+            continue  # {% set x = ... %} is not a block
+        if tag in _BLOCK_TAGS:
+            stack.append((tag, line))
+        elif tag.startswith("end") and stack and stack[-1][0] == tag[3:]:
+            stack.pop()
+    return stack[-1] if stack else None
 
 
 def _template_line(e: BaseException) -> int | None:
