@@ -56,6 +56,13 @@ def project_paths(root: Path | None, logs: Path | None) -> tuple[Path, Path, Pat
     return r, r / "kernels", (logs or r / "logs").resolve()
 
 
+def os_reason(e: OSError) -> str:
+    """Why an output could not be written, in words: a path through a file says so."""
+    if isinstance(e, (FileExistsError, NotADirectoryError)):
+        return "a part of the path is a file, not a folder"
+    return str(e.strerror or e)
+
+
 def fail(message: str, code: int = 2) -> None:
     err.print(f"[bold red]error:[/bold red] {message}", highlight=False, markup=True)
     raise typer.Exit(code)

@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from ..render.tables import VERDICT_STYLE, figures_table, paths_pair, refs_table, timing_table
-from .common import CaseOpt, GpuOpt, LogsOpt, RootOpt, console, err, fail, finite, project_paths, user_errors
+from .common import CaseOpt, GpuOpt, LogsOpt, RootOpt, console, err, fail, finite, os_reason, project_paths, user_errors
 
 if TYPE_CHECKING:
     from ..analysis.diff import RunDiff
@@ -86,16 +86,18 @@ def command(
 
 
 def _emit_diff(d: RunDiff, fmt: DiffFormat, output: Path | None, show_code: bool, profile_limit: int) -> None:
-    from ..render.diff_text import diff_html, diff_markdown
+    import io
 
-    if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
+    from ..render.diff_text import diff_html, diff_markdown
+    from ..store import write_atomic
+
     if fmt is DiffFormat.text:
         if output is None:
             _print_diff(console, d, show_code, profile_limit)
             return
-        with output.open("w", encoding="utf-8") as f:
-            _print_diff(Console(file=f, width=100, no_color=True, force_terminal=False), d, show_code, profile_limit)
+        buf = io.StringIO()
+        _print_diff(Console(file=buf, width=100, no_color=True, force_terminal=False), d, show_code, profile_limit)
+        text = buf.getvalue()
     else:
         text = {DiffFormat.markdown: lambda x: diff_markdown(x, profile_limit),
                 DiffFormat.html: lambda x: diff_html(x, profile_limit),
@@ -103,9 +105,12 @@ def _emit_diff(d: RunDiff, fmt: DiffFormat, output: Path | None, show_code: bool
         if output is None:
             console.file.write(text)
             return
-        output.write_text(text, encoding="utf-8")
+    try:  # whole or not at all: a full disk or an interruption leaves the previous file as it was
+        write_atomic(output, text)
+    except OSError as e:
+        fail(f"--output {output}: cannot write: {os_reason(e)}")
+        return
     err.print(f"{fmt.value} diff written to {output}", highlight=False)
-
 
 
 def _print_diff(out: Console, d: RunDiff, show_code: bool, profile_limit: int) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..render.tables import history_table
-from .common import CaseOpt, GpuFilterOpt, LogsOpt, RootOpt, console, fail, project_paths, user_errors
+from .common import CaseOpt, GpuFilterOpt, LogsOpt, RootOpt, console, fail, os_reason, project_paths, user_errors
 
 if TYPE_CHECKING:
     from ..records import Run
@@ -43,7 +43,11 @@ def command(
         return
     console.print(history_table(assignment, name, on_case, found, console.width))
     if chart is not None:
-        _history_chart(found, chart, f"{assignment} {name} · {on_case}")
+        try:
+            _history_chart(found, chart, f"{assignment} {name} · {on_case}")
+        except OSError as e:
+            fail(f"--chart {chart}: cannot write: {os_reason(e)}")
+            return
         console.print(f"chart written to {chart}", highlight=False)
 
 
@@ -78,6 +82,11 @@ def _history_chart(found: list[Run], path: Path, title: str) -> None:
     ax.grid(axis="y", alpha=0.3)
     if len({r.device.slug for r in timed}) > 1:
         ax.legend(fontsize=8)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="svg")
+    import io
+
+    from ..store import write_atomic
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg")
     plt.close(fig)
+    write_atomic(path, buf.getvalue())  # whole or not at all: never a truncated SVG in place of the last one
