@@ -64,6 +64,11 @@ class AssignmentError(Exception):
     """An assignment or version that cannot be found or loaded; the message names the file."""
 
 
+class AssignmentCodeError(AssignmentError):
+    """The people's code fails on import (a syntax error, an exception at the top level): unlike a
+    library missing here, which a report can do without, this is always reported."""
+
+
 @dataclass(frozen=True)
 class Tolerance:
     rtol: float = 0.0
@@ -274,6 +279,8 @@ class Assignment:
             return []
         try:
             return list(getattr(self.spec, "REFERENCE_RESULTS", []) or [])
+        except AssignmentCodeError:
+            raise
         except AssignmentError:
             return []
 
@@ -282,6 +289,8 @@ class Assignment:
         order the records give them."""
         try:
             return [c for c in self.cases() if c in recorded] + [c for c in recorded if c not in self.cases()]
+        except AssignmentCodeError:
+            raise
         except AssignmentError:
             return list(dict.fromkeys(recorded))
 
@@ -363,8 +372,34 @@ def _import_file(path: Path, module_name: str) -> ModuleType:
     folder = str(path.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    spec.loader.exec_module(mod)
+    try:
+        spec.loader.exec_module(mod)
+    except SyntaxError as e:
+        sys.modules.pop(module_name, None)
+        where = f"{e.filename or path}:{e.lineno}" if e.lineno else str(path)
+        raise AssignmentCodeError(f"{where}: syntax error: {e.msg}") from e
+    except ImportError as e:  # a library or a course folder this machine lacks: callers may do without
+        sys.modules.pop(module_name, None)
+        raise AssignmentError(f"{_raised_where(e, path)}: cannot import {e.name or e}: {e}") from e
+    except Exception as e:  # the people's code raising at import: name the file and the line it raised on
+        sys.modules.pop(module_name, None)
+        raise AssignmentCodeError(f"{_raised_where(e, path)}: raised {type(e).__name__} on import: {e}") from e
     return mod
+
+
+def _raised_where(e: BaseException, path: Path) -> str:
+    """'file:line' of the innermost frame of ``e`` in ``path``'s folder (the people's code), else ``path``."""
+    import traceback
+
+    folder = path.parent.resolve()
+    where = str(path)
+    for frame in traceback.extract_tb(e.__traceback__):
+        try:
+            if Path(frame.filename).resolve().parent == folder:
+                where = f"{frame.filename}:{frame.lineno}"
+        except OSError:
+            continue
+    return where
 
 
 def git_state(root: Path) -> tuple[str | None, bool | None]:
@@ -398,6 +433,8 @@ def spec_literal(assignment_dir: Path, name: str, default: Any = None) -> Any:
         return value
     try:
         return getattr(get_assignment(assignment_dir.parent, assignment_dir.name).spec, name, default)
+    except AssignmentCodeError:
+        raise
     except Exception:  # an assignment that does not import here (no torch, say) keeps the default
         return default
 

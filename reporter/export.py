@@ -49,14 +49,14 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
 from . import store
 from .analysis.diff import format_ms
-from .assignments import Assignment, Version, git_state, spec_literal
+from .assignments import Assignment, AssignmentCodeError, AssignmentError, Version, git_state, spec_literal
 from .closure import ClosureError, imported_modules, inside, source_closure
 from .records import Run
 from .standing import figure, standing_run
@@ -357,7 +357,7 @@ def _measured_lines(m: Measured, assignment: str, version: Version) -> list[str]
     return [
         (f"  {r.device.name}: {format_ms(fig.ms, 5)}, the {fig.how} "
          f"(standard error of the mean {format_ms(t.stderr_ms, 3)}), case {r.case_name} ({_case_text(r.case)})"),
-        f"    run {r.run_id}, {r.created_utc.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC, code {r.code.digest}{stale}",
+        f"    run {r.run_id}, {r.created_utc.astimezone(UTC):%Y-%m-%d %H:%M} UTC, code {r.code.digest}{stale}",
         f"    measured with `{command}`",
     ]
 
@@ -435,7 +435,7 @@ def render(repo: Path, logs: Path, assignment: Assignment, version: Version, now
     measured = measurements(repo, logs, assignment, version, benchmark_case)
     summary = (version.docstring().split("\n\n")[0].replace("\n", " ").strip() or "(no docstring)")
     config = config_text(version)
-    stamp = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     width = max(len(f.origin) for f in files)
     siblings = [name for name, _ in modules if name != version.name and not name.startswith(PACKAGE)]
 
@@ -546,6 +546,15 @@ def write(export: Export, path: Path, force: bool = False) -> ExportResult:
 
 def export(repo: Path, logs: Path, assignment: Assignment, version: Version, out: Path | None = None,
            force: bool = False, now: datetime | None = None) -> ExportResult:
-    """Render ``version`` as one submission file and write it (default under ``exports/``)."""
+    """Render ``version`` as one submission file and write it (default under ``exports/``).
+
+    The version is imported first: code that fails on import (a syntax error, an exception at its
+    top level) is refused rather than shipped; a library this machine lacks is not a reason."""
+    try:
+        version.load()
+    except AssignmentCodeError:
+        raise
+    except AssignmentError:
+        pass  # a library or course folder missing here (torch, cupy): the harness's machine has it
     rendered = render(repo, logs, assignment, version, now)
     return write(rendered, out or default_path(repo, assignment, version), force)
