@@ -378,13 +378,28 @@ def _import_file(path: Path, module_name: str) -> ModuleType:
         sys.modules.pop(module_name, None)
         where = f"{e.filename or path}:{e.lineno}" if e.lineno else str(path)
         raise AssignmentCodeError(f"{where}: syntax error: {e.msg}") from e
-    except ImportError as e:  # a library or a course folder this machine lacks: callers may do without
+    except ImportError as e:
         sys.modules.pop(module_name, None)
-        raise AssignmentError(f"{_raised_where(e, path)}: cannot import {e.name or e}: {e}") from e
+        if _missing_library(e, path):  # a library or a course folder this machine lacks: callers may do without
+            raise AssignmentError(f"{_raised_where(e, path)}: cannot import {e.name}: {e}") from e
+        # a misspelt sibling module or name: the people's code, reported like any other error in it
+        raise AssignmentCodeError(f"{_raised_where(e, path)}: {type(e).__name__} on import: {e}") from e
     except Exception as e:  # the people's code raising at import: name the file and the line it raised on
         sys.modules.pop(module_name, None)
         raise AssignmentCodeError(f"{_raised_where(e, path)}: raised {type(e).__name__} on import: {e}") from e
     return mod
+
+
+def _missing_library(e: ImportError, path: Path) -> bool:
+    """Whether ``e`` is a module this machine lacks (torch, cupy, a course package), rather than one
+    of the assignment's own files or a name misspelt in an import from one."""
+    if not isinstance(e, ModuleNotFoundError) or not e.name:
+        return False
+    top = e.name.split(".")[0]
+    for folder in (path.parent, path.parent.parent):  # the assignment's folder, kernels/ (common/)
+        if (folder / f"{top}.py").is_file() or (folder / top).is_dir():
+            return False
+    return True
 
 
 def _raised_where(e: BaseException, path: Path) -> str:

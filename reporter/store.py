@@ -138,8 +138,14 @@ def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck | Reverificati
         constants.append(token)
         return float(token)
 
+    def number(token: str) -> float:  # 1e400 reads as inf without passing through parse_constant
+        value = float(token)
+        if not math.isfinite(value):
+            constants.append(token)
+        return value
+
     try:
-        data = json.loads(raw, parse_constant=constant)
+        data = json.loads(raw, parse_constant=constant, parse_float=number)
     except json.JSONDecodeError as e:
         raise RecordError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
     except RecursionError:

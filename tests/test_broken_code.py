@@ -61,6 +61,7 @@ def test_a_missing_library_is_still_something_a_report_does_without(project):
 
 
 def test_a_version_that_raises_on_import_is_not_exported(project, tmp_path):
+    pytest.importorskip("torch")  # v11 imports torch before the line that raises
     path = project / "kernels" / "transform" / "v11_two_groups.py"
     n = _append(path, "raise ValueError('not finished')")
     out = tmp_path / "hand-in"

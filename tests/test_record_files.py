@@ -130,6 +130,23 @@ def test_the_cli_goes_on_past_a_bad_file_and_names_it(tmp_path):
     for args in (["list", "transform"], ["show", "transform", "v10"]):
         result = runner.invoke(app, [*args, "--root", str(tmp_path)])
         assert result.exit_code == 0, result.output
-        assert "v10_hw_cvt" in result.output
-        warning = [line for line in result.output.splitlines() if "stray.json" in line]
+        assert "v10_hw_cvt" in result.stdout and "stray.json" not in result.stdout  # the table, on stdout
+        warning = [line for line in result.stderr.splitlines() if "stray.json" in line]
         assert len(warning) == 1 and "is Infinity" in warning[0] and "left out" in warning[0], result.output
+
+
+def test_an_overflowing_literal_is_named_like_infinity(tmp_path):
+    p = tmp_path / "r.json"
+    p.write_text(SOURCE.read_text().replace('"median_ms": ', '"median_ms": 1e400, "x_": ', 1))
+    with pytest.raises(RecordError, match=r"field 'timing\.median_ms' is Infinity"):
+        store.load(p)
+
+
+def test_ncu_values_that_are_not_finite_are_no_figure():
+    """A profile keeps its other metrics when ncu prints 'nan' or 'inf' for one (a record holds
+    finite numbers only, so such a value becomes no figure instead of voiding the profile)."""
+    from reporter.harness.profile import parse_metric, parse_number
+
+    assert parse_number("nan") is None and parse_number("inf") is None and parse_number("-inf") is None
+    assert parse_number("1,234.5") == 1234.5
+    assert parse_metric("nan", "%") is None

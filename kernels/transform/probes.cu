@@ -28,6 +28,7 @@
 #ifndef HINT
 #define HINT 0
 #endif
+static_assert(STAGES >= 2, "copy_bulk refills a stage after the next tile's wait: one stage would wait for itself");
 
 extern "C" __global__ void __launch_bounds__(256)
 copy_vec4(const uint4* __restrict__ x, uint4* __restrict__ y, u64 n16)

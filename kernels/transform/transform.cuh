@@ -107,7 +107,7 @@ __device__ __forceinline__ void store4(elem_t* __restrict__ p, group4 g)
 #if ELEM_BF16
     uint2 w;
 #if TRANSFORM_HW_CVT
-    // d = {upper: a, lower: b}; the element at the lower address is the lower half
+    // PTX puts its first source in the upper half: g.b (the higher address) goes first
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w.x) : "f"(g.b), "f"(g.a));
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w.y) : "f"(g.d), "f"(g.c));
 #else

@@ -8,8 +8,8 @@
 // number of 32-blocks, so a group's place in its 32-block is its place in the tile), fences its
 // writes for the async proxy, and after the block's barrier thread 0 issues one bulk store of
 // the tile. The stage of the previous tile is refilled once its store has finished reading it
-// (wait_group.read 1), so a store and STAGES - 1 loads are in flight per block while the threads
-// compute. The whole groups after the last whole tile go to the last block (block_loop), the
+// (wait_group.read 1), so while the threads compute tile k the loads of tiles k+1 .. k+STAGES-2
+// are in flight per block (none with two stages: then the other blocks of the SM cover the wait). The whole groups after the last whole tile go to the last block (block_loop), the
 // partial 32-block and the sum to finish_grid as in v06: one launch per call.
 
 #define TRANSFORM_FAST_MATH 1
@@ -29,6 +29,7 @@
 #define TILE_GROUPS (TILE / 4)
 static_assert(TILE_GROUPS % THREADS == 0, "a tile is a whole number of steps of the block");
 static_assert(STAGES * TILE_BYTES <= 47 * 1024, "the ring and the barriers are static shared memory (48 KB)");
+static_assert(STAGES >= 2, "a stage is refilled after the next tile's wait: one stage would wait for itself");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 transform_bulk(const elem_t* __restrict__ x, elem_t* __restrict__ y, double* __restrict__ partials,

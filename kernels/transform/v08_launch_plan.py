@@ -34,8 +34,8 @@ from reporter.cuda import LaunchPlan, load_module
 # the fastest median of the recorded fp32 sweep (the bf16 sweep does not tell it from its own fastest)
 CONFIG: dict[str, int] = {"TILE_BYTES": 8192, "STAGES": 2, "BLOCKS_PER_SM": 4}
 # v07's sweep timed each configuration with v07's host time inside the samples; with that gone the
-# configurations are compared again, with 8 blocks per SM beside v07's 2, 4 and 6 (fp32's 29
-# registers per thread let 8 blocks of 256 threads share an SM; bf16's 38 let 6)
+# configurations are compared again, with 8 blocks per SM beside v07's 2, 4 and 6 (as many as the
+# registers let share an SM; where they do not, the blocks run as a second wave)
 SWEEP: list[dict[str, int]] = [
     {"TILE_BYTES": t, "STAGES": s, "BLOCKS_PER_SM": b}
     for t in (4096, 8192, 16384) for s in (2, 3, 4) for b in (4, 6, 8)

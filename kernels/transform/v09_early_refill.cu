@@ -4,10 +4,10 @@
 // after the block has computed tile k and thread 0 has issued tile k's store. While the block
 // computes tile k, the loads in flight are those of tiles k+1 .. k+STAGES-2: none with two
 // stages, the configuration v08's sweep chose, so each tile's load starts only when the
-// previous tile is done. Here thread 0 refills at the top of each step: the store of tile k-1
-// was issued at the end of the previous step, so by then it has usually finished reading its
-// stage (wait_group.read 0 waits for it if not), and the load of tile k-1+STAGES is in flight
-// while the block waits for and computes tile k: STAGES-1 loads ahead instead of STAGES-2.
+// previous tile is done. Here thread 0 refills at the top of each step: it waits
+// (wait_group.read 0) for the store of tile k-1, issued just before, to finish reading its stage
+// (shared memory, not DRAM), then issues the load of tile k-1+STAGES, which is in flight while
+// the block waits for and computes tile k: STAGES-1 loads ahead instead of STAGES-2.
 // Everything else is v07's: the tiles, the group per thread with the look-back shuffle, the
 // remaining groups by the last block, and the sum finished in the same launch.
 

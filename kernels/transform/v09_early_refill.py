@@ -4,9 +4,9 @@
 k-1 after the block has computed tile k and thread 0 has stored it, so while tile k is computed
 STAGES-2 loads are in flight: none with the two stages v08's sweep chose. Each block then waits
 for a whole load latency on every tile, and only the other blocks of the SM cover it. Here the
-refill comes at the top of the step, before the wait for tile k (tile k-1's store, issued at the
-end of the previous step, has usually read its stage by then; ``wait_group.read 0`` makes sure),
-so STAGES-1 loads are in flight during the compute. The bf16 path, with twice the elements per
+refill comes at the top of the step, before the wait for tile k (thread 0 first waits, with
+``wait_group.read 0``, for tile k-1's store, issued just before, to read its stage out of shared
+memory), so STAGES-1 loads are in flight during the compute. The bf16 path, with twice the elements per
 byte to compute, should gain the most. The host side is v08's: the launch packed once per shape,
 two allocations and one launch per call. ``SWEEP`` is v08's; ``CONFIG`` is v08's until a
 recorded sweep of this version chooses.

@@ -2,8 +2,8 @@
 
 ``v10_hw_cvt.cu`` is v07's kernel source (the one v08 launches) with ``TRANSFORM_HW_CVT``:
 ``store4`` packs each pair of fp32 results into two bf16 with ``cvt.rn.bf16x2.f32``, round to
-nearest even in hardware, where ``from_f`` spends about eight integer instructions per pair
-(add the rounding bias and the tie bit, shift, mask, or). The bits are the same for every finite
+nearest even in hardware, where ``from_f`` rounds each value with integer instructions (add the
+rounding bias and the tie bit, shift, mask, or). The bits are the same for every finite
 value. v08's bf16 kernel stays a few percent behind its own ring without the arithmetic (the copy
 probes), while fp32, with half the elements per byte, does not: the question is whether the
 instructions per bf16 byte are what is left. fp32 builds are v08's exactly. The host side is

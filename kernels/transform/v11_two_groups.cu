@@ -27,6 +27,7 @@
 #define TILE_GROUPS (TILE / 4)
 static_assert(TILE_GROUPS % (2 * THREADS) == 0, "a tile is a whole number of steps of the block");
 static_assert(STAGES * TILE_BYTES <= 47 * 1024, "the ring and the barriers are static shared memory (48 KB)");
+static_assert(STAGES >= 2, "a stage is refilled after the next tile's wait: one stage would wait for itself");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 transform_two_groups(const elem_t* __restrict__ x, elem_t* __restrict__ y, double* __restrict__ partials,

@@ -10,7 +10,6 @@ int32) and frees it, so PyTorch's caching allocator hands that same block to the
 from __future__ import annotations
 
 import math
-
 from typing import Any
 
 from ..assignments import Tolerance
@@ -68,7 +67,11 @@ def compare(out: Any, ref: Any, tol: Tolerance | tuple[Tolerance | None, ...], *
         diff = out.to(torch.int64) - ref.to(torch.int64) if not out.is_floating_point() else (out - ref)
         bad = diff != 0
         mismatches = int(bad.sum())
-        max_abs = float(diff.abs().max()) if n else 0.0
+        fin = torch.isfinite(diff) if diff.is_floating_point() else None
+        if fin is not None and bool(fin.any()):
+            max_abs = float(diff[fin].abs().max())
+        else:
+            max_abs = float(diff.abs().max()) if n else 0.0
         max_rel = None
     else:
         o, r = out.double() if out.device.type == "cpu" else out.float(), ref.double() if ref.device.type == "cpu" else ref.float()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+import math
 import os
 import re
 import shutil
@@ -107,14 +108,15 @@ def normalize_unit(unit: str) -> tuple[float, str]:
 
 
 def parse_number(raw: str) -> float | str | None:
-    """'1,234.5' -> 1234.5; '' or 'n/a' -> None; anything not numeric stays text."""
+    """'1,234.5' -> 1234.5; '', 'n/a', 'nan' or 'inf' -> None; anything not numeric stays text."""
     s = raw.strip().strip('"')
     if s in _MISSING:
         return None
     try:
-        return float(s.replace(",", ""))
+        v = float(s.replace(",", ""))
     except ValueError:
         return s
+    return v if math.isfinite(v) else None  # ncu's 'nan' or 'inf': no figure (a record holds finite numbers)
 
 
 def parse_metric(raw: str, unit: str) -> Metric | None:
