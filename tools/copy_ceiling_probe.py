@@ -2,6 +2,7 @@
 
     python tools/copy_ceiling_probe.py OUT.json            # copies against transform's versions
     python tools/copy_ceiling_probe.py OUT.json variants   # more ways to copy, fp32 only
+    python tools/copy_ceiling_probe.py OUT.json hints      # load/store hints and L2 prefetch, fp32 only
 
 transform's goal is a version within 1.02x of the memcpy of the same array. This probe times,
 on the benchmark arrays (128M fp32: 512 MiB; 128M bf16: 256 MiB), the memcpy peer against two
@@ -16,6 +17,9 @@ summaries as JSON and prints a table. Run on the GPU node from the repo root.
 ``variants`` times, on the fp32 array only, the 16-byte copy with 1 and 4 loads in flight per
 thread, and the bulk ring with larger tiles and deeper rings (dynamic shared memory), with each
 block's tiles in one contiguous run (ORDER 1), and with the evict-first L2 policy (HINT 1).
+``hints`` times, on the fp32 array only, the 16-byte copy with the non-coherent, no-L1, 256-byte
+L2-prefetch load (``copy_vec4_nc``) and the bulk ring with tiles prefetched into L2 ahead of the
+ring (PREFETCH).
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ VARIANT_VEC4 = ({"UNROLL": 1, "BLOCKS_PER_SM": 8}, {"UNROLL": 4, "BLOCKS_PER_SM"
 VARIANT_BULK = tuple({"TILE_BYTES": t, "STAGES": s, "BLOCKS_PER_SM": b, "ORDER": o, "HINT": h} for t, s, b, o, h in (
     (8192, 4, 4, 0, 0), (8192, 4, 4, 1, 0), (8192, 4, 4, 0, 1), (16384, 4, 3, 0, 0), (32768, 3, 2, 0, 0),
     (65536, 3, 1, 0, 0), (4096, 4, 8, 0, 0), (16384, 4, 3, 1, 1)))
+HINT_VEC4 = ({"UNROLL": 1, "BLOCKS_PER_SM": 8}, {"UNROLL": 4, "BLOCKS_PER_SM": 4}, {"UNROLL": 2, "BLOCKS_PER_SM": 8})
+HINT_BULK = tuple({"TILE_BYTES": t, "STAGES": s, "BLOCKS_PER_SM": b, "PREFETCH": f} for t, s, b, f in (
+    (8192, 4, 4, 0), (8192, 4, 4, 4), (8192, 4, 4, 8), (4096, 4, 8, 0), (4096, 4, 8, 8), (16384, 2, 4, 4)))
 
 
 def main() -> int:
@@ -54,6 +61,7 @@ def main() -> int:
     inc = ()  # probes.cu finds kernels/common/ from its own folder
 
     variants = sys.argv[2:] == ["variants"]
+    hints = sys.argv[2:] == ["hints"]
 
     def vec4(cfg: dict[str, int]):
         mod = load_module(source, defines={"UNROLL": cfg["UNROLL"]}, options=inc)
@@ -66,7 +74,7 @@ def main() -> int:
         return run
 
     def bulk(cfg: dict[str, int]):
-        defines = {k: cfg.get(k, 0) for k in ("TILE_BYTES", "STAGES", "ORDER", "HINT")}
+        defines = {k: cfg.get(k, 0) for k in ("TILE_BYTES", "STAGES", "ORDER", "HINT", "PREFETCH")}
         mod = load_module(source, defines=defines, options=inc)
 
         def run(x: torch.Tensor) -> torch.Tensor:
@@ -78,19 +86,24 @@ def main() -> int:
         return run
 
     def bulk_name(cfg: dict[str, int]) -> str:
-        extra = "".join(f" {k}" for k in ("ORDER", "HINT") if cfg.get(k))
+        extra = "".join(f" {k}" for k in ("ORDER", "HINT") if cfg.get(k)) + \
+            (f" PREFETCH {cfg['PREFETCH']}" if cfg.get("PREFETCH") else "")
         return f"copy_bulk {cfg['TILE_BYTES'] // 1024}K x{cfg['STAGES']} @{cfg['BLOCKS_PER_SM']}{extra}"
 
     flusher = L2Flusher(props.L2_cache_size)
-    out: dict = {"gpu": torch.cuda.get_device_name(), "mode": "variants" if variants else "versions", "runs": {}}
-    for case in ("benchmark",) if variants else ("benchmark", "benchmark_bf16"):
+    mode = "variants" if variants else "hints" if hints else "versions"
+    out: dict = {"gpu": torch.cuda.get_device_name(), "mode": mode, "runs": {}}
+    for case in ("benchmark",) if variants or hints else ("benchmark", "benchmark_bf16"):
         x = A.generate_input(**A.CASES[case])
         fns: dict = {"memcpy": lambda: A._copy(x)}
         for cfg in VARIANT_VEC4 if variants else ({"UNROLL": 1, "BLOCKS_PER_SM": 8},):
             fns[f"copy_vec4 x{cfg['UNROLL']} @{cfg['BLOCKS_PER_SM']}"] = (lambda f: (lambda: f(x)))(vec4(cfg))
-        for cfg in VARIANT_BULK if variants else BULK:
+        for cfg in HINT_VEC4 if hints else ():
+            fns[f"copy_vec4_nc x{cfg['UNROLL']} @{cfg['BLOCKS_PER_SM']}"] = \
+                (lambda f: (lambda: f(x)))(vec4(cfg, "copy_vec4_nc"))
+        for cfg in VARIANT_BULK if variants else HINT_BULK if hints else BULK:
             fns[bulk_name(cfg)] = (lambda f: (lambda: f(x)))(bulk(cfg))
-        for name in () if variants else VERSIONS:
+        for name in () if variants or hints else VERSIONS:
             mod = importlib.import_module(name)
             fns[name] = (lambda m: (lambda: m.custom_kernel(x)))(mod)
         fns["memcpy again"] = fns["memcpy"]

@@ -8,7 +8,10 @@
 // tiles of TILE_BYTES (dynamic shared memory) loading with cp.async.bulk and writes each back
 // with one bulk store. ORDER 0 deals the tiles to the blocks in turn (b, b + gridDim.x, ...), as
 // v07 does; ORDER 1 gives each block one contiguous run of tiles. HINT 1 puts the evict-first
-// L2 policy on the bulk loads and stores.
+// L2 policy on the bulk loads and stores. PREFETCH N > 0 also prefetches the tile N steps past
+// the ring into L2 (cp.async.bulk.prefetch.L2) each time a tile is loaded.
+// copy_vec4_nc: copy_vec4 with the load through the non-coherent path, no L1 allocation and a
+// 256-byte L2 prefetch (ld.global.nc.L1::no_allocate.L2::256B), the store without L1 allocation.
 
 #include "common/sm90/bulk.cuh"
 #include "common/sm90/mbarrier.cuh"
@@ -27,6 +30,9 @@
 #endif
 #ifndef HINT
 #define HINT 0
+#endif
+#ifndef PREFETCH
+#define PREFETCH 0  // copy_bulk: also bring tile k + STAGES + PREFETCH - 1 into L2 when tile k is issued
 #endif
 static_assert(STAGES >= 2, "copy_bulk refills a stage after the next tile's wait: one stage would wait for itself");
 
@@ -73,6 +79,9 @@ copy_bulk(const unsigned char* __restrict__ x, unsigned char* __restrict__ y, u6
 #else
         bulk_load(smem_u32(ring + s * TILE_BYTES), x + tile_of(k) * TILE_BYTES, TILE_BYTES, bar);
 #endif
+#if PREFETCH
+        if (k + PREFETCH < mine) bulk_prefetch_l2(x + tile_of(k + PREFETCH) * TILE_BYTES, TILE_BYTES);
+#endif
     };
     for (u32 s = 0; s < STAGES; ++s) mbar_init(smem_u32(&full[s]), 1);
     fence_mbarrier_init();
@@ -93,4 +102,29 @@ copy_bulk(const unsigned char* __restrict__ x, unsigned char* __restrict__ y, u6
         }
     }
     bulk_wait_read<0>();
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+copy_vec4_nc(const uint4* __restrict__ x, uint4* __restrict__ y, u64 n16)
+{
+    const u64 step = (u64)blockDim.x * UNROLL;
+    for (u64 base = (u64)blockIdx.x * step; base < n16; base += (u64)gridDim.x * step) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const u64 i = base + (u64)u * blockDim.x + threadIdx.x;
+            if (i < n16)
+                asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                             : "=r"(v[u].x), "=r"(v[u].y), "=r"(v[u].z), "=r"(v[u].w)
+                             : "l"(x + i));
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const u64 i = base + (u64)u * blockDim.x + threadIdx.x;
+            if (i < n16)
+                asm volatile("st.global.L1::no_allocate.v4.u32 [%0], {%1, %2, %3, %4};"
+                             ::"l"(y + i), "r"(v[u].x), "r"(v[u].y), "r"(v[u].z), "r"(v[u].w)
+                             : "memory");
+        }
+    }
 }

@@ -77,3 +77,9 @@ __device__ __forceinline__ void bulk_store_hint(void* dst, u32 src, u32 bytes, u
                  ::"l"(dst), "r"(src), "r"(bytes), "l"(policy)
                  : "memory");
 }
+
+// `bytes` of global memory at `src` brought into L2 ahead of use (no shared memory, no completion)
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, u32 bytes)
+{
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
