@@ -63,13 +63,13 @@ def main() -> int:
     variants = sys.argv[2:] == ["variants"]
     hints = sys.argv[2:] == ["hints"]
 
-    def vec4(cfg: dict[str, int]):
+    def vec4(cfg: dict[str, int], kernel: str = "copy_vec4"):
         mod = load_module(source, defines={"UNROLL": cfg["UNROLL"]}, options=inc)
 
         def run(x: torch.Tensor) -> torch.Tensor:
             y = torch.empty_like(x)
             n16 = x.numel() * x.element_size() // 16
-            mod.kernel("copy_vec4")((sms * cfg["BLOCKS_PER_SM"],), (256,), x, y, np.uint64(n16))
+            mod.kernel(kernel)((sms * cfg["BLOCKS_PER_SM"],), (256,), x, y, np.uint64(n16))
             return y
         return run
 
