@@ -387,3 +387,9 @@ def test_an_edit_lays_out_only_its_phase_again(project, monkeypatch):
     last = len(body)
     for n, i in enumerate(body, start=1):  # stamped across the phases' documents: 1 / N … N / N
         assert f"page {n} / {last}" in " ".join(reader.pages[i].extract_text().split()), (n, last)
+
+
+def test_a_change_that_rounds_to_zero_has_no_minus_sign():
+    from reporter.render.numbers import signed_pct
+
+    assert signed_pct(-0.004) == "+0.0 %" and signed_pct(0.9) == "+0.9 %" and signed_pct(-1.74) == "-1.7 %"

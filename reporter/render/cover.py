@@ -15,7 +15,7 @@ from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary
 from ..records import Run
 from ..standing import KIND_WORDS, peer_ms
-from .numbers import ms, pct, session_words, speedup_words, times
+from .numbers import ms, pct, session_words, signed_pct, speedup_words, times
 
 
 @dataclass
@@ -148,14 +148,14 @@ def _one_crosscheck(check: Any, runs: dict[str, Run], s: AssignmentSummary, vers
             if ours is None:
                 parts.append(f"{ms(mean)} over {n or '?'} calls")
             elif against == "our figure":
-                parts.append(f"{ms(mean)} over {n} calls ({(mean / ours - 1) * 100:+.1f} %)")
+                parts.append(f"{ms(mean)} over {n} calls ({signed_pct((mean / ours - 1) * 100)})")
             else:
                 parts.append(f"{ms(mean)} over only {n} calls, the course's rule having stopped it "
-                             f"({(mean / ours - 1) * 100:+.1f} % from the mean of our first {n})")
+                             f"({signed_pct((mean / ours - 1) * 100)} from the mean of our first {n})")
         if parts:
             bits.append("the course's own harness (its eval.py benchmark on the export) " + "; ".join(parts))
         if mine.do_bench_ms is not None:
-            bits.append(f"triton's do_bench a median of {ms(mine.do_bench_ms)} ({mine.gap_pct(mine.do_bench_ms):+.1f} %)")
+            bits.append(f"triton's do_bench a median of {ms(mine.do_bench_ms)} ({signed_pct(mine.gap_pct(mine.do_bench_ms))})")
         if bits:
             verdict = ("within" if mine.agrees else "NOT within") + f" {AGREEMENT_PCT:g} %"
             out.append(f"In one session on this card (cross-check {check.run_id}), ours measured {ms(mine.ours_ms)}, "

@@ -19,6 +19,13 @@ def pct(x: float | None) -> str:
     return "–" if x is None else f"{fmt_number(100 * x, 3)} %"
 
 
+def signed_pct(x: float) -> str:
+    """A change in percent with its sign, one decimal: '+0.9 %', '-1.7 %'; a change that rounds to
+    zero is '+0.0 %', never '-0.0 %'."""
+    text = f"{x:+.1f}"
+    return f"{'+0.0' if text == '-0.0' else text} %"
+
+
 def speedup_words(theirs: float, mine: float) -> str:
     """'1.05× faster' or '1.10× slower': how ``mine`` compares with ``theirs`` (both times)."""
     return f"{times(theirs / mine)} faster" if theirs >= mine else f"{times(mine / theirs)} slower"

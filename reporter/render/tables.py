@@ -29,7 +29,10 @@ def agreement_table(check, runs=None):  # type: ignore[no-untyped-def]
         t.add_column(col, justify="left" if col in ("callable", "case") else "right")
 
     def gap(x, ref):  # type: ignore[no-untyped-def]
-        return f" ({(x / ref - 1) * 100:+.1f} %)" if x is not None and ref else ""
+        if x is None or not ref:
+            return ""
+        text = f"{(x / ref - 1) * 100:+.1f}"
+        return f" ({'+0.0' if text == '-0.0' else text} %)"  # never '-0.0 %'
 
     for ag in agreements(check, runs):
         course = "\n".join(f"{format_ms(mean)} [{n or '?'}]{gap(mean, ours)}"
