@@ -32,7 +32,7 @@ import tempfile
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -106,6 +106,42 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 def save(record: Run | Sweep | DeviceCeilings | CrossCheck | Reverification, path: Path) -> Path:
     write_atomic(path, record.model_dump_json(indent=1) + "\n")
     return path
+
+
+def save_new(run: Run, logs: Path, tries: int = 1000) -> Path:
+    """Write a new run's record under ``logs`` without ever replacing one: when a record of the same
+    id is already there (a second ``report run`` of the same version and case in the same
+    millisecond), the run's id moves on by a millisecond until its name is free. The file appears
+    whole (linked from a complete temporary file) or not at all."""
+    for _ in range(tries):
+        path = run_path(logs, run)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write((run.model_dump_json(indent=1) + "\n").encode("utf-8"))
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())
+            try:
+                os.link(tmp, path)  # fails when the name is taken, where a rename would replace the file
+                return path
+            except FileExistsError:
+                run.run_id = _next_id(run.run_id)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    raise RecordError(f"{run_path(logs, run)}: no free record name after {tries} tries")
+
+
+def _next_id(run_id: str) -> str:
+    """'20261123T070512345Z_h100_benchmark' -> '20261123T070512346Z_h100_benchmark'."""
+    stamp, sep, rest = run_id.partition("_")
+    try:
+        t = datetime.strptime(stamp[:-4], "%Y%m%dT%H%M%S").replace(tzinfo=UTC) + timedelta(
+            milliseconds=int(stamp[-4:-1]) + 1)
+    except ValueError:
+        return run_id + "+"
+    return utc_stamp(t) + sep + rest
 
 
 def _migrate(data: dict, path: Path) -> dict:

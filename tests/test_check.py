@@ -67,3 +67,17 @@ def test_wrong_shape_and_wrong_type():
     assert not r.passed and not r.shape_ok and "shape" in r.message
     r = compare([0.0] * 16, ref, TOL)
     assert not r.passed and "expected a tensor" in r.message
+
+
+def test_wrong_dtype_fails_and_names_both():
+    ref = torch.zeros(4, 4, dtype=torch.float16)
+    r = compare(torch.zeros(4, 4, dtype=torch.float32), ref, TOL)
+    assert not r.passed and r.shape_ok and r.mismatches == 16
+    assert r.message == "dtype float32, expected float16 (the reference's)"
+    assert compare(torch.zeros(4, 4, dtype=torch.float16), ref, TOL).passed
+    # a part compared for shape only keeps its own dtype (the assignment's check judges it)
+    parts = compare((torch.zeros(2), torch.zeros(1, dtype=torch.float64)),
+                    (torch.zeros(2), torch.zeros(1, dtype=torch.float32)), (TOL, None))
+    assert parts.passed, parts.message
+    parts = compare((torch.zeros(2, dtype=torch.int64), torch.zeros(1)), (torch.zeros(2), torch.zeros(1)), TOL)
+    assert not parts.passed and parts.message.startswith("output[0]: dtype int64, expected float32")

@@ -50,6 +50,17 @@ def finite(*, low: float = 0.0, low_open: bool = False, high: float | None = Non
     return check
 
 
+IsolateOpt = Annotated[bool, typer.Option(
+    "--isolate/--no-isolate",
+    help="run the kernels in a worker process, so that one that crashes, poisons the CUDA context (an illegal "
+         "address) or hangs loses only its own record (default); --no-isolate runs them in this process, for a "
+         "debugger")]
+TimeoutOpt = Annotated[float, typer.Option(
+    "--timeout-s", callback=finite(low_open=True),
+    help="seconds one version (peer, probe, configuration) may take on one case, compile included, before it is "
+         "taken for hung and its worker killed")]
+
+
 def project_paths(root: Path | None, logs: Path | None) -> tuple[Path, Path, Path]:
     """(project root, its kernels/, the records folder) from --root and --logs."""
     r = (root or find_repo_root()).resolve()

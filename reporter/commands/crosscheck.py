@@ -35,6 +35,7 @@ def command(
     from ..export import render as render_export
     from ..harness.crosscheck import CrossCheckError, CrossCheckOptions, crosscheck, require_course_root
     from ..harness.device import NoGPU, device_info, require_cuda
+    from ..harness.isolate import WorkerError
     from ..harness.run import RunOptions, run
     from ..harness.timing import CudaEventTimer, StoppingRule
     from ..render.text import TerminalEvents
@@ -61,7 +62,7 @@ def command(
     except NoGPU as e:
         fail(str(e), 3)
         return
-    except (AssignmentError, RecordError, CrossCheckError, ValueError) as e:
+    except (AssignmentError, RecordError, CrossCheckError, ValueError, WorkerError) as e:
         fail(str(e))
         return
     from ..analysis.crosscheck import runs_of

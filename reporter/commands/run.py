@@ -10,7 +10,7 @@ import typer
 
 from ..assignments import AssignmentError, get_assignment
 from ..store import RecordError
-from .common import HoldOpt, LogsOpt, QuickOpt, RootOpt, console, fail, finite, project_paths
+from .common import HoldOpt, IsolateOpt, LogsOpt, QuickOpt, RootOpt, TimeoutOpt, console, fail, finite, project_paths
 
 NAME = "run"
 EPILOG = ("Quick look while working: report run flashattn -v v15 -c benchmark --quick  ·  "
@@ -55,10 +55,13 @@ def command(
         "--probes", help="also time the assignment's PROBES (pieces of a kernel timed alone, unchecked) on each "
                          "case, after its versions; kept in each run's record")] = False,
     quick: QuickOpt = False,
+    isolate: IsolateOpt = True,
+    timeout_s: TimeoutOpt = 300.0,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Check and time versions of an assignment on a CUDA GPU; write records under logs/."""
     from ..harness.device import NoGPU
+    from ..harness.isolate import WorkerError
     from ..harness.run import RunOptions, run
     from ..harness.timing import StoppingRule
     from ..render.text import TerminalEvents
@@ -82,11 +85,12 @@ def command(
                                                                     profile=profile,
                                                                     profile_timeout_s=profile_timeout_s,
                                                                     hold=hold, interleave=interleave,
-                                                                    probes=probes, write=not quick), console,
+                                                                    probes=probes, write=not quick,
+                                                                    isolate=isolate, timeout_s=timeout_s), console,
                       events=TerminalEvents(console, written=not quick))
     except NoGPU as e:
         fail(str(e), 3)
-    except (AssignmentError, RecordError, ValueError) as e:
+    except (AssignmentError, RecordError, ValueError, WorkerError) as e:
         fail(str(e))
     if quick:
         console.print("quick run: nothing written (run without --quick to keep records)")

@@ -9,7 +9,7 @@ import typer
 
 from ..assignments import AssignmentError, get_assignment
 from ..store import RecordError
-from .common import HoldOpt, LogsOpt, QuickOpt, RootOpt, console, fail, finite, project_paths
+from .common import HoldOpt, IsolateOpt, LogsOpt, QuickOpt, RootOpt, TimeoutOpt, console, fail, finite, project_paths
 
 NAME = "sweep"
 
@@ -26,10 +26,13 @@ def command(
         help="time the configurations in rounds, one call of each per round in a rotating order, so the card's "
              "warming up cannot favour the first (default); --sequential times each to the end in SWEEP's order")] = True,
     quick: QuickOpt = False,
+    isolate: IsolateOpt = True,
+    timeout_s: TimeoutOpt = 300.0,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Time every configuration of a tunable version; the sweep is recorded and shown in the report."""
     from ..harness.device import NoGPU
+    from ..harness.isolate import WorkerError
     from ..harness.run import sweep
     from ..harness.timing import StoppingRule
     from ..render.text import TerminalEvents
@@ -40,9 +43,9 @@ def command(
         v = a.version(version)
         rule = StoppingRule(min_reps=3, max_reps=max_reps, budget_s=budget_s, warmup_reps=1)
         path = sweep(repo, logs_dir, a, v, case or a.benchmark_case, rule, console, hold=hold, interleave=interleave,
-                     events=TerminalEvents(console), write=not quick)
+                     events=TerminalEvents(console), write=not quick, isolate=isolate, timeout_s=timeout_s)
     except NoGPU as e:
         fail(str(e), 3)
-    except (AssignmentError, RecordError, ValueError) as e:
+    except (AssignmentError, RecordError, ValueError, WorkerError) as e:
         fail(str(e))
     console.print(f"sweep written to {path}" if path else "quick sweep: nothing written")

@@ -35,16 +35,21 @@ def _flatten(x: Any) -> list[Any]:
 
 
 def compare(out: Any, ref: Any, tol: Tolerance | tuple[Tolerance | None, ...], *,
-            seed: int | None = None) -> CheckResult:
+            seed: int | None = None, check_dtype: bool = True) -> CheckResult:
     """Check ``out`` against ``ref`` elementwise: |out - ref| <= atol + rtol * |ref|, or exact.
 
     A reference that is a tuple (an output of several tensors: an array and a sum over it)
     wants an output tuple of the same length, compared part by part; ``tol`` is then one
     tolerance for every part or one per part (``None``: the part is compared for shape only, left
     to the assignment's ``check_implementation``). The result adds the parts' counts and keeps the
-    first part's error figures; its message names the part that failed."""
+    first part's error figures; its message names the part that failed.
+
+    An output of another dtype than the reference's fails (a float32 output where the reference is
+    float16 would pass the tolerance, and fail the course's harness), unless ``check_dtype`` is
+    False: a part compared for shape only, or an assignment whose ``check_implementation`` judges
+    against a wider reference."""
     if isinstance(ref, (tuple, list)):
-        return _compare_parts(out, ref, tol, seed=seed)
+        return _compare_parts(out, ref, tol, seed=seed, check_dtype=check_dtype)
     assert isinstance(tol, Tolerance), "one tolerance for a single tensor"
     import torch
 
@@ -57,6 +62,11 @@ def compare(out: Any, ref: Any, tol: Tolerance | tuple[Tolerance | None, ...], *
         return CheckResult(passed=False, exact=tol.exact, rtol=tol.rtol, atol=tol.atol, n_elements=n,
                            mismatches=n, shape_ok=False, seed=seed,
                            message=f"shape {tuple(out.shape)} != expected {tuple(ref.shape)}")
+    if check_dtype and out.dtype != ref.dtype:
+        return CheckResult(passed=False, exact=tol.exact, rtol=tol.rtol, atol=tol.atol, n_elements=n,
+                           mismatches=n, shape_ok=True, seed=seed,
+                           message=f"dtype {str(out.dtype).removeprefix('torch.')}, expected "
+                                   f"{str(ref.dtype).removeprefix('torch.')} (the reference's)")
     if out.device != ref.device:
         out = out.to(ref.device)
     nan_count = inf_count = 0
@@ -99,7 +109,7 @@ def _finite_or_none(x: float | None) -> float | None:
 
 
 def _compare_parts(out: Any, ref: tuple | list, tol: Tolerance | tuple[Tolerance | None, ...], *,
-                   seed: int | None) -> CheckResult:
+                   seed: int | None, check_dtype: bool = True) -> CheckResult:
     n = len(ref)
     tols = tuple(tol) if isinstance(tol, (tuple, list)) else (tol,) * n
     if len(tols) != n:
@@ -108,7 +118,7 @@ def _compare_parts(out: Any, ref: tuple | list, tol: Tolerance | tuple[Tolerance
         what = f"a {type(out).__name__}" + (f" of {len(out)}" if isinstance(out, (tuple, list)) else "")
         return CheckResult(passed=False, exact=False, n_elements=0, mismatches=0, shape_ok=False, seed=seed,
                            message=f"output is {what}, expected a tuple of {n} tensors")
-    parts = [compare(o, r, t if t is not None else _NO_TOLERANCE, seed=seed)
+    parts = [compare(o, r, t if t is not None else _NO_TOLERANCE, seed=seed, check_dtype=check_dtype and t is not None)
              for o, r, t in zip(out, ref, tols, strict=True)]
     for k, (p, t) in enumerate(zip(parts, tols, strict=True)):
         if t is None and p.shape_ok:  # shape only: the assignment's check judges the values
@@ -160,7 +170,7 @@ def check_output(spec: Any, data: Any, out: Any, ref: Any, *, seed: int | None =
     """
     tol = getattr(spec, "TOLERANCE", None)
     course = getattr(spec, "check_implementation", None)
-    res = compare(out, ref, tol or _NO_TOLERANCE, seed=seed)
+    res = compare(out, ref, tol or _NO_TOLERANCE, seed=seed, check_dtype=tol is not None)
     if not callable(course):
         return res
     try:

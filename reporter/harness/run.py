@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import store
-from ..assignments import Assignment, Version
+from ..assignments import Assignment, Version, short_handle
 from ..cuda import CudaKernel, track_launches
 from ..records import (
     CheckResult,
@@ -43,11 +44,13 @@ from ..records import (
 from .check import check_output, clone_input, poison_allocator
 from .device import device_info, measure_ceilings, require_cuda
 from .events import Events, Silent
-from .gpu_state import open_sampler
 from .nvtx_ranges import ranges
 from .timing import CudaEventTimer, HeldCudaEventTimer, L2Flusher, StoppingRule, benchmark, benchmark_interleaved
 
 RANK_SEED_STEP = 13
+#: seconds a version (a peer, a probe, a sweep's configuration) gets on a case, its compile and its
+#: timing included, before it is taken for hung and its worker process killed
+DEFAULT_TIMEOUT_S = 300.0
 
 
 @dataclass
@@ -63,6 +66,8 @@ class RunOptions:
     logs: Path | None = None  # where records go; a profile's .ncu-rep is kept beside its run's record there
     probes: bool = False  # also time the assignment's PROBES on each case (see _time_probes)
     write: bool = True  # False: a quick look, nothing written under logs/ (ceilings included)
+    isolate: bool = True  # run the versions in a worker process whose crash or hang loses only its version
+    timeout_s: float = DEFAULT_TIMEOUT_S  # each version's (peer's, probe's) budget on a case, compile included
 
 
 def _sync() -> None:
@@ -278,11 +283,14 @@ class RankedCheckFailed(Exception):
 
 def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions, flush: L2Flusher,
                 timer: CudaEventTimer, ceilings: DeviceCeilings, progress: Progress,
-                state: Callable[[], dict[str, float]] | None = None) -> list[PeerResult]:
+                state: Callable[[], dict[str, float]] | None = None, only: list[str] | None = None) -> list[PeerResult]:
+    """The assignment's peers (those named in ``only``, if given) checked and timed on the case."""
     peers = getattr(a.spec, "PEERS", {}) or {}
     out: list[PeerResult] = []
     work = a.spec.work_model(**case)
     for name, peer in peers.items():
+        if only is not None and name not in only:
+            continue
         task = progress.add_task(f"peer {name}", total=opts.rule.max_reps)
         names = (a.name, f"peer:{name}")
         try:
@@ -318,7 +326,8 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
 
 
 def _time_probes(a: Assignment, case: dict, data: Any, opts: RunOptions, flush: L2Flusher, timer: CudaEventTimer,
-                 progress: Progress, state: Callable[[], dict[str, float]] | None = None) -> list[ProbeResult]:
+                 progress: Progress, state: Callable[[], dict[str, float]] | None = None,
+                 only: list[str] | None = None) -> list[ProbeResult]:
     """The assignment's ``PROBES`` timed one after another on the case's own input: one untimed call
     first (a compile, or the ``ValueError`` of a probe that does not apply to the case), then the
     timing rule of the versions, never ranked (a probe's output is not the answer, so there is
@@ -326,6 +335,8 @@ def _time_probes(a: Assignment, case: dict, data: Any, opts: RunOptions, flush: 
     out: list[ProbeResult] = []
     plain = RunOptions(rule=opts.rule, hold=opts.hold)
     for name, probe in (getattr(a.spec, "PROBES", {}) or {}).items():
+        if only is not None and name not in only:
+            continue
         task = progress.add_task(f"probe {name}", total=opts.rule.max_reps)
         names = (a.name, f"probe:{name}")
         pr = ProbeResult(name=name, description=probe.description)
@@ -350,7 +361,7 @@ def _new_run(a: Assignment, v: Version, mod: Any, case_name: str, case: dict, in
     return Run(run_id=f"{store.utc_stamp()}_{info.slug}_{case_name}", session_id=session,
                assignment=a.name, version=v.name, case_name=case_name, case=dict(case), seed=int(case["seed"]),
                created_utc=datetime.now(timezone.utc), command=command, device=info,
-               code=v.snapshot(repo_root, getattr(mod, "CONFIG", None)),
+               code=v.snapshot(repo_root, getattr(mod, "CONFIG", None) if mod is not None else None),
                check=CheckResult(passed=False, exact=bool(getattr(a.spec.TOLERANCE, "exact", False)), n_elements=0, mismatches=0,
                                  message="not run"),
                work=a.spec.work_model(**case), ceilings_ref=ceilings_ref)
@@ -375,7 +386,9 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
                           case: dict, data: Any, ref: Any, opts: RunOptions, flush: L2Flusher,
                           timer: CudaEventTimer, ceilings: DeviceCeilings, ceilings_ref: str, info: DeviceInfo,
                           session: str, command: str, repo_root: Path, progress: Progress,
-                          state: Callable[[], dict[str, float]] | None, console: Console) -> list[Run]:
+                          state: Callable[[], dict[str, float]] | None, console: Console,
+                          peers_only: list[str] | None = None,
+                          on_item: Callable[..., None] | None = None) -> tuple[list[Run], list[PeerResult]]:
     """One case of ``report run --interleave``: check every version and peer once, then time all
     that passed together in rounds (:func:`benchmark_interleaved`), one call of each per round in
     a rotating order, so none of them is timed on a cooler or hotter card than the others.
@@ -395,6 +408,9 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
     unchecked: set[int] = set()  # indexes in fns of baselines, never re-checked
 
     for name, peer in ((getattr(spec, "PEERS", {}) or {}).items() if opts.peers else ()):
+        if peers_only is not None and name not in peers_only:
+            continue
+        on_item("peer", name, name)
         names = (a.name, f"peer:{name}")
         pr = PeerResult(name=name, description=peer.description)
         try:
@@ -417,6 +433,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
     for v in versions:
         mod = modules[v.name]
         r = _new_run(a, v, mod, case_name, case, info, session, command, repo_root, ceilings_ref)
+        on_item("version", v.name, r)
         try:
             with track_launches() as kernels:
                 r.check, out = _check_once(mod.custom_kernel, data, ref, spec, seed, (a.name, v.short))
@@ -436,6 +453,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
     ranked_checks: list[list[CheckResult]] = [[] for _ in fns]
 
     if fns:
+        on_item("rounds", "rounds", None, scale=len(fns))
         task = progress.add_task(f"{a.name} · {case_name} · {len(fns)} interleaved, rounds", total=opts.rule.max_reps)
         with ranges(a.name, "interleaved", "timed"):
             calls = [lambda rep, f=f: f(inputs.data) for f in fns]
@@ -470,120 +488,395 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
     for j, r in enumerate(runs):
         r.peers = peer_results
         r.builds = kernel_builds(launched.get(j, []), repo_root)
-    return runs
+    return runs, peer_results
 
 
 def open_session(logs: Path, opts: RunOptions, console: Console
                  ) -> tuple[DeviceInfo, str, DeviceCeilings, str, str, L2Flusher, CudaEventTimer]:
-    """What every timed session starts with: the device, its ceilings (measured once, then read
-    from logs/), the session id, the command line, the L2 flusher and the timer."""
+    """What every timed session in this process starts with: the device, its ceilings (measured
+    once, then read from logs/), the session id, the command line, the L2 flusher and the timer."""
     require_cuda()
     info = device_info()
     ceilings_ref, ceilings = ensure_ceilings(logs, info, console, opts.remeasure_ceilings, write=opts.write)
-    command = "report " + " ".join(shlex.quote(x) for x in sys.argv[1:])
-    return (info, ceilings_ref, ceilings, store.utc_stamp(), command, L2Flusher(info.l2_bytes),
+    return (info, ceilings_ref, ceilings, store.utc_stamp(), command_line(), L2Flusher(info.l2_bytes),
             make_timer(opts.hold))
+
+
+def command_line() -> str:
+    return "report " + " ".join(shlex.quote(x) for x in sys.argv[1:])
+
+
+def run_version(r: Run, a: Assignment, mod: Any, data: Any, ref: Any, opts: RunOptions, flush: L2Flusher,
+                timer: CudaEventTimer, ceilings: DeviceCeilings, repo_root: Path, progress: Progress,
+                state: Callable[[], dict[str, float]] | None, console: Console) -> Run:
+    """Check one version on its case and, when it passes, time it, into ``r`` (made by
+    :func:`_new_run`). Whatever the version does (raises, returns the wrong thing, fails a ranked
+    re-check) ends in ``r.check`` and ``r.error``, never in an exception."""
+    task = progress.add_task(f"{r.version} · {r.case_name}", total=opts.rule.max_reps)
+    names = (a.name, short_handle(r.version))
+    launched: list[CudaKernel] = []
+    try:
+        with track_launches() as launched:  # the CUDA kernels this version runs, for r.builds
+            r.check, out = _check_once(mod.custom_kernel, data, ref, a.spec, r.seed, names)
+            del out
+            if r.check.passed:
+                r.timing = time_callable(mod.custom_kernel, data, a=a, case=r.case, ref=ref, names=names,
+                                         opts=opts, flush=flush, timer=timer, ranked_checks=r.ranked_checks,
+                                         on_sample=lambda i, ms: progress.update(task, completed=i + 1),
+                                         state=state)
+        if r.check.passed:
+            r.derived = derive(r.work, r.timing.mean_ms, ceilings)  # type: ignore[union-attr]
+        else:
+            r.error = f"check failed, not timed: {r.check.message}"
+    except RankedCheckFailed as e:
+        r.check = e.result
+        r.error = str(e)
+    except Exception as e:
+        r.error = explain_exception(e, f"{r.version} on {r.case_name}")
+        console.print(f"[red]{r.version} on {r.case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
+    r.builds = kernel_builds(launched, repo_root)
+    progress.update(task, completed=opts.rule.max_reps, visible=False)
+    _free()
+    return r
+
+
+def explain_exception(e: BaseException, what: str) -> str:
+    """A version's exception as its record keeps it: the exception's text, and for the failures a
+    student meets most (out of GPU memory, an illegal address, a compile error) what to do."""
+    text = f"{type(e).__name__}: {e}"
+    low = str(e).lower()
+    if "out of memory" in low or type(e).__name__ == "OutOfMemoryError":
+        return (text.splitlines()[0] + f"\n{what} ran out of GPU memory: it asked for more than the card had free. "
+                "Look for an allocation sized by the wrong dimension, or a cache that grows call after call; "
+                "the other versions go on.")
+    if any(k in low for k in ("illegal memory access", "illegal address", "misaligned address",
+                              "unspecified launch failure", "illegal instruction", "cuda_error_illegal")):
+        return (text.splitlines()[0] + f"\n{what}: a kernel read or wrote outside its buffers (or hit a trap). "
+                "`compute-sanitizer --tool memcheck report run <assignment> -v <version> -c <case> --quick "
+                "--no-isolate` names the access; the other versions go on in a fresh process.")
+    return text
+
+
+def _short_error(e: BaseException) -> str:
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+class _Relay:
+    """The parent's end of a worker's messages: its progress bars and its text, shown here."""
+
+    def __init__(self, progress: Progress, console: Console) -> None:
+        self.progress, self.console = progress, console
+        self.ids: dict[int, Any] = {}
+
+    def __call__(self, msg: tuple[Any, ...]) -> None:
+        kind = msg[0]
+        if kind == "progress":
+            _, method, wid, args, kwargs = msg
+            if method == "add_task":
+                self.ids[wid] = self.progress.add_task(*args, **kwargs)
+            elif wid in self.ids:
+                getattr(self.progress, method)(self.ids[wid], *args, **kwargs)
+        elif kind == "print":
+            self.console.print(msg[1])
+        elif kind == "exit":
+            self.console.print(f"[yellow]{msg[1]}: the next work goes to a fresh process[/yellow]")
+
+    def reset(self) -> None:
+        """Hide the bars of a worker that is gone."""
+        for tid in self.ids.values():
+            self.progress.update(tid, visible=False)
+        self.ids.clear()
+
+    def echo(self, text: str) -> None:
+        """What the worker wrote to its stdout or stderr (a library's warning, a kernel's printf)."""
+        self.console.print(text.rstrip("\n"), markup=False, highlight=False, style="dim")
+
+
+class _Work:
+    """The parent's handle on the worker process (or, with ``isolate=False``, on a session in this
+    process): opens a session on each fresh worker, relays its messages, answers its tasks."""
+
+    def __init__(self, params: Any, isolate: bool, progress: Progress, console: Console) -> None:
+        from .isolate import InProcess, Worker
+        from .worker import Session
+
+        self.params = params
+        self.relay = _Relay(progress, console)
+        self.info: DeviceInfo | None = None
+        self.ceilings: tuple[str, DeviceCeilings] | None = None
+        self.w: Any
+        if isolate:
+            self.w = Worker("reporter.harness.worker", cwd=params.repo_root, on_output=self.relay.echo,
+                            on_start=self._open, open_budget_s=params.budget_s)
+            try:
+                self.w.start()
+            except BaseException:  # a session that cannot open (a bad assignment): no worker left behind
+                self.w.close()
+                raise
+        else:
+            self.w = InProcess(Session().handle)
+            self._open(self.w)
+
+    def _open(self, w: Any) -> None:
+        from .isolate import WorkerError, WorkerLost
+
+        try:
+            # the first opening may measure the ceilings (a minute or so) on top of the usual budget
+            info, ref, c = w.call(("open", self.params), self.relay, budget_s=self.params.budget_s + 600.0)
+        except WorkerLost as e:
+            raise WorkerError(f"the worker process could not open a session: it {e.how}"
+                              + ("; its last lines:\n" + "\n".join(e.tail) if e.tail else "")) from None
+        self.info = info
+        self.params = replace(self.params, ceilings=(ref, c))
+        self.ceilings = (ref, c)
+
+    def call(self, task: tuple[Any, ...]) -> Any:
+        from .isolate import WorkerLost
+
+        try:
+            return self.w.call(task, self.relay, budget_s=self.params.budget_s)
+        except WorkerLost:
+            self.relay.reset()
+            raise
+
+    def close(self) -> None:
+        self.w.close()
+
+
+def _lost_run(work: _Work, a: Assignment, v: Version, case_name: str, lost: Any, what: str) -> Run:
+    """The record of a version whose worker died or hung: what it was at the start, with the error."""
+    r = lost.detail if isinstance(lost.detail, Run) else _new_run(
+        a, v, None, case_name, a.case(case_name), work.info, work.params.session,  # type: ignore[arg-type]
+        work.params.command, work.params.repo_root, work.params.ceilings[0] if work.params.ceilings else "")
+    r.error = lost.explain(what)
+    return r
 
 
 def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], case_names: list[str],
         opts: RunOptions, console: Console | None = None, events: Events | None = None) -> list[Path]:
     """Check and time each version on each case; returns the paths of the records written (none
     when ``opts.write`` is False). ``console`` shows progress; ``events`` hears of each run (the CLI
-    prints its text), written or not."""
+    prints its text), written or not.
+
+    The versions run in a worker process (:mod:`.worker`; ``opts.isolate``): one that crashes it,
+    poisons its CUDA context or runs past ``opts.timeout_s`` gets a record saying so, and the others
+    go on in a fresh one. This process writes every record, atomically, as it comes: Ctrl-C keeps
+    the finished ones and leaves no partial file.
+    """
+    from .isolate import WorkerLost
+    from .worker import OpenParams
+
     console = console or Console()
     events = events or Silent()
     if opts.logs is None:
         opts = replace(opts, logs=logs)
-    info, ceilings_ref, ceilings, session, command, flush, timer = open_session(logs, opts, console)
-    sampler = open_sampler()
-    state = sampler.sample if sampler else None
+    require_cuda()  # here, so that a machine without a GPU hears it in one line before any process starts
+    params = OpenParams(repo_root=repo_root, kernels=a.path.parent, assignment=a.name, logs=logs, opts=opts,
+                        session=store.utc_stamp(), command=command_line(), budget_s=opts.timeout_s)
     written: list[Path] = []
     summary: list[Run] = []
-    modules = {v.name: v.load() for v in versions}
+    peers_of = (getattr(a.spec, "PEERS", {}) or {}) if opts.peers else {}
+    probes_of = (getattr(a.spec, "PROBES", {}) or {}) if opts.probes else {}
+    by_name = {v.name: v for v in versions}
 
     with QuietProgress(console=console, transient=False) as progress:
         overall = progress.add_task("runs", total=len(case_names) * len(versions))
+        work = _Work(params, opts.isolate, progress, console)
+        try:
+            info = work.info
 
-        def resave(r: Run) -> None:  # a written record that gained a profile or probes: the same file, atomically
-            if opts.write:
-                store.save(r, store.run_path(logs, r))
+            def resave(r: Run) -> None:  # a written record that gained a profile or probes: the same file
+                if opts.write:
+                    store.save(r, store.run_path(logs, r))
 
-        def keep(r: Run) -> None:  # write the record, tell the caller
-            if opts.write:
-                written.append(store.save(r, store.run_path(logs, r)))
-            summary.append(r)
-            events.run_written(r, info)
-            progress.advance(overall)
+            def keep(r: Run) -> None:  # write the record, tell the caller
+                if opts.write:
+                    written.append(store.save_new(r, logs))
+                summary.append(r)
+                events.run_written(r, info)  # type: ignore[arg-type]
+                progress.advance(overall)
 
-        for case_name in case_names:
-            case, data, ref = draw_case(a, case_name, console)
-            seed = int(case["seed"])
-            if opts.interleave:
-                runs = _run_case_interleaved(a, versions, modules, case_name, case, data, ref, opts, flush, timer,
-                                             ceilings, ceilings_ref, info, session, command, repo_root, progress,
-                                             state, console)
-                probes = _time_probes(a, case, data, opts, flush, timer, progress, state) if opts.probes else []
-                for r in runs:
-                    r.probes = probes
-                    keep(r)
-                for j, r in enumerate(runs):  # profiled once every record of the case is on disk
-                    if opts.profile and r.timing is not None:
-                        _profile(r, repo_root, a, versions[j], opts, console, progress, events)
-                        resave(r)
-                del data, ref
-                _free()
-                continue
-            peers = _time_peers(a, case, data, ref, opts, flush, timer, ceilings, progress, state) if opts.peers else []
-            case_runs: list[Run] = []
-            for v in versions:
-                mod = modules[v.name]
-                task = progress.add_task(f"{v.name} · {case_name}", total=opts.rule.max_reps)
-                names = (a.name, v.short)
-                r = _new_run(a, v, mod, case_name, case, info, session, command, repo_root, ceilings_ref)
-                r.peers = peers
-                launched: list[CudaKernel] = []
-                try:
-                    with track_launches() as launched:  # the CUDA kernels this version runs, for r.builds
-                        r.check, out = _check_once(mod.custom_kernel, data, ref, a.spec, seed, names)
-                        del out
-                        if r.check.passed:
-                            r.timing = time_callable(mod.custom_kernel, data, a=a, case=case, ref=ref, names=names,
-                                                     opts=opts, flush=flush, timer=timer,
-                                                     ranked_checks=r.ranked_checks,
-                                                     on_sample=lambda i, ms, t=task: progress.update(t, completed=i + 1),
-                                                     state=state)
-                    if r.check.passed:
-                        r.derived = derive(r.work, r.timing.mean_ms, ceilings)  # type: ignore[union-attr]
-                    else:
-                        r.error = f"check failed, not timed: {r.check.message}"
-                except RankedCheckFailed as e:
-                    r.check = e.result
-                    r.error = str(e)
-                except Exception as e:
-                    r.error = f"{type(e).__name__}: {e}"
-                    console.print(f"[red]{v.name} on {case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
-                r.builds = kernel_builds(launched, repo_root)
-                progress.update(task, completed=opts.rule.max_reps, visible=False)
-                keep(r)  # written now: a crash further on (a profiler's, say) loses nothing of it
+            def profile(r: Run) -> None:
                 if opts.profile and r.timing is not None:
-                    _profile(r, repo_root, a, v, opts, console, progress, events)
+                    work.call(("free",))  # the profiled child process needs the memory the worker cached
+                    _profile(r, repo_root, a, by_name[r.version], opts, console, progress, events)
                     resave(r)
-                case_runs.append(r)
-                _free()
-            if opts.probes:  # after the versions, so that each version is timed as in a run without them
-                probes = _time_probes(a, case, data, opts, flush, timer, progress, state)
-                for r in case_runs:
-                    r.probes = probes
-                    resave(r)
-            del data, ref
-            _free()
+
+            for case_name in case_names:
+                if opts.interleave:
+                    runs = _interleaved_case(work, a, versions, case_name, list(peers_of), console)
+                else:
+                    peers = []
+                    for name, peer in peers_of.items():
+                        try:
+                            peers.append(work.call(("peer", case_name, name)))
+                        except WorkerLost as e:
+                            peers.append(PeerResult(name=name, description=peer.description,
+                                                    error=e.explain(f"peer {name} on {case_name}")))
+                            console.print(f"[red]{escape(peers[-1].error or '')}[/red]")
+                    runs = []
+                    for v in versions:
+                        try:
+                            r = work.call(("version", case_name, v.name))
+                        except WorkerLost as e:
+                            r = _lost_run(work, a, v, case_name, e, f"{v.name} on {case_name}")
+                            console.print(f"[red]{escape(r.error or '')}[/red]")
+                        r.peers = peers
+                        keep(r)  # written now: a crash further on (a profiler's, say) loses nothing of it
+                        profile(r)
+                        runs.append(r)
+                if opts.interleave:
+                    for r in runs:
+                        keep(r)
+                probes = []
+                for name, probe in probes_of.items():  # after the versions: each is timed as in a run without them
+                    try:
+                        probes.append(work.call(("probe", case_name, name)))
+                    except WorkerLost as e:
+                        probes.append(ProbeResult(name=name, description=probe.description,
+                                                  error=e.explain(f"probe {name} on {case_name}")))
+                if probes:
+                    for r in runs:
+                        r.probes = probes
+                        resave(r)
+                if opts.interleave:
+                    for r in runs:  # profiled once every record of the case is on disk
+                        profile(r)
+                work.call(("free",))
+        except KeyboardInterrupt:
+            console.print(f"[yellow]interrupted: {len(written)} record(s) written, every one whole; "
+                          "the version that was running has none[/yellow]")
+            raise
+        finally:
+            work.close()
     events.runs_done(summary)
     return written
 
 
+def _interleaved_case(work: _Work, a: Assignment, versions: list[Version], case_name: str, peers: list[str],
+                      console: Console) -> list[Run]:
+    """One case of ``--interleave`` in the worker; a version or peer whose check loses the worker is
+    recorded as lost and the case is tried again without it. Losing the worker during the rounds
+    loses the rounds: every version of the case gets a record saying so."""
+    from .isolate import WorkerLost
+
+    remaining = [v.name for v in versions]
+    peer_names = list(peers)
+    lost_runs: dict[str, Run] = {}
+    lost_peers: list[PeerResult] = []
+    runs: list[Run] = []
+    peer_results: list[PeerResult] = []
+    by_name = {v.name: v for v in versions}
+    while remaining:
+        try:
+            runs, peer_results = work.call(("interleaved", case_name, list(remaining), list(peer_names)))
+            break
+        except WorkerLost as e:
+            kind, key = (e.item[0], e.item[2]) if isinstance(e.item, tuple) and len(e.item) == 3 else ("task", None)
+            if kind == "version" and key in remaining:
+                lost_runs[key] = _lost_run(work, a, by_name[key], case_name, e, f"{key} on {case_name} (its check)")
+                remaining.remove(key)
+                console.print(f"[red]{escape(lost_runs[key].error or '')}[/red]")
+            elif kind == "peer" and key in peer_names:
+                desc = (getattr(a.spec, "PEERS", {}) or {})[key].description
+                lost_peers.append(PeerResult(name=key, description=desc, error=e.explain(f"peer {key} on {case_name}")))
+                peer_names.remove(key)
+            else:
+                for name in remaining:
+                    lost_runs[name] = _lost_run(work, a, by_name[name], case_name, e,
+                                                f"the interleaved rounds of {case_name} (with {name})")
+                console.print(f"[red]{escape(e.explain(f'the interleaved rounds of {case_name}'))}[/red]")
+                remaining, runs = [], []
+    got = {r.version: r for r in runs}
+    got.update(lost_runs)
+    everyone = peer_results + lost_peers
+    out = [got[v.name] for v in versions if v.name in got]
+    for r in out:
+        r.peers = everyone
+    return out
+
+
+#: the key of a sweep's ``skip`` that stands for every configuration not named in it
+ALL_CONFIGS = -1
+
+
+def sweep_in_process(a: Assignment, v: Version, case_name: str, opts: RunOptions, *, info: DeviceInfo,
+                     flush: L2Flusher, timer: CudaEventTimer, state: Callable[[], dict[str, float]] | None,
+                     console: Console, progress: Progress, case: dict, data: Any, ref: Any,
+                     skip: dict[int, str] | None = None, on_item: Callable[..., None] | None = None,
+                     interleave: bool = True) -> Sweep:
+    """The sweep of :func:`sweep`, in this process: configurations in ``skip`` (index -> why;
+    :data:`ALL_CONFIGS` for every one not named) are recorded with that error and not built; ``on_item`` hears of each configuration before its
+    build and check, and of the rounds."""
+    skip = dict(skip or {})
+    on_item = on_item or (lambda *args, **kwargs: None)
+    rule = opts.rule
+    mod = v.load()
+    configs: list[dict] = list(getattr(mod, "SWEEP", []))
+    make = getattr(mod, "make_kernel", None)
+    if not configs or make is None:
+        raise ValueError(f"{v.path}: a sweep needs SWEEP (a list of configs) and make_kernel(config)")
+    points: list[SweepPoint] = []
+    fns: dict[int, Callable[[Any], Any]] = {}
+    task = progress.add_task(f"sweep {v.name} · {case_name}" + (" · check" if interleave else ""),
+                             total=len(configs))
+    for k, cfg in enumerate(configs):
+        p = SweepPoint(config=cfg)
+        if k in skip or ALL_CONFIGS in skip:
+            p.error = skip.get(k, skip.get(ALL_CONFIGS))
+            points.append(p)
+            progress.advance(task)
+            continue
+        on_item("config", k, cfg)
+        try:
+            fn = make(cfg)
+            p.check, out = _check_once(fn, data, ref, a.spec, int(case["seed"]), (a.name, v.short))
+            del out
+            if not p.check.passed:
+                p.error = p.check.message
+            elif interleave:
+                fns[len(points)] = fn
+            else:
+                p.timing = time_callable(fn, data, a=a, case=case, ref=ref, names=(a.name, v.short),
+                                         opts=opts, flush=flush, timer=timer, state=state)
+        except Exception as e:  # out of resources, compile errors: recorded, sweep goes on
+            p.error = _short_error(e)[:300]
+        points.append(p)
+        progress.advance(task)
+        if not interleave:
+            _free()
+    if fns:
+        on_item("rounds", "rounds", None, scale=len(fns))
+        rounds = progress.add_task(f"sweep {v.name} · {len(fns)} configurations interleaved, rounds",
+                                   total=rule.max_reps)
+        idx = list(fns)
+        try:
+            with ranges(a.name, v.short, "timed"):
+                res = benchmark_interleaved(
+                    [lambda rep, f=fns[i]: f(data) for i in idx], timer=timer, rule=rule, flush=flush, state=state,
+                    on_sample=lambda i, rep, ms: progress.update(rounds, completed=rep + 1))
+            for i, st, err in zip(idx, res.stats, res.errors):
+                points[i].timing = st
+                if err is not None:
+                    points[i].error = _short_error(err)[:300]
+        except Exception as e:  # e.g. the held timer voided: every point waiting for its timing says so
+            why = _short_error(e)[:300]
+            for i in idx:
+                points[i].error = f"interleaved timing failed: {why}"
+        _free()
+    s = Sweep(run_id=f"{store.utc_stamp()}_{info.slug}_{case_name}", session_id=store.utc_stamp(),
+              assignment=a.name, version=v.name, case_name=case_name, case=case, seed=int(case["seed"]),
+              created_utc=datetime.now(timezone.utc), device=info, points=points,
+              timing_order="interleaved" if interleave else "sequential")
+    best = s.best()
+    s.chosen = best.config if best else None  # the lowest median; analysis.sweep says which others it ties with
+    return s
+
+
 def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str, rule: StoppingRule,
           console: Console | None = None, hold: bool = False, interleave: bool = True,
-          events: Events | None = None, write: bool = True) -> Path | None:
+          events: Events | None = None, write: bool = True, isolate: bool = True,
+          timeout_s: float = 300.0) -> Path | None:
     """Time every configuration a tunable version offers (``SWEEP`` list and ``make_kernel(config)``).
 
     Each configuration is built and checked first (a failure is recorded and the sweep goes on).
@@ -592,71 +885,42 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
     whichever configuration comes first; ``interleave=False`` times them one after another, in
     ``SWEEP``'s order, as sweeps recorded before the interleaving were. With ``write=False``
     (``report sweep --quick``) nothing is written and None is returned; ``events`` still hears of it.
+
+    It runs in a worker process like :func:`run`: a configuration that crashes the worker or runs
+    past ``timeout_s`` is recorded with that error and the sweep starts again in a fresh one
+    without it; losing the worker during the rounds records every configuration's timing as lost.
     """
+    from .isolate import WorkerLost
+    from .worker import OpenParams
+
     console = console or Console()
     events = events or Silent()
     require_cuda()
-    mod = v.load()
-    configs: list[dict] = list(getattr(mod, "SWEEP", []))
-    make = getattr(mod, "make_kernel", None)
-    if not configs or make is None:
-        raise ValueError(f"{v.path}: a sweep needs SWEEP (a list of configs) and make_kernel(config)")
-    info = device_info()
-    flush = L2Flusher(info.l2_bytes)
-    timer = make_timer(hold)
-    sampler = open_sampler()
-    case, data, ref = draw_case(a, case_name, console)
-    points: list[SweepPoint] = []
-    opts = RunOptions(rule=rule, hold=hold)
-    fns: dict[int, Callable[[Any], Any]] = {}
+    opts = RunOptions(rule=rule, hold=hold, write=write, peers=False, isolate=isolate, timeout_s=timeout_s, logs=logs)
+    params = OpenParams(repo_root=repo_root, kernels=a.path.parent, assignment=a.name, logs=logs, opts=opts,
+                        session=store.utc_stamp(), command=command_line(), budget_s=timeout_s,
+                        needs_ceilings=False, extra={"interleave": interleave})
+    skip: dict[int, str] = {}
     with QuietProgress(console=console) as progress:
-        task = progress.add_task(f"sweep {v.name} · {case_name}" + (" · check" if interleave else ""),
-                                 total=len(configs))
-        for cfg in configs:
-            p = SweepPoint(config=cfg)
-            try:
-                fn = make(cfg)
-                p.check, out = _check_once(fn, data, ref, a.spec, int(case["seed"]), (a.name, v.short))
-                del out
-                if not p.check.passed:
-                    p.error = p.check.message
-                elif interleave:
-                    fns[len(points)] = fn
-                else:
-                    p.timing = time_callable(fn, data, a=a, case=case, ref=ref, names=(a.name, v.short),
-                                             opts=opts, flush=flush, timer=timer,
-                                             state=sampler.sample if sampler else None)
-            except Exception as e:  # out of resources, compile errors: recorded, sweep goes on
-                p.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
-            points.append(p)
-            progress.advance(task)
-            if not interleave:
-                _free()
-        if fns:
-            rounds = progress.add_task(f"sweep {v.name} · {len(fns)} configurations interleaved, rounds",
-                                       total=rule.max_reps)
-            idx = list(fns)
-            try:
-                with ranges(a.name, v.short, "timed"):
-                    res = benchmark_interleaved(
-                        [lambda rep, f=fns[i]: f(data) for i in idx], timer=timer, rule=rule, flush=flush,
-                        state=sampler.sample if sampler else None,
-                        on_sample=lambda i, rep, ms: progress.update(rounds, completed=rep + 1))
-                for i, st, err in zip(idx, res.stats, res.errors):
-                    points[i].timing = st
-                    if err is not None:
-                        points[i].error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
-            except Exception as e:  # e.g. the held timer voided: every point waiting for its timing says so
-                why = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
-                for i in idx:
-                    points[i].error = f"interleaved timing failed: {why}"
-            _free()
-    s = Sweep(run_id=f"{store.utc_stamp()}_{info.slug}_{case_name}", session_id=store.utc_stamp(),
-              assignment=a.name, version=v.name, case_name=case_name, case=case, seed=int(case["seed"]),
-              created_utc=datetime.now(timezone.utc), device=info, points=points,
-              timing_order="interleaved" if interleave else "sequential")
-    best = s.best()
-    s.chosen = best.config if best else None  # the lowest median; analysis.sweep says which others it ties with
+        work = _Work(params, isolate, progress, console)
+        try:
+            while True:
+                try:
+                    s = work.call(("sweep", v.name, case_name, dict(skip)))
+                    break
+                except WorkerLost as e:
+                    kind, key = (e.item[0], e.item[2]) if isinstance(e.item, tuple) and len(e.item) == 3 else ("task", None)
+                    if kind == "config" and isinstance(key, int) and key not in skip:
+                        skip[key] = e.explain(f"configuration {e.detail} of {v.name}")[:2000]
+                        console.print(f"[red]{escape(skip[key])}[/red]")
+                        continue
+                    if kind == "rounds":  # every checked configuration's timing is lost: a record says so
+                        skip[ALL_CONFIGS] = e.explain(f"the rounds of the sweep of {v.name}")[:2000]
+                        console.print(f"[red]{escape(skip[ALL_CONFIGS])}[/red]")
+                        continue
+                    raise
+        finally:
+            work.close()
     path = store.save(s, store.sweep_path(logs, s)) if write else None
     events.sweep_written(s)
     return path

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..analysis.diagnose import timing_crosscheck
@@ -94,7 +95,8 @@ def summary_table(runs: list[Run], title: str = "runs written") -> Table:
     for r in runs:
         best_peer = min((p.timing.mean_ms for p in r.peers if p.timing), default=None)
         t.add_row(
-            r.version, r.case_name, "[green]pass[/green]" if r.check.passed else f"[red]FAIL[/red] {r.error or ''}",
+            r.version, r.case_name,
+            "[green]pass[/green]" if r.check.passed else f"[red]FAIL[/red] {escape((r.error or '').split(chr(10))[0])}",
             f"{r.timing.mean_ms:.4f}" if r.timing else "-", f"{r.timing.stderr_ms:.4f}" if r.timing else "-",
             f"{r.timing.median_ms:.4f}" if r.timing else "-",
             str(r.timing.n) if r.timing else "-",
