@@ -5,15 +5,20 @@
 #  3. the same version timed in a worker and in-process, A/B/A, so that isolation is seen not to move
 #     the figure (records under $OUT/chk, with a copy of logs/devices for the ceilings);
 #  4. peers (cuDNN, do_bench-style baselines) and --interleave through the worker, quick.
-# Prints a table of the A/B/A figures last.  OUT=... tools/isolation_check.sh
+# Two parts, one device call each (a call has 10 minutes): `tools/isolation_check.sh 1` does 1 and 2,
+# `tools/isolation_check.sh 2` does 3 and 4 and prints a table of the A/B/A figures last.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/chk"
 . "$(dirname "$0")/gpu_env.sh"
 cp -r logs/devices "$OUT/chk/"
 step() { local t=$1; shift; echo "=== $* (limit ${t}s)" | tee -a "$OUT/isolation.log"; local s=$(date +%s)
          timeout -k 5 "$t" "$@" >>"$OUT/isolation.log" 2>&1; echo "=== rc=$? in $(( $(date +%s) - s ))s" | tee -a "$OUT/isolation.log"; }
-step 300 python3 -m pytest tests/test_gpu_broken.py -m gpu -q -s -p no:cacheprovider
-step 420 python3 -m pytest tests/test_gpu_versions.py -m gpu -q -p no:cacheprovider -k "not benchmark"
+if [ "${1:-1}" = 1 ]; then
+step 240 python3 -m pytest tests/test_gpu_broken.py -m gpu -q -s -p no:cacheprovider
+step 300 python3 -m pytest tests/test_gpu_versions.py -m gpu -q -p no:cacheprovider
+grep -E "^(FAILED|ERROR)|[0-9]+ (passed|failed)" "$OUT/isolation.log"
+exit 0
+fi
 for iso in --isolate --no-isolate --isolate; do
   step 120 python3 -m reporter.cli run transform -v v10 -c benchmark --hold --no-peers $iso --logs "$OUT/chk"
 done
@@ -30,4 +35,3 @@ for r in rows:
     t = r.timing
     print(f"{r.run_id[:24]:<24} {how:<11} {1e3 * t.median_ms:>10.1f} {1e3 * t.mean_ms:>9.1f} {t.n:>4}" if t else f"{r.run_id} {how} {r.error}")
 PY
-grep -E "passed|failed|error" "$OUT/isolation.log" | grep -E "^[0-9]+ (passed|failed)|=+ .*(passed|failed)" | tail -5
