@@ -73,3 +73,29 @@ def test_a_sweep_records_a_crashing_configuration_and_times_the_others(tmp_path)
     ok0, crashed, ok2 = s.points
     assert ok0.timing is not None and ok2.timing is not None
     assert crashed.timing is None and "died of SIGSEGV" in (crashed.error or "")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fresh", [False, True], ids=["cached", "fresh"])
+def test_an_output_never_written_reads_as_poison_not_as_an_earlier_answer(fresh):
+    """The block an earlier call's right answer was freed into (cached), or device memory handed out
+    anew after the cache was emptied (fresh, which holds whatever was there): either way a version's
+    output buffer starts as NaN."""
+    _gpu()
+    import torch
+
+    from reporter.harness.check import clone_input, poison_allocator
+
+    x = torch.randn(1 << 20, device="cuda")
+    ref = x * 2
+    for _ in range(3):
+        right = x * 2
+        del right
+        if fresh:
+            torch.cuda.empty_cache()
+        given = clone_input(x)
+        poison_allocator(ref)
+        scratch = torch.empty(1 << 19, device="cuda")  # a temporary taken before the output
+        out = torch.empty_like(given)
+        assert bool(torch.isnan(out).all()) and bool(torch.isnan(scratch).all())
+        del given, scratch, out

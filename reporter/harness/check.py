@@ -18,14 +18,44 @@ from ..records import CheckResult
 _NO_TOLERANCE = Tolerance(rtol=0.0, atol=0.0)
 
 
-def poison_allocator(like: Any) -> None:
-    """Fill freed allocator memory with 0xFF in blocks the size of each tensor in ``like``."""
+def poison_allocator(like: Any, keep_free: int = 2) -> None:
+    """Fill every block the CUDA caching allocator holds free with 0xFF bytes (NaN in every float
+    type, -1 in every integer), so that an output element a version never writes reads as poison,
+    never as an earlier call's right answer.
+
+    First ``keep_free`` blocks of each output's size are taken at once and given back, so that a
+    version's allocations of that size come from the cache (poisoned) and not from fresh device
+    memory, which holds whatever was there before. Then each free block is filled in place (CuPy's
+    memset on the allocator's own addresses). Without CuPy, the blocks of the outputs' sizes are
+    filled as they are taken, which misses the rest of the cache. Call it after the input is
+    cloned, so that the clone does not take a poisoned block."""
     import torch
 
     tensors = [like] if isinstance(like, torch.Tensor) else [t for t in _flatten(like) if isinstance(t, torch.Tensor)]
-    blocks = [torch.full((t.numel() * t.element_size(),), 0xFF, dtype=torch.uint8, device=t.device)
-              for t in tensors if t.is_cuda]
-    del blocks  # back to the caching allocator, poisoned
+    tensors = [t for t in tensors if t.is_cuda]
+    if not tensors:
+        return
+    device = tensors[0].device
+    sizes = sorted({t.numel() * t.element_size() for t in tensors})
+    try:
+        from cupy.cuda import runtime
+    except ImportError:
+        blocks = [torch.full((n,), 0xFF, dtype=torch.uint8, device=device) for n in sizes for _ in range(keep_free)]
+        del blocks
+        return
+    for n in sizes:
+        spare = [torch.empty(n, dtype=torch.uint8, device=device) for _ in range(keep_free)]
+        del spare
+    stream = torch.cuda.current_stream(device).cuda_stream
+    with torch.cuda.device(device):
+        for seg in torch.cuda.memory_snapshot():
+            if seg.get("device", device.index) != device.index:
+                continue
+            address = int(seg["address"])
+            for block in seg["blocks"]:
+                if block["state"] == "inactive":
+                    runtime.memsetAsync(int(block.get("address", address)), 0xFF, int(block["size"]), stream)
+                address += int(block["size"])
 
 
 def _flatten(x: Any) -> list[Any]:

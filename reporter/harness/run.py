@@ -165,8 +165,8 @@ def _check_once(fn: Callable[[Any], Any], data: Any, ref: Any, spec: Any, seed: 
     An assignment with ``repeat_value(output) -> float`` (a value that must not change from call to
     call: a sum over the output, say) gets ``REPEATS`` calls in all on the same input; the check keeps every
     value and fails unless they are bit-identical."""
-    poison_allocator(ref)
     given = clone_input(data)
+    poison_allocator(ref)  # after the clone: every free block the version may get is poison
     with ranges(*names, "check"):
         out = fn(given)
         _sync()
@@ -176,8 +176,8 @@ def _check_once(fn: Callable[[Any], Any], data: Any, ref: Any, spec: Any, seed: 
     if res.passed and callable(repeat):
         values = [float(repeat(out))]
         for _ in range(int(getattr(spec, "REPEATS", 20)) - 1):
-            poison_allocator(ref)
             given = clone_input(data)
+            poison_allocator(ref)
             with ranges(*names, "repeat"):
                 again = fn(given)
                 _sync()
