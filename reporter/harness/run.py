@@ -129,10 +129,16 @@ class QuietProgress(Progress):
 
 
 def _free() -> None:
+    """Give cached device memory back between versions. Never raises: after a kernel's illegal
+    address the context fails every call, this one too, and the version's record already says why
+    (the worker checks the context next and ends)."""
     import torch
 
     gc.collect()
-    torch.cuda.empty_cache()
+    try:
+        torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - a poisoned context; see above
+        pass
 
 
 def ensure_ceilings(logs: Path, info: DeviceInfo, console: Console, remeasure: bool,

@@ -334,9 +334,11 @@ def main(argv: list[str]) -> int:
             return 0
         try:
             session.handle(task, send)
-        except Exception as e:  # a bug of ours, not a kernel's: the parent shows it and stops the run
-            send(("error", f"worker failed on task {task[0]!r}: {type(e).__name__}: {e}\n{traceback.format_exc()}"))
-            continue
+        except Exception:  # noqa: BLE001 - not a kernel's failure (those are in their records): end, so that
+            # the parent records the item as lost, with this traceback as its last lines, and goes on in a fresh worker
+            traceback.print_exc()
+            sys.stderr.flush()
+            return 70
         if session.exiting:
             return 0
 
