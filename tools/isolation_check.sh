@@ -22,6 +22,8 @@ fi
 for iso in --isolate --no-isolate --isolate; do
   step 120 python3 -m reporter.cli run transform -v v10 -c benchmark --hold --no-peers $iso --logs "$OUT/chk"
 done
+step 150 python3 -m reporter.cli run broken --root tests/fixtures/broken_project --logs "$OUT/broken" -c small \
+  --min-reps 5 --max-reps 5 --rest-s 0 --timeout-s 20
 step 180 python3 -m reporter.cli run flashattn -v v15 -c test_small --quick --logs "$OUT/chk"
 step 120 python3 -m reporter.cli run histogram -v v06 -v v07 -c test_small --quick --interleave --logs "$OUT/chk"
 python3 - "$OUT/chk" <<'PY' | tee -a "$OUT/isolation.log"

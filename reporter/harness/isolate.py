@@ -67,15 +67,15 @@ class WorkerLost(Exception):
     def __str__(self) -> str:
         return f"the worker process {self.how} while on {self.item}"
 
-    def explain(self, what: str) -> str:
+    def explain(self, what: str, others: str = "the other versions") -> str:
         """One paragraph for a record and the terminal: what happened to ``what``, what to do."""
         if self.timed_out:
             text = (f"{what} {self.how.replace('ran past', 'did not finish within')} and was stopped (its process "
-                    "killed; the other versions go on in a fresh one). A kernel that never ends (a barrier some "
+                    f"killed; {others} go on in a fresh one). A kernel that never ends (a barrier some "
                     "threads never reach, a wait on a flag nobody sets, a loop bound that is never met) looks like "
                     "this; if it is only slow, raise --timeout-s.")
         else:
-            text = (f"{what}: the process running it {self.how}; the other versions go on in a fresh one. "
+            text = (f"{what}: the process running it {self.how}; {others} go on in a fresh one. "
                     "A signal like SIGSEGV or SIGABRT comes from host code (an extension, ctypes) or the driver; "
                     "run it alone with --no-isolate under a debugger to see where.")
         if self.tail:

@@ -917,11 +917,13 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
                 except WorkerLost as e:
                     kind, key = (e.item[0], e.item[2]) if isinstance(e.item, tuple) and len(e.item) == 3 else ("task", None)
                     if kind == "config" and isinstance(key, int) and key not in skip:
-                        skip[key] = e.explain(f"configuration {e.detail} of {v.name}")[:2000]
+                        skip[key] = e.explain(f"configuration {e.detail} of {v.name}", "the other configurations")[:2000]
                         console.print(f"[red]{escape(skip[key])}[/red]")
                         continue
                     if kind == "rounds":  # every checked configuration's timing is lost: a record says so
-                        skip[ALL_CONFIGS] = e.explain(f"the rounds of the sweep of {v.name}")[:2000]
+                        skip[ALL_CONFIGS] = (f"the rounds of the sweep of {v.name}: the worker process {e.how}, so no "
+                                             "configuration's timing is kept" + ("; its last lines:\n" + "\n".join(
+                                                 e.tail) if e.tail else ""))[:2000]
                         console.print(f"[red]{escape(skip[ALL_CONFIGS])}[/red]")
                         continue
                     raise
