@@ -298,3 +298,34 @@ def test_a_worker_ends_with_its_parent(tmp_path):
             break
         time.sleep(0.1)
     assert not _alive(worker)
+
+
+def test_a_raising_version_is_shown_from_its_own_frames():
+    import torch
+    from types import SimpleNamespace
+
+    from reporter.assignments import Tolerance
+    from reporter.harness import run as R
+
+    def custom_kernel(x):
+        raise ValueError("index [j] out of range")
+
+    spec = SimpleNamespace(TOLERANCE=Tolerance(rtol=0, atol=0))
+    with pytest.raises(ValueError) as info:
+        R._check_once(custom_kernel, torch.zeros(2), torch.zeros(2), spec, 1, ("a", "v01"))
+    text = R.user_traceback(info.value)
+    assert "in custom_kernel" in text and "harness/run.py" not in text
+    assert text.endswith("ValueError: index [j] out of range")
+
+
+def test_failures_are_listed_under_the_table_one_line_each(monkeypatch, tmp_path):
+    from reporter import store
+    from reporter.render.text import failure_lines
+
+    lost = WorkerLost(item=("version", "test_small", "v02_smem_privatized"), how="died of SIGSEGV", tail=["x[j]"])
+    _, _, _, go = _scripted_run(monkeypatch, tmp_path, {("version", "test_small", "v02_smem_privatized"): lost})
+    runs = [store.load(p) for p in go()]
+    lines = failure_lines(runs)
+    assert len(lines) == 3 and all("\n" not in line for line in lines)
+    assert lines[1].startswith("[red]FAIL[/red] v02_smem_privatized on test_small: v02_smem_privatized on test_small: "
+                               "the process running it died of SIGSEGV")

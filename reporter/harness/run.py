@@ -452,7 +452,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
                 r.error = f"check failed, not timed: {r.check.message}"
         except Exception as e:
             r.error = f"{type(e).__name__}: {e}"
-            console.print(f"[red]{v.name} on {case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
+            console.print(f"[red]{v.name} on {case_name} raised[/red]\n{escape(user_traceback(e))}")
         runs.append(r)
 
     inputs = _CaseInputs(a, case, data, ref, opts.ranked)  # one fresh input per round, shared by all
@@ -539,7 +539,7 @@ def run_version(r: Run, a: Assignment, mod: Any, data: Any, ref: Any, opts: RunO
         r.error = str(e)
     except Exception as e:
         r.error = explain_exception(e, f"{r.version} on {r.case_name}")
-        console.print(f"[red]{r.version} on {r.case_name} raised[/red]\n{traceback.format_exc(limit=4)}")
+        console.print(f"[red]{r.version} on {r.case_name} raised[/red]\n{escape(user_traceback(e))}")
     r.builds = kernel_builds(launched, repo_root)
     progress.update(task, completed=opts.rule.max_reps, visible=False)
     _free()
@@ -561,6 +561,18 @@ def explain_exception(e: BaseException, what: str) -> str:
                 "`compute-sanitizer --tool memcheck report run <assignment> -v <version> -c <case> --quick "
                 "--no-isolate` names the access; the other versions go on in a fresh process.")
     return text
+
+
+def user_traceback(e: BaseException) -> str:
+    """``e``'s traceback from the first frame outside the harness: the version's code and what it
+    called, not the harness's frames that called it."""
+    here = Path(__file__).resolve().parent
+    start, tb = e.__traceback__, e.__traceback__
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename).resolve().parent == here and tb.tb_next is not None:
+            start = tb.tb_next  # the frame after the harness's last one
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(e), e, start)).rstrip()
 
 
 def _short_error(e: BaseException) -> str:

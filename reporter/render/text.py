@@ -96,7 +96,7 @@ def summary_table(runs: list[Run], title: str = "runs written") -> Table:
         best_peer = min((p.timing.mean_ms for p in r.peers if p.timing), default=None)
         t.add_row(
             r.version, r.case_name,
-            "[green]pass[/green]" if r.check.passed else f"[red]FAIL[/red] {escape((r.error or '').split(chr(10))[0])}",
+            "[green]pass[/green]" if r.check.passed and not r.error else "[red]FAIL[/red]",
             f"{r.timing.mean_ms:.4f}" if r.timing else "-", f"{r.timing.stderr_ms:.4f}" if r.timing else "-",
             f"{r.timing.median_ms:.4f}" if r.timing else "-",
             str(r.timing.n) if r.timing else "-",
@@ -105,6 +105,14 @@ def summary_table(runs: list[Run], title: str = "runs written") -> Table:
             f"{best_peer:.4f}" if best_peer else "-",
         )
     return t
+
+
+def failure_lines(runs: list[Run]) -> list[str]:
+    """One line per run that failed, under the table of runs: the version, the case and the first
+    line of why (the record keeps all of it, ``report show`` prints it)."""
+    return [f"[red]FAIL[/red] {escape(r.version)} on {escape(r.case_name)}: "
+            f"{escape((r.error or r.check.message).splitlines()[0] if (r.error or r.check.message) else 'failed')}"
+            for r in runs if not r.check.passed or r.error]
 
 
 def sweep_table(s: Sweep) -> Table:
@@ -156,6 +164,8 @@ class TerminalEvents:
 
     def runs_done(self, runs: list[Run]) -> None:
         self.console.print(summary_table(runs, "runs written" if self.written else "runs (quick: not written)"))
+        for line in failure_lines(runs):  # under the table, where a reason has the width it needs
+            self.console.print(line, highlight=False)
         shown: set[str] = set()
         for r in runs:  # every run of a case holds the same probes: one table per case
             if r.probes and r.case_name not in shown:
