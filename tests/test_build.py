@@ -287,3 +287,36 @@ def test_a_failing_binding_keeps_the_html_and_the_previous_pdf(tmp_path, monkeyp
     assert result.exit_code == 1
     assert "binding the PDF's parts failed" in result.output and "No space left" in result.output
     assert (out / "worklog.html").exists() and (out / "worklog.pdf").read_bytes() == before
+
+
+def test_ctrl_c_during_the_pdf_leaves_the_previous_html_and_pdf_as_a_pair(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["build", "swiglu", "--root", str(ROOT), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("REPORT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("reporter.render.book.Book.finish", interrupted)
+    result = runner.invoke(app, ["build", "swiglu", "--root", str(ROOT), "--out", str(out)])
+    assert result.exit_code != 0
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the pair, and no temporary file
+
+
+def test_a_failed_pdf_step_says_the_pdf_beside_the_new_html_is_the_previous_one(tmp_path, monkeypatch):
+    from reporter.render import pdf
+
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["build", "swiglu", "--root", str(ROOT), "--out", str(out)]).exit_code == 0
+
+    def broken(*a, **k):
+        raise pdf.PdfError("PDF rendering failed: simulated")
+
+    monkeypatch.setenv("REPORT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("reporter.render.book.Book.finish", broken)
+    result = runner.invoke(app, ["build", "swiglu", "--root", str(ROOT), "--out", str(out)])
+    assert result.exit_code == 1
+    text = " ".join(result.output.split())
+    assert "worklog.pdf beside it is the previous build's" in text and "older than the new HTML" in text

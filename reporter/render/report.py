@@ -85,6 +85,16 @@ def cache_dir(repo_root: Path) -> Path | None:
     return repo_root / ".cache" / "report"
 
 
+def _stale_note(pdf_path: Path) -> str:
+    """What a failed PDF step leaves beside the new HTML: the previous build's PDF, or none."""
+    import datetime as dt
+
+    if not pdf_path.is_file():
+        return ""
+    when = dt.datetime.fromtimestamp(pdf_path.stat().st_mtime, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"; {pdf_path.name} beside it is the previous build's ({when}), older than the new HTML"
+
+
 def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str | None = None,
           pdf: bool = True, html: bool = True, hooks: Hooks | None = None, anonymous: bool = False,
           case: str | None = None, only: list[str] | None = None, workers: list[Worker] | None = None) -> BuildResult:
@@ -124,17 +134,20 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
                              cover=ctx["cover"], gpu=ctx["gpu"])
         if book is not None:
             book.add(Part(f"body-{last}", render_html(ctx, "body", chunk=last), BODY, position=1 + last))
-        if html:
-            store.write_atomic(html_path, render_html(ctx))
-        if book is None:
-            return result
-        pdf_path = out_dir / "worklog.pdf"
-        try:
-            result.pages = book.finish(lambda labels: render_html(ctx, "front", labels),
-                                       lambda texts: render_footers(ctx, texts), pdf_path)
-            result.pdf = pdf_path
-        except PdfError as e:
-            result.pdf_error = str(e)
+        page = render_html(ctx) if html else None
+        if book is not None:
+            pdf_path = out_dir / "worklog.pdf"
+            try:
+                result.pages = book.finish(lambda labels: render_html(ctx, "front", labels),
+                                           lambda texts: render_footers(ctx, texts), pdf_path)
+                result.pdf = pdf_path
+            except PdfError as e:
+                result.pdf_error = str(e) + _stale_note(pdf_path)
+        # the HTML is written once the PDF is done (or has failed): a build stopped during the PDF
+        # (Ctrl-C) leaves the previous HTML and PDF as they were, a pair; a failed PDF step still
+        # leaves the new HTML, and the warning says the PDF beside it is the previous build's
+        if page is not None:
+            store.write_atomic(html_path, page)
         return result
     finally:
         if own:
