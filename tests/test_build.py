@@ -3,6 +3,7 @@ every version with its recorded median, errors stop the build with file and line
 
 from __future__ import annotations
 
+import os
 import re
 import time
 
@@ -320,3 +321,18 @@ def test_a_failed_pdf_step_says_the_pdf_beside_the_new_html_is_the_previous_one(
     assert result.exit_code == 1
     text = " ".join(result.output.split())
     assert "worklog.pdf beside it is the previous build's" in text and "older than the new HTML" in text
+
+
+def test_two_builds_at_once_both_finish_and_leave_a_whole_pair(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "reporter.cli", "build", "swiglu", "--root", str(ROOT), "--out", str(out)]
+    env = {**os.environ, "REPORT_CACHE_DIR": str(tmp_path / "cache")}
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+             for _ in range(2)]
+    outputs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    assert sorted(p.name for p in out.iterdir()) == ["worklog.html", "worklog.pdf"]  # no temporary left
+    assert (out / "worklog.pdf").read_bytes().startswith(b"%PDF")
