@@ -714,9 +714,15 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                 events.run_written(r, info)  # type: ignore[arg-type]
                 progress.advance(overall)
 
+            def free() -> None:  # the worker drops its cached memory (and the case's input)
+                try:
+                    work.call(("free",))
+                except WorkerLost:  # nothing of a record is lost with it; the next task starts a fresh one
+                    pass
+
             def profile(r: Run) -> None:
                 if opts.profile and r.timing is not None:
-                    work.call(("free",))  # the profiled child process needs the memory the worker cached
+                    free()  # the profiled child process needs the memory the worker cached
                     _profile(r, repo_root, a, by_name[r.version], opts, console, progress, events)
                     resave(r)
 
@@ -760,7 +766,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                 if opts.interleave:
                     for r in runs:  # profiled once every record of the case is on disk
                         profile(r)
-                work.call(("free",))
+                free()
         except KeyboardInterrupt:
             console.print(f"[yellow]interrupted: {len(written)} record(s) written, every one whole; "
                           "the version that was running has none[/yellow]")
