@@ -30,3 +30,12 @@ def project(tmp_path: Path) -> Path:
     for name in ("kernels", "logs", "report_templates"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     return tmp_path
+
+
+@pytest.fixture
+def cuda():
+    """torch, on a machine with a CUDA device; the test is skipped elsewhere (GPU tests, ``-m gpu``)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    return torch

@@ -23,15 +23,9 @@ def _report(*args: str, logs: Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, "COLUMNS": "200"})
 
 
-def _gpu() -> None:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-
 
 @pytest.mark.gpu
-def test_every_broken_version_is_recorded_with_its_reason_and_the_run_goes_on(tmp_path):
-    _gpu()
+def test_every_broken_version_is_recorded_with_its_reason_and_the_run_goes_on(tmp_path, cuda):
     res = _report("run", "broken", "-c", "small", "--min-reps", "5", "--max-reps", "5", "--rest-s", "0",
                   "--timeout-s", str(TIMEOUT_S), logs=tmp_path)
     print(res.stdout[-6000:], res.stderr[-3000:])
@@ -62,8 +56,7 @@ def test_every_broken_version_is_recorded_with_its_reason_and_the_run_goes_on(tm
 
 
 @pytest.mark.gpu
-def test_a_sweep_records_a_crashing_configuration_and_times_the_others(tmp_path):
-    _gpu()
+def test_a_sweep_records_a_crashing_configuration_and_times_the_others(tmp_path, cuda):
     res = _report("sweep", "broken", "v15", "-c", "small", "--max-reps", "5", "--timeout-s", str(TIMEOUT_S),
                   logs=tmp_path)
     print(res.stdout[-4000:], res.stderr[-2000:])
@@ -77,13 +70,11 @@ def test_a_sweep_records_a_crashing_configuration_and_times_the_others(tmp_path)
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("fresh", [False, True], ids=["cached", "fresh"])
-def test_an_output_never_written_reads_as_poison_not_as_an_earlier_answer(fresh):
+def test_an_output_never_written_reads_as_poison_not_as_an_earlier_answer(fresh, cuda):
     """The block an earlier call's right answer was freed into (cached), or device memory handed out
     anew after the cache was emptied (fresh, which holds whatever was there): either way a version's
     output buffer starts as NaN."""
-    _gpu()
-    import torch
-
+    torch = cuda
     from reporter.harness.check import clone_input, poison_allocator
 
     x = torch.randn(1 << 20, device="cuda")

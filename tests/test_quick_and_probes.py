@@ -177,15 +177,9 @@ def test_one_timing_loop():
 # --------------------------------------------------------------------------- on the GPU
 
 
-def _gpu():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-
 
 @pytest.mark.gpu
-def test_quick_run_with_probes_on_the_gpu_writes_nothing(tmp_path):
-    _gpu()
+def test_quick_run_with_probes_on_the_gpu_writes_nothing(tmp_path, cuda):
     import shutil
 
     shutil.copytree(ROOT / "logs" / "devices", tmp_path / "devices")
@@ -199,8 +193,7 @@ def test_quick_run_with_probes_on_the_gpu_writes_nothing(tmp_path):
 
 
 @pytest.mark.gpu
-def test_a_run_with_probes_records_them(tmp_path):
-    _gpu()
+def test_a_run_with_probes_records_them(tmp_path, cuda):
     res = runner.invoke(app, ["run", "histogram", "-v", "v05", "-c", "test_small", "--probes", "--max-reps", "5",
                               "--min-reps", "5", "--rest-s", "0", "--logs", str(tmp_path)])
     assert res.exit_code == 0, res.output

@@ -325,7 +325,7 @@ def _time_peers(a: Assignment, case: dict, data: Any, ref: Any, opts: RunOptions
             out.append(PeerResult(name=name, description=peer.description, check=e.result, error=str(e)))
         except Exception as e:  # a peer missing on this torch build must not stop the run
             out.append(PeerResult(name=name, description=peer.description,
-                                  error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+                                  error=_short_error(e)))
         progress.update(task, completed=opts.rule.max_reps, visible=False)
         _free()
     return out
@@ -354,7 +354,7 @@ def _time_probes(a: Assignment, case: dict, data: Any, opts: RunOptions, flush: 
                                       timer=timer, on_sample=lambda i, ms, t=task: progress.update(t, completed=i + 1),
                                       state=state)
         except Exception as e:  # a probe is a diagnostic: its failure is recorded, the run goes on
-            pr.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+            pr.error = _short_error(e)[:300]
         out.append(pr)
         progress.update(task, completed=opts.rule.max_reps, visible=False)
         _free()
@@ -434,7 +434,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
             else:
                 pr.error = f"check failed: {pr.check.message}"
         except Exception as e:  # a peer missing on this torch build must not stop the run
-            pr.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            pr.error = _short_error(e)
         peer_results.append(pr)
     for v in versions:
         mod = modules[v.name]
@@ -477,7 +477,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
                 if isinstance(err, RankedCheckFailed):
                     pr.check, pr.error = err.result, str(err)
                 elif err is not None:
-                    pr.error = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+                    pr.error = _short_error(err)
                 else:
                     pr.timing = st
                     pr.derived = derive(work, st.mean_ms, ceilings) if st else None
@@ -576,6 +576,7 @@ def user_traceback(e: BaseException) -> str:
 
 
 def _short_error(e: BaseException) -> str:
+    """``'ValueError: the first line of its message'``: how a peer's, a probe's or a sweep point's error is kept."""
     return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
