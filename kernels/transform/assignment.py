@@ -236,7 +236,8 @@ PEERS = {
 }
 
 # SM kernels that only copy x (probes.cu; `report run transform -c benchmark --probes`): what moving
-# the bytes costs a kernel on the SMs, to set beside the memcpy peer timed in the same run
+# the bytes costs a kernel on the SMs, to set beside the memcpy peer timed in the same run; and
+# v12's kernel without its sum, what the one-launch finish costs a call
 PROBES = {
     "copy_vec4": Probe(tp.vec4(8), "x copied by 16-byte loads and stores, 8 blocks of 256 threads per SM "
                                    "(v02's access pattern without the arithmetic)"),
@@ -244,4 +245,6 @@ PROBES = {
                                             "4 blocks per SM (v08's ring without the arithmetic)"),
     "copy_bulk_4k": Probe(tp.bulk(4096, 4, 8), "x copied by bulk loads and stores through 4 KB tiles, 4 stages, "
                                                "8 blocks per SM"),
+    "ring_no_sum": Probe(tp.ring_no_sum(8192, 2, 4), "v12's kernel without the sum's finish (no partials, "
+                                                     "ticket or last block), 8 KB tiles, 2 stages, 4 blocks per SM"),
 }

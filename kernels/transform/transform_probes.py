@@ -18,7 +18,9 @@ from typing import Any
 from reporter.cuda import LaunchPlan, load_module
 
 SOURCE = Path(__file__).with_name("probes.cu")
+RING_SOURCE = Path(__file__).with_name("v12_balanced.cu")
 THREADS_VEC4 = 256
+THREADS_RING = 256
 
 
 @functools.cache
@@ -42,6 +44,20 @@ def _bulk_plan(device: int, nbytes: int, tile_bytes: int, stages: int, per_sm: i
     tiles = nbytes // tile_bytes
     return mod.kernel("copy_bulk").plan((max(1, min(tiles, sms * per_sm)),), (32,), None, None, np.uint64(tiles),
                                         shared_mem=tile_bytes * stages)
+
+
+@functools.cache
+def _ring_plan(device: int, bf16: bool, n: int, tile_bytes: int, stages: int, per_sm: int) -> LaunchPlan:
+    import numpy as np
+    import torch
+
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    mod = load_module(RING_SOURCE, defines={"TILE_BYTES": tile_bytes, "STAGES": stages, "ELEM_BF16": int(bf16),
+                                            "SKIP_SUM": 1}, device_index=device)
+    tiles = n // (tile_bytes // (2 if bf16 else 4))
+    # the partial sums, the ticket and the sum are never touched without the finish
+    return mod.kernel("transform_balanced").plan((max(1, min(tiles, sms * per_sm)),), (THREADS_RING,), None, None,
+                                                 None, None, None, np.uint64(n))
 
 
 def _launch(plan: LaunchPlan, x: Any) -> Any:
@@ -74,5 +90,20 @@ def bulk(tile_bytes: int, stages: int, per_sm: int) -> Callable[[Any], Any]:
         if nbytes % tile_bytes:
             raise ValueError(f"the array is {nbytes} bytes, not a whole number of {tile_bytes}-byte tiles")
         return _launch(_bulk_plan(x.device.index or 0, nbytes, tile_bytes, stages, per_sm), x)
+
+    return probe
+
+
+def ring_no_sum(tile_bytes: int, stages: int, per_sm: int) -> Callable[[Any], Any]:
+    """v12's kernel built with ``SKIP_SUM``: the balanced ring with the arithmetic, without the
+    sum's finish (partials, ticket, last block). Its y is v12's for the whole 32-blocks."""
+
+    def probe(x: Any) -> Any:
+        import torch
+
+        if x.dtype not in (torch.float32, torch.bfloat16):
+            raise ValueError(f"x is {x.dtype}, not float32 or bfloat16")
+        plan = _ring_plan(x.device.index or 0, x.dtype == torch.bfloat16, x.numel(), tile_bytes, stages, per_sm)
+        return _launch(plan, x)
 
     return probe
