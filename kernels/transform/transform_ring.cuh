@@ -17,7 +17,7 @@
 //
 // Needs transform.cuh (elem_t, group4, transform_group) and the sm90 bulk and mbarrier headers
 // included first. Reads no configuration macro: the tile, the stages and the threads are
-// template arguments.
+// template arguments, named RING_* so that a version's -DSTAGES=... cannot rewrite them.
 #pragma once
 
 // Block `block`'s share of the whole 32-blocks of an n-element array among `grid` blocks.
@@ -53,8 +53,8 @@ __device__ __forceinline__ u32 ring_piece_len(const ring_share& s, u32 k, u32 ti
     return k < s.rounds ? tile : s.piece_len;
 }
 
-// One block's share of y = transform(x) through a ring of STAGES shared-memory tiles of TILE
-// elements, THREADS threads per block. Thread 0 keeps up to STAGES pieces loading (one bulk load
+// One block's share of y = transform(x) through a ring of RING_STAGES shared-memory tiles of
+// RING_TILE elements, RING_THREADS threads per block. Thread 0 keeps up to RING_STAGES pieces loading (one bulk load
 // each, completing on the stage's mbarrier); every thread waits on the stage, transforms its
 // groups in place (a group per lane per step, the look-back from the lane four below), fences
 // its writes for the async proxy; after the block's barrier thread 0 issues the piece's bulk
@@ -62,36 +62,36 @@ __device__ __forceinline__ u32 ring_piece_len(const ring_share& s, u32 k, u32 ti
 // every store has read its stage (their writes may still be on the way; the end of the grid
 // completes them). Returns the thread's sum of sin terms, in fp32 (v07's). Every thread of the
 // block must call it.
-template <u32 TILE, u32 STAGES, u32 THREADS>
+template <u32 RING_TILE, u32 RING_STAGES, u32 RING_THREADS>
 __device__ __forceinline__ float ring_transform(const elem_t* __restrict__ x, elem_t* __restrict__ y, u64 n,
-                                                elem_t (*ring)[TILE], u64* full)
+                                                elem_t (*ring)[RING_TILE], u64* full)
 {
-    static_assert(TILE % (4 * THREADS) == 0, "a tile is a whole number of steps of the block");
-    static_assert(STAGES >= 2, "a stage is refilled after the next piece's wait: one stage would wait for itself");
-    const ring_share share = ring_share_of(n, TILE, blockIdx.x, gridDim.x);
+    static_assert(RING_TILE % (4 * RING_THREADS) == 0, "a tile is a whole number of steps of the block");
+    static_assert(RING_STAGES >= 2, "a stage is refilled after the next piece's wait: one stage would wait for itself");
+    const ring_share share = ring_share_of(n, RING_TILE, blockIdx.x, gridDim.x);
     const u32 mine = ring_pieces(share);
     auto fill = [&](u32 k) {  // thread 0: the k-th piece of this block into its stage
-        const u32 s = k % STAGES, bar = smem_u32(&full[s]);
-        const u32 bytes = ring_piece_len(share, k, TILE) * (u32)sizeof(elem_t);
+        const u32 s = k % RING_STAGES, bar = smem_u32(&full[s]);
+        const u32 bytes = ring_piece_len(share, k, RING_TILE) * (u32)sizeof(elem_t);
         mbar_arrive_expect_tx(bar, bytes);
-        bulk_load(smem_u32(ring[s]), x + ring_piece_begin(share, k, TILE), bytes, bar);
+        bulk_load(smem_u32(ring[s]), x + ring_piece_begin(share, k, RING_TILE), bytes, bar);
     };
 
     if (threadIdx.x == 0) {
-        for (u32 s = 0; s < STAGES; ++s) mbar_init(smem_u32(&full[s]), 1);
+        for (u32 s = 0; s < RING_STAGES; ++s) mbar_init(smem_u32(&full[s]), 1);
         fence_mbarrier_init();
-        for (u32 k = 0; k < STAGES && k < mine; ++k) fill(k);
+        for (u32 k = 0; k < RING_STAGES && k < mine; ++k) fill(k);
     }
     __syncthreads();
 
     float acc = 0.0f;
     for (u32 k = 0; k < mine; ++k) {
-        const u32 s = k % STAGES, groups = ring_piece_len(share, k, TILE) / 4;
-        mbar_wait(smem_u32(&full[s]), (k / STAGES) & 1u);
+        const u32 s = k % RING_STAGES, groups = ring_piece_len(share, k, RING_TILE) / 4;
+        mbar_wait(smem_u32(&full[s]), (k / RING_STAGES) & 1u);
 #pragma unroll
-        for (u32 r = 0; r < TILE / 4 / THREADS; ++r) {
-            if (r * THREADS >= groups) break;  // the same for the whole block: no lane misses a shuffle
-            const u32 g = r * THREADS + threadIdx.x;
+        for (u32 r = 0; r < RING_TILE / 4 / RING_THREADS; ++r) {
+            if (r * RING_THREADS >= groups) break;  // the same for the whole block: no lane misses a shuffle
+            const u32 g = r * RING_THREADS + threadIdx.x;
             const bool live = g < groups;  // a piece is whole 32-blocks: a look-back never crosses this
             const group4 f = transform_group(live ? load4(&ring[s][4 * g]) : group4{1.f, 1.f, 1.f, 1.f}, g);
             if (live) {
@@ -102,11 +102,11 @@ __device__ __forceinline__ float ring_transform(const elem_t* __restrict__ x, el
         fence_proxy_async_shared();
         __syncthreads();
         if (threadIdx.x == 0) {
-            bulk_store(y + ring_piece_begin(share, k, TILE), smem_u32(ring[s]), groups * 4 * (u32)sizeof(elem_t));
+            bulk_store(y + ring_piece_begin(share, k, RING_TILE), smem_u32(ring[s]), groups * 4 * (u32)sizeof(elem_t));
             bulk_commit();
-            if (k >= 1 && k - 1 + STAGES < mine) {
+            if (k >= 1 && k - 1 + RING_STAGES < mine) {
                 bulk_wait_read<1>();  // the previous piece's store has read its stage
-                fill(k - 1 + STAGES);
+                fill(k - 1 + RING_STAGES);
             }
         }
     }
