@@ -35,3 +35,16 @@ def test_finite_options_in_range_still_work():
     result = runner.invoke(app, ["diff", "transform", "v08", "v10", "--min-effect", "0.5", "--fail-if-slower", "50",
                                  "--no-code", "--root", str(ROOT)])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("args,says", [
+    (["crosscheck", "transform", "v10", "-c", "nope"], "--case: no case 'nope' in"),
+    (["crosscheck", "transform", "v10", "-c", "benchmark", "--course-root", "."],
+     "--case: a course harness run times the course's cases; give --case with --no-course"),
+])
+def test_a_crosscheck_case_it_cannot_time_is_refused_before_the_gpu_is_asked_for(args, says):
+    """`--case` is checked before the GPU: a machine without one hears about the case first."""
+    result = runner.invoke(app, [*args, "--root", str(ROOT)])
+    assert result.exit_code == 2, result.output
+    assert says in " ".join(result.output.split()), result.output
+    assert "CUDA" not in result.output

@@ -1,57 +1,68 @@
-// The bulk-copy ring of transform's versions from v12 on, with every block's share of the array
-// equal to within one 32-block.
+// The bulk-copy ring of transform's versions from v12 on: one block's share of y = transform(x)
+// through a ring of shared-memory tiles, loaded and stored by the SM's bulk-copy unit
+// (cp.async.bulk), as v07_bulk.cu does inside its kernel (v07 to v11 keep that copy, as they were
+// recorded). How the array is cut among the blocks is a template argument:
 //
-// v07's ring (v07_bulk.cu, which v08 to v10 launch) deals whole tiles to the blocks in turn and
-// leaves what does not fill a last round to whoever draws it: on the 128M benchmark with 528
-// blocks, 32768 bf16 tiles of 8 KB are 62.06 rounds, so 32 blocks carry a 63rd tile after the
-// others have finished, and the whole groups after the last whole tile go to one block alone
-// (block_loop). Here every block takes `rounds` whole tiles the same way (b, b + G, ..., so the
-// blocks still sweep the array together, which the copy probes found faster than one contiguous
-// run per block), then one *piece*: the rest of the whole 32-blocks cut into G runs that differ
-// by at most one 32-block, run b to block b. A piece is at most a tile and goes through the same
-// ring; its length is a multiple of 32 elements, so its bulk copies are whole 16-byte units and a
-// group's place in its piece is still its place in its 32-block.
+// - dealt_tiles, v07's: whole tiles dealt in turn. On the 128M benchmark with 528 blocks, 32768
+//   bf16 tiles of 8 KB are 62.06 rounds, so 32 blocks carry a 63rd tile after the others are done,
+//   and the whole groups after the last whole tile (the 100M case has them) go to one block alone.
+// - balanced_share, v12's: the same rounds while every block can take a whole tile, then the rest
+//   cut into one piece per block, the pieces differing by at most one 32-block (the tiles are still
+//   dealt in turn, not one contiguous run per block, which the copy probes found slower).
 //
-// The partial 32-block at the end of the array (n % 32 elements) is not in any piece; the
-// caller's finish does it (finish_block in transform.cuh).
+// The partial 32-block at the end of the array (n % 32 elements) is in no piece; the caller's
+// finish does it (finish_block in transform.cuh, finish_packed in transform_sum.cuh).
 //
 // Needs transform.cuh (elem_t, group4, transform_group) and the sm90 bulk and mbarrier headers
 // included first. Reads no configuration macro: the tile, the stages and the threads are
 // template arguments, named RING_* so that a version's -DSTAGES=... cannot rewrite them.
 #pragma once
 
-// Block `block`'s share of the whole 32-blocks of an n-element array among `grid` blocks.
-struct ring_share {
-    u64 rounds;       // whole tiles dealt in turn: the k-th (k < rounds) starts at (block + k·grid)·tile
-    u64 piece_begin;  // then this block's piece of the rest: its first element ...
-    u32 piece_len;    // ... and its length in elements (a multiple of 32, at most a tile; 0: none)
+// Two ways to cut the array among the blocks. Each is a struct built by every thread of a block
+// from (n, the block, the grid) that gives the block's pieces of work in order: pieces(), and the
+// k-th piece's first element begin(k) and length len(k) (a multiple of 32 elements, at most a
+// tile, so its bulk copies are whole 16-byte units and a group's place in its piece is its place
+// in its 32-block).
+
+// v07's: whole tiles in turn (b, b + G, ...). The whole groups after the last whole tile are in
+// no piece: the caller gives them to a block of its own (block_loop in transform.cuh).
+template <u32 RING_TILE>
+struct dealt_tiles {
+    u32 mine;
+    __device__ __forceinline__ dealt_tiles(u64 n)
+    {
+        const u64 tiles = n / RING_TILE;
+        mine = tiles > blockIdx.x ? (u32)((tiles - blockIdx.x + gridDim.x - 1) / gridDim.x) : 0u;
+    }
+    __device__ __forceinline__ u32 pieces() const { return mine; }
+    __device__ __forceinline__ u64 begin(u32 k) const { return ((u64)blockIdx.x + (u64)k * gridDim.x) * RING_TILE; }
+    __device__ __forceinline__ u32 len(u32) const { return RING_TILE; }
 };
 
-__device__ __forceinline__ ring_share ring_share_of(u64 n, u32 tile, u32 block, u32 grid)
-{
-    const u64 whole = (n >> 5) << 5;  // the elements of the whole 32-blocks
-    const u64 rounds = whole / ((u64)tile * grid);
-    const u64 rest = rounds * tile * grid;  // the first element after the rounds
-    const u64 blocks32 = (whole - rest) >> 5;  // fewer than tile·grid / 32
-    const u64 a = blocks32 * block / grid, b = blocks32 * (block + 1) / grid;
-    return ring_share{rounds, rest + 32 * a, (u32)(32 * (b - a))};
-}
-
-// The pieces of work of one block: `rounds` whole tiles, then the piece if it is not empty.
-__device__ __forceinline__ u32 ring_pieces(const ring_share& s)
-{
-    return (u32)s.rounds + (s.piece_len ? 1u : 0u);
-}
-
-__device__ __forceinline__ u64 ring_piece_begin(const ring_share& s, u32 k, u32 tile)
-{
-    return k < s.rounds ? ((u64)blockIdx.x + (u64)k * gridDim.x) * tile : s.piece_begin;
-}
-
-__device__ __forceinline__ u32 ring_piece_len(const ring_share& s, u32 k, u32 tile)
-{
-    return k < s.rounds ? tile : s.piece_len;
-}
+// v12's: whole tiles in turn for as many rounds as every block can take one, then the rest of
+// the whole 32-blocks cut into one piece per block, the pieces differing by at most one 32-block.
+template <u32 RING_TILE>
+struct balanced_share {
+    u64 rounds;       // whole tiles dealt in turn
+    u64 piece_begin;  // then this block's piece of the rest: its first element ...
+    u32 piece_len;    // ... and its length in elements (0: none)
+    __device__ __forceinline__ balanced_share(u64 n)
+    {
+        const u64 whole = (n >> 5) << 5;  // the elements of the whole 32-blocks
+        rounds = whole / ((u64)RING_TILE * gridDim.x);
+        const u64 rest = rounds * RING_TILE * gridDim.x;  // the first element after the rounds
+        const u64 blocks32 = (whole - rest) >> 5;  // fewer than RING_TILE·grid / 32
+        const u64 a = blocks32 * blockIdx.x / gridDim.x, b = blocks32 * (blockIdx.x + 1) / gridDim.x;
+        piece_begin = rest + 32 * a;
+        piece_len = (u32)(32 * (b - a));
+    }
+    __device__ __forceinline__ u32 pieces() const { return (u32)rounds + (piece_len ? 1u : 0u); }
+    __device__ __forceinline__ u64 begin(u32 k) const
+    {
+        return k < rounds ? ((u64)blockIdx.x + (u64)k * gridDim.x) * RING_TILE : piece_begin;
+    }
+    __device__ __forceinline__ u32 len(u32 k) const { return k < rounds ? RING_TILE : piece_len; }
+};
 
 // One block's share of y = transform(x) through a ring of RING_STAGES shared-memory tiles of
 // RING_TILE elements, RING_THREADS threads per block. Thread 0 keeps up to RING_STAGES pieces loading (one bulk load
@@ -62,19 +73,19 @@ __device__ __forceinline__ u32 ring_piece_len(const ring_share& s, u32 k, u32 ti
 // every store has read its stage (their writes may still be on the way; the end of the grid
 // completes them). Returns the thread's sum of sin terms, in fp32 (v07's). Every thread of the
 // block must call it.
-template <u32 RING_TILE, u32 RING_STAGES, u32 RING_THREADS>
+template <class Share, u32 RING_TILE, u32 RING_STAGES, u32 RING_THREADS>
 __device__ __forceinline__ float ring_transform(const elem_t* __restrict__ x, elem_t* __restrict__ y, u64 n,
                                                 elem_t (*ring)[RING_TILE], u64* full)
 {
     static_assert(RING_TILE % (4 * RING_THREADS) == 0, "a tile is a whole number of steps of the block");
     static_assert(RING_STAGES >= 2, "a stage is refilled after the next piece's wait: one stage would wait for itself");
-    const ring_share share = ring_share_of(n, RING_TILE, blockIdx.x, gridDim.x);
-    const u32 mine = ring_pieces(share);
+    const Share share(n);
+    const u32 mine = share.pieces();
     auto fill = [&](u32 k) {  // thread 0: the k-th piece of this block into its stage
         const u32 s = k % RING_STAGES, bar = smem_u32(&full[s]);
-        const u32 bytes = ring_piece_len(share, k, RING_TILE) * (u32)sizeof(elem_t);
+        const u32 bytes = share.len(k) * (u32)sizeof(elem_t);
         mbar_arrive_expect_tx(bar, bytes);
-        bulk_load(smem_u32(ring[s]), x + ring_piece_begin(share, k, RING_TILE), bytes, bar);
+        bulk_load(smem_u32(ring[s]), x + share.begin(k), bytes, bar);
     };
 
     if (threadIdx.x == 0) {
@@ -86,7 +97,7 @@ __device__ __forceinline__ float ring_transform(const elem_t* __restrict__ x, el
 
     float acc = 0.0f;
     for (u32 k = 0; k < mine; ++k) {
-        const u32 s = k % RING_STAGES, groups = ring_piece_len(share, k, RING_TILE) / 4;
+        const u32 s = k % RING_STAGES, groups = share.len(k) / 4;
         mbar_wait(smem_u32(&full[s]), (k / RING_STAGES) & 1u);
 #pragma unroll
         for (u32 r = 0; r < RING_TILE / 4 / RING_THREADS; ++r) {
@@ -102,7 +113,7 @@ __device__ __forceinline__ float ring_transform(const elem_t* __restrict__ x, el
         fence_proxy_async_shared();
         __syncthreads();
         if (threadIdx.x == 0) {
-            bulk_store(y + ring_piece_begin(share, k, RING_TILE), smem_u32(ring[s]), groups * 4 * (u32)sizeof(elem_t));
+            bulk_store(y + share.begin(k), smem_u32(ring[s]), groups * 4 * (u32)sizeof(elem_t));
             bulk_commit();
             if (k >= 1 && k - 1 + RING_STAGES < mine) {
                 bulk_wait_read<1>();  // the previous piece's store has read its stage

@@ -1,5 +1,5 @@
 // v12: v10 (v07's ring with the bf16 results packed by cvt.rn.bf16x2.f32) with every block's
-// share of the array equal to within one 32-block (transform_ring.cuh).
+// share of the array equal to within one 32-block (balanced_share in transform_ring.cuh).
 //
 // v07's blocks take whole tiles in turn: on the 128M benchmark, 528 blocks of 8 KB tiles make
 // 62.06 rounds in bf16 and 124.12 in fp32, so a few dozen blocks load, compute and store one more
@@ -38,7 +38,7 @@ transform_balanced(const elem_t* __restrict__ x, elem_t* __restrict__ y, double*
 {
     __shared__ __align__(128) elem_t ring[STAGES][TILE];
     __shared__ __align__(8) u64 full[STAGES];
-    const float acc = ring_transform<TILE, STAGES, THREADS>(x, y, n, ring, full);
+    const float acc = ring_transform<balanced_share<TILE>, TILE, STAGES, THREADS>(x, y, n, ring, full);
 #if !SKIP_SUM
     finish_grid(x, y, partials, ticket, out, n, (n >> 5) << 3, acc);
 #else

@@ -26,6 +26,8 @@ def command(
         "--course-root", help="a checkout of the course's repository (default <root>/.course/<its name>)")] = None,
     no_course: Annotated[bool, typer.Option("--no-course",
                                             help="skip the course harness: do_bench and ours only")] = False,
+    case: Annotated[list[str] | None, typer.Option(
+        "--case", "-c", help="with --no-course: the case(s) to time (default the benchmark case)")] = None,
     rest_s: Annotated[float, typer.Option("--rest-s", callback=finite(), help="seconds of idle GPU before each of our timings and "
                                                            "each do_bench call")] = 3.0,
     root: RootOpt = None, logs: LogsOpt = None,
@@ -33,7 +35,8 @@ def command(
     """Time a version by the course's own harness (its eval.py, test and benchmark, on the export), by
     triton's do_bench and by ours, in one session; record all three. Needs a GPU."""
     from ..export import render as render_export
-    from ..harness.crosscheck import CrossCheckError, CrossCheckOptions, crosscheck, require_course_root
+    from ..harness.crosscheck import (CrossCheckError, CrossCheckOptions, check_options, crosscheck,
+                                      require_course_root)
     from ..harness.device import NoGPU, device_info, require_cuda
     from ..harness.isolate import WorkerError
     from ..harness.run import RunOptions, run
@@ -45,6 +48,8 @@ def command(
         a = get_assignment(kernels, assignment)
         v = a.version(version)
         root_dir = None if no_course else require_course_root(a, course_root, repo)
+        opts = CrossCheckOptions(course_root=root_dir, peers=peer or (), rest_s=rest_s, cases=case or ())
+        check_options(a, opts)
         require_cuda()
         info = device_info()
         timer = CudaEventTimer()
@@ -55,8 +60,7 @@ def command(
                        console, events=TerminalEvents(console, blocks=False))
 
         submission = render_export(repo, logs_dir, a, v).text if root_dir is not None else None
-        path, check = crosscheck(repo, logs_dir, a, v, CrossCheckOptions(course_root=root_dir, peers=peer or (),
-                                                                           rest_s=rest_s),
+        path, check = crosscheck(repo, logs_dir, a, v, opts,
                                  submission=submission, run_ours=ours, do_bench=_do_bench_median, info=info, rest=timer.rest,
                                  say=lambda s: console.print(s, highlight=False, markup=False))
     except NoGPU as e:

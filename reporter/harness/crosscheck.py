@@ -196,6 +196,16 @@ class CrossCheckOptions:
     harness_timeout_s: float = 600.0
     do_bench: bool = True
     ours: bool = True
+    cases: Sequence[str] = ()  # without a course harness: the cases to time (default the benchmark case)
+
+
+def check_options(a: Assignment, opts: CrossCheckOptions) -> None:
+    """Refuse, naming the option, what ``opts`` asks of ``a`` that a session could not do."""
+    if opts.cases and opts.course_root is not None:
+        raise CrossCheckError("--case: a course harness run times the course's cases; give --case with --no-course")
+    for c in opts.cases:
+        if c not in a.cases():
+            raise CrossCheckError(f"--case: no case '{c}' in {a.path / 'assignment.py'} (have: {', '.join(a.cases())})")
 
 
 def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossCheckOptions,
@@ -211,6 +221,7 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
     the records written; ``do_bench(fn, data)`` returns ``triton.testing.do_bench``'s median (None:
     skip it); ``rest(seconds)`` leaves the GPU idle.
     """
+    check_options(a, opts)
     for p in opts.peers:
         if p not in (getattr(a.spec, "PEERS", {}) or {}):
             raise CrossCheckError(f"no peer '{p}' in {a.path / 'assignment.py'} "
@@ -251,7 +262,7 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
             notes.append(f"{len(lines) - len(matched)} line(s) of the course's test file match no case of ours "
                          "and were timed by the course's harness only")
     else:
-        cases = [a.benchmark_case]
+        cases = list(dict.fromkeys(opts.cases)) or [a.benchmark_case]
         notes.append("no course harness: only do_bench and our harness")
 
     if opts.ours and cases:
