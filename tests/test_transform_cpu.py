@@ -117,3 +117,22 @@ def test_work_model_counts_one_read_and_one_write():
     assert w.bytes == 2 * T.N_BENCHMARK * 4 and w.flops == 0 and w.ceiling == "copy"
     assert "2.5·n·4" in w.description
     assert T.work_model(**T.CASES["benchmark_bf16"]).bytes == 2 * T.N_BENCHMARK * 2
+
+
+def test_v13_refuses_an_array_its_sum_word_has_no_room_for(monkeypatch):
+    """v13's packed sum (transform_sum.cuh) holds a little under 2^28 elements at 4 blocks per SM;
+    a larger array is refused on the host, naming n, before anything is launched."""
+    import transform_launch
+    import v13_one_atomic as v13
+
+    sms = 132  # the H100's, so the grids are the benchmark's
+    monkeypatch.setattr(transform_launch, "blocks_for",
+                        lambda n, itemsize, cfg, device: max(1, min(n // (cfg["TILE_BYTES"] // itemsize),
+                                                                    sms * cfg["BLOCKS_PER_SM"])))
+    v13._fits.cache_clear()
+    cfg = v13.CONFIG
+    for n, itemsize in ((T.N_BENCHMARK, 4), (T.N_BENCHMARK, 2), (T.N_PROBLEM, 4), (20, 2)):
+        v13._fits(n, itemsize, cfg["TILE_BYTES"], cfg["BLOCKS_PER_SM"], 0)  # the assignment's cases fit
+    with pytest.raises(ValueError, match=f"no room for n = {1 << 28}"):
+        v13._fits(1 << 28, 4, cfg["TILE_BYTES"], cfg["BLOCKS_PER_SM"], 0)
+    v13._fits.cache_clear()
