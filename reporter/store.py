@@ -157,6 +157,24 @@ def _migrate(data: dict, path: Path) -> dict:
     return data
 
 
+def _has_constant(raw: str) -> bool:
+    """NaN, Infinity or -Infinity where a JSON value can start (after ``:``, ``[`` or ``,``): the only
+    place Python's json, or pydantic's parser, would read one as a number. The same words inside a
+    string (a source file a record embeds, say) do not send the record down load's slow path."""
+    for word in ("NaN", "Infinity"):
+        at = raw.find(word)
+        while at >= 0:
+            i = at - 1
+            if i >= 0 and raw[i] == "-":
+                i -= 1
+            while i >= 0 and raw[i] in " \t\r\n":
+                i -= 1
+            if i >= 0 and raw[i] in ":[,":
+                return True
+            at = raw.find(word, at + len(word))
+    return False
+
+
 def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck | Reverification:
     path = Path(path)
     try:
@@ -168,7 +186,7 @@ def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck | Reverificati
     except UnicodeDecodeError as e:
         raise RecordError(f"{path}: not UTF-8 text (byte {e.start} is {raw_bytes[e.start]:#04x}): "
                           "not a work-log record") from None
-    if "NaN" not in raw and "Infinity" not in raw and '"schema_version"' in raw:
+    if not _has_constant(raw) and '"schema_version"' in raw:
         # the common case, one pass in pydantic's own parser: a current record that validates
         try:
             record = _ADAPTER.validate_json(raw, strict=True)

@@ -51,6 +51,33 @@ def test_a_number_that_is_not_finite_is_refused_naming_its_field(tmp_path, value
         store.load(_edited(tmp_path, edit))
 
 
+@pytest.mark.parametrize("where", ["samples_ms", "gpu_state"])
+def test_a_number_that_is_not_finite_is_refused_after_any_separator(tmp_path, where):
+    """A value of NaN is caught however the JSON is spaced: after a newline and indentation too."""
+    def edit(d):
+        if where == "samples_ms":
+            d["timing"]["samples_ms"][0] = math.nan
+        else:
+            d["timing"]["gpu_state"]["power_w"][0] = -math.inf
+
+    p = _edited(tmp_path, edit)
+    p.write_text(json.dumps(json.loads(p.read_text()), indent=2))  # NaN now starts a line
+    with pytest.raises(RecordError, match="records hold finite numbers only"):
+        store.load(p)
+
+
+def test_the_words_nan_and_infinity_inside_a_string_are_text(tmp_path):
+    """A record embeds its sources; a comment saying 'writes NaN' is text, and the record loads whole
+    (it used to send every v13 and v14 record down the slow path, which doubled `report list`)."""
+    def edit(d):
+        d["code"]["files"][0]["text"] += "\n// writes NaN for the sum; -Infinity, [NaN], x: NaN\n"
+
+    r = store.load(_edited(tmp_path, edit))
+    assert "writes NaN" in r.code.files[0].text  # type: ignore[union-attr]
+    assert store._has_constant('{"a": [1,\n NaN]}') and store._has_constant('{"a":-Infinity}')
+    assert not store._has_constant('{"a": "writes NaN", "b": "NaN", "c": "Infinity"}')
+
+
 def test_a_record_cannot_be_given_a_number_that_is_not_finite():
     r = store.load(SOURCE)
     with pytest.raises(ValidationError):
