@@ -3,6 +3,7 @@
     python tools/copy_ceiling_probe.py OUT.json            # copies against transform's versions
     python tools/copy_ceiling_probe.py OUT.json variants   # more ways to copy, fp32 only
     python tools/copy_ceiling_probe.py OUT.json hints      # load/store hints and L2 prefetch, fp32 only
+    python tools/copy_ceiling_probe.py OUT.json order      # tiles handed out in order by a counter, both dtypes
 
 transform's goal is a version within 1.02x of the memcpy of the same array. This probe times,
 on the benchmark arrays (128M fp32: 512 MiB; 128M bf16: 256 MiB), the memcpy peer against two
@@ -20,6 +21,9 @@ block's tiles in one contiguous run (ORDER 1), and with the evict-first L2 polic
 ``hints`` times, on the fp32 array only, the 16-byte copy with the non-coherent, no-L1, 256-byte
 L2-prefetch load (``copy_vec4_nc``) and the bulk ring with tiles prefetched into L2 ahead of the
 ring (PREFETCH).
+``order`` times, on both arrays, the bulk ring with its tiles dealt in advance (v07's order) beside
+the same ring with the tiles handed out in order by an atomic counter (``copy_bulk_dyn``), so the
+tiles in flight stay one window of consecutive addresses, as a copy engine walks the array.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ VARIANT_BULK = tuple({"TILE_BYTES": t, "STAGES": s, "BLOCKS_PER_SM": b, "ORDER":
     (8192, 4, 4, 0, 0), (8192, 4, 4, 1, 0), (8192, 4, 4, 0, 1), (16384, 4, 3, 0, 0), (32768, 3, 2, 0, 0),
     (65536, 3, 1, 0, 0), (4096, 4, 8, 0, 0), (16384, 4, 3, 1, 1)))
 HINT_VEC4 = ({"UNROLL": 1, "BLOCKS_PER_SM": 8}, {"UNROLL": 4, "BLOCKS_PER_SM": 4}, {"UNROLL": 2, "BLOCKS_PER_SM": 8})
+ORDER_BULK = ({"TILE_BYTES": 8192, "STAGES": 2, "BLOCKS_PER_SM": 4}, {"TILE_BYTES": 8192, "STAGES": 4, "BLOCKS_PER_SM": 4},
+              {"TILE_BYTES": 16384, "STAGES": 4, "BLOCKS_PER_SM": 3}, {"TILE_BYTES": 4096, "STAGES": 4, "BLOCKS_PER_SM": 8})
 HINT_BULK = tuple({"TILE_BYTES": t, "STAGES": s, "BLOCKS_PER_SM": b, "PREFETCH": f} for t, s, b, f in (
     (8192, 4, 4, 0), (8192, 4, 4, 4), (8192, 4, 4, 8), (4096, 4, 8, 0), (4096, 4, 8, 8), (16384, 2, 4, 4)))
 
@@ -62,6 +68,7 @@ def main() -> int:
 
     variants = sys.argv[2:] == ["variants"]
     hints = sys.argv[2:] == ["hints"]
+    order = sys.argv[2:] == ["order"]
 
     def vec4(cfg: dict[str, int], kernel: str = "copy_vec4"):
         mod = load_module(source, defines={"UNROLL": cfg["UNROLL"]}, options=inc)
@@ -85,13 +92,26 @@ def main() -> int:
             return y
         return run
 
+    counters = torch.zeros(2, dtype=torch.int32, device="cuda")
+
+    def bulk_dyn(cfg: dict[str, int]):
+        mod = load_module(source, defines={"TILE_BYTES": cfg["TILE_BYTES"], "STAGES": cfg["STAGES"]}, options=inc)
+
+        def run(x: torch.Tensor) -> torch.Tensor:
+            y = torch.empty_like(x)
+            tiles = x.numel() * x.element_size() // cfg["TILE_BYTES"]
+            mod.kernel("copy_bulk_dyn")((min(tiles, sms * cfg["BLOCKS_PER_SM"]),), (32,), x, y, np.uint64(tiles),
+                                        counters, shared_mem=cfg["TILE_BYTES"] * cfg["STAGES"])
+            return y
+        return run
+
     def bulk_name(cfg: dict[str, int]) -> str:
         extra = "".join(f" {k}" for k in ("ORDER", "HINT") if cfg.get(k)) + \
             (f" PREFETCH {cfg['PREFETCH']}" if cfg.get("PREFETCH") else "")
         return f"copy_bulk {cfg['TILE_BYTES'] // 1024}K x{cfg['STAGES']} @{cfg['BLOCKS_PER_SM']}{extra}"
 
     flusher = L2Flusher(props.L2_cache_size)
-    mode = "variants" if variants else "hints" if hints else "versions"
+    mode = "variants" if variants else "hints" if hints else "order" if order else "versions"
     out: dict = {"gpu": torch.cuda.get_device_name(), "mode": mode, "runs": {}}
     for case in ("benchmark",) if variants or hints else ("benchmark", "benchmark_bf16"):
         x = A.generate_input(**A.CASES[case])
@@ -101,9 +121,11 @@ def main() -> int:
         for cfg in HINT_VEC4 if hints else ():
             fns[f"copy_vec4_nc x{cfg['UNROLL']} @{cfg['BLOCKS_PER_SM']}"] = \
                 (lambda f: (lambda: f(x)))(vec4(cfg, "copy_vec4_nc"))
-        for cfg in VARIANT_BULK if variants else HINT_BULK if hints else BULK:
+        for cfg in VARIANT_BULK if variants else HINT_BULK if hints else ORDER_BULK if order else BULK:
             fns[bulk_name(cfg)] = (lambda f: (lambda: f(x)))(bulk(cfg))
-        for name in () if variants or hints else VERSIONS:
+            if order:
+                fns[bulk_name(cfg) + " in order"] = (lambda f: (lambda: f(x)))(bulk_dyn(cfg))
+        for name in () if variants or hints or order else VERSIONS:
             mod = importlib.import_module(name)
             fns[name] = (lambda m: (lambda: m.custom_kernel(x)))(mod)
         fns["memcpy again"] = fns["memcpy"]

@@ -12,6 +12,10 @@
 // the ring into L2 (cp.async.bulk.prefetch.L2) each time a tile is loaded.
 // copy_vec4_nc: copy_vec4 with the load through the non-coherent path, no L1 allocation and a
 // 256-byte L2 prefetch (ld.global.nc.L1::no_allocate.L2::256B), the store without L1 allocation.
+// copy_bulk_dyn: copy_bulk with the tiles handed out in order by a counter (one atomicAdd per
+// tile drawn) instead of dealt in advance: the tiles in flight across the grid stay one window of
+// consecutive addresses however the blocks drift apart. counters[0] is the next tile, counters[1]
+// the blocks done; the last block to finish puts both back to 0 for the next launch.
 
 #include "common/sm90/bulk.cuh"
 #include "common/sm90/mbarrier.cuh"
@@ -126,5 +130,49 @@ copy_vec4_nc(const uint4* __restrict__ x, uint4* __restrict__ y, u64 n16)
                              ::"l"(y + i), "r"(v[u].x), "r"(v[u].y), "r"(v[u].z), "r"(v[u].w)
                              : "memory");
         }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(32)
+copy_bulk_dyn(const unsigned char* __restrict__ x, unsigned char* __restrict__ y, u64 tiles, u32* __restrict__ counters)
+{
+    extern __shared__ __align__(128) unsigned char ring[];  // STAGES * TILE_BYTES
+    __shared__ __align__(8) u64 full[STAGES];
+    __shared__ u32 tile_of[STAGES];
+    if (threadIdx.x != 0) return;
+    auto fill = [&](u32 k) -> bool {  // the next tile in order into stage k % STAGES; false when none is left
+        const u32 s = k % STAGES, t = atomicAdd(&counters[0], 1u);
+        tile_of[s] = t;
+        if (t >= tiles) return false;
+        const u32 bar = smem_u32(&full[s]);
+        mbar_arrive_expect_tx(bar, TILE_BYTES);
+        bulk_load(smem_u32(ring + s * TILE_BYTES), x + (u64)t * TILE_BYTES, TILE_BYTES, bar);
+        return true;
+    };
+    for (u32 s = 0; s < STAGES; ++s) mbar_init(smem_u32(&full[s]), 1);
+    fence_mbarrier_init();
+    u32 filled = 0;
+    bool more = true;
+    for (u32 k = 0; k < STAGES && more; ++k) {
+        more = fill(k);
+        filled += more ? 1u : 0u;
+    }
+    for (u32 k = 0; k < filled; ++k) {
+        const u32 s = k % STAGES;
+        while (!mbar_try_wait(smem_u32(&full[s]), (k / STAGES) & 1u)) {
+        }
+        bulk_store(y + (u64)tile_of[s] * TILE_BYTES, smem_u32(ring + s * TILE_BYTES), TILE_BYTES);
+        bulk_commit();
+        if (k >= 1 && more) {
+            bulk_wait_read<1>();
+            more = fill(k - 1 + STAGES);
+            filled += more ? 1u : 0u;
+        }
+    }
+    bulk_wait_read<0>();
+    __threadfence();
+    if (atomicAdd(&counters[1], 1u) == gridDim.x - 1) {
+        counters[0] = 0u;
+        counters[1] = 0u;
     }
 }
