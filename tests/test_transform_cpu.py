@@ -136,3 +136,14 @@ def test_v13_refuses_an_array_its_sum_word_has_no_room_for(monkeypatch):
     with pytest.raises(ValueError, match=f"no room for n = {1 << 28}"):
         v13._fits(1 << 28, 4, cfg["TILE_BYTES"], cfg["BLOCKS_PER_SM"], 0)
     v13._fits.cache_clear()
+
+
+def test_v15_refuses_an_array_its_sum_word_has_no_room_for():
+    """v15's word (finish_counted) holds the sum of a little under 2^29 elements, however the tiles
+    fall among the blocks; the assignment's cases fit and 2^29 is refused, naming n."""
+    import v15_in_order as v15
+
+    for n in (T.N_BENCHMARK, T.N_PROBLEM, 20):
+        v15._fits(n)
+    with pytest.raises(ValueError, match=f"no room for n = {1 << 29}"):
+        v15._fits(1 << 29)

@@ -10,13 +10,18 @@
 //   cut into one piece per block, the pieces differing by at most one 32-block (the tiles are still
 //   dealt in turn, not one contiguous run per block, which the copy probes found slower).
 //
+// - ring_transform_in_order, v15's: the tiles handed out in order by a counter as the blocks ask
+//   (its own loop, below).
+//
 // The partial 32-block at the end of the array (n % 32 elements) is in no piece; the caller's
 // finish does it (finish_block in transform.cuh, finish_packed in transform_sum.cuh).
 //
 // Needs transform.cuh (elem_t, group4, transform_group) and the sm90 bulk and mbarrier headers
-// included first. Reads no configuration macro: the tile, the stages and the threads are
+// included first; includes transform_sum.cuh (the fixed point of the in-order ring). Reads no configuration macro: the tile, the stages and the threads are
 // template arguments, named RING_* so that a version's -DSTAGES=... cannot rewrite them.
 #pragma once
+
+#include "transform_sum.cuh"
 
 // Two ways to cut the array among the blocks. Each is a struct built by every thread of a block
 // from (n, the block, the grid) that gives the block's pieces of work in order: pieces(), and the
@@ -64,6 +69,25 @@ struct balanced_share {
     __device__ __forceinline__ u32 len(u32 k) const { return k < rounds ? RING_TILE : piece_len; }
 };
 
+// One tile (or piece) of `groups` groups (a multiple of 8) in shared memory, transformed in place by
+// the block: a group per lane per step, the look-back from the lane four below. Adds the thread's
+// sin terms to `acc` in a fixed order. Every thread of the block must call it.
+template <u32 RING_TILE, u32 RING_THREADS>
+__device__ __forceinline__ void tile_transform(elem_t* tile, u32 groups, float& acc)
+{
+#pragma unroll
+    for (u32 r = 0; r < RING_TILE / 4 / RING_THREADS; ++r) {
+        if (r * RING_THREADS >= groups) break;  // the same for the whole block: no lane misses a shuffle
+        const u32 g = r * RING_THREADS + threadIdx.x;
+        const bool live = g < groups;  // a piece is whole 32-blocks: a look-back never crosses this
+        const group4 f = transform_group(live ? load4(&tile[4 * g]) : group4{1.f, 1.f, 1.f, 1.f}, g);
+        if (live) {
+            store4(&tile[4 * g], f);
+            if (f.b > 0.5f) acc += f.a;
+        }
+    }
+}
+
 // One block's share of y = transform(x) through a ring of RING_STAGES shared-memory tiles of
 // RING_TILE elements, RING_THREADS threads per block. Thread 0 keeps up to RING_STAGES pieces loading (one bulk load
 // each, completing on the stage's mbarrier); every thread waits on the stage, transforms its
@@ -99,17 +123,7 @@ __device__ __forceinline__ float ring_transform(const elem_t* __restrict__ x, el
     for (u32 k = 0; k < mine; ++k) {
         const u32 s = k % RING_STAGES, groups = share.len(k) / 4;
         mbar_wait(smem_u32(&full[s]), (k / RING_STAGES) & 1u);
-#pragma unroll
-        for (u32 r = 0; r < RING_TILE / 4 / RING_THREADS; ++r) {
-            if (r * RING_THREADS >= groups) break;  // the same for the whole block: no lane misses a shuffle
-            const u32 g = r * RING_THREADS + threadIdx.x;
-            const bool live = g < groups;  // a piece is whole 32-blocks: a look-back never crosses this
-            const group4 f = transform_group(live ? load4(&ring[s][4 * g]) : group4{1.f, 1.f, 1.f, 1.f}, g);
-            if (live) {
-                store4(&ring[s][4 * g], f);
-                if (f.b > 0.5f) acc += f.a;
-            }
-        }
+        tile_transform<RING_TILE, RING_THREADS>(ring[s], groups, acc);
         fence_proxy_async_shared();
         __syncthreads();
         if (threadIdx.x == 0) {
@@ -123,4 +137,73 @@ __device__ __forceinline__ float ring_transform(const elem_t* __restrict__ x, el
     }
     if (threadIdx.x == 0) bulk_wait_read<0>();  // the ring stays until every store has read it
     return acc;
+}
+
+// v15's ring: the whole tiles handed out in order by a counter (*next, one atomicAdd per tile drawn)
+// instead of cut in advance, so the tiles in flight across the grid stay one window of
+// consecutive addresses however the blocks drift apart (the copy probes: a ring that only copies
+// went from 1.03x the memcpy, dealt in advance, to the memcpy's own time). Which block takes which
+// tile changes from call to call, so the sum is kept in fixed point per tile (see
+// transform_sum.cuh): each thread adds its sin terms of a tile in fp32 in a fixed order, as
+// tile_transform does whatever block runs it, and adds that to its int64 sum as round(acc · 2^24).
+// Thread 0 draws a tile into a stage and records it in tile_of; with none left it records
+// RING_NONE and arrives without bytes, and the whole block leaves the loop at that stage. Whole
+// groups after the last whole tile and the partial 32-block are the caller's, as with dealt_tiles.
+// Returns the thread's sum in fixed point. Every thread of the block must call it; every block
+// draws exactly one RING_NONE before it returns.
+#define RING_NONE 0xffffffffu
+
+template <u32 RING_TILE, u32 RING_STAGES, u32 RING_THREADS>
+__device__ __forceinline__ long long ring_transform_in_order(const elem_t* __restrict__ x, elem_t* __restrict__ y, u64 n,
+                                                             elem_t (*ring)[RING_TILE], u64* full, u32* tile_of,
+                                                             u32* __restrict__ next)
+{
+    static_assert(RING_TILE % (4 * RING_THREADS) == 0, "a tile is a whole number of steps of the block");
+    static_assert(RING_STAGES >= 2, "a stage is refilled after the next tile's wait: one stage would wait for itself");
+    constexpr u32 BYTES = RING_TILE * (u32)sizeof(elem_t);
+    const u64 tiles = n / RING_TILE;
+    bool more = true;  // thread 0's: tiles may be left to draw
+    auto fill = [&](u32 k) {  // thread 0: the next tile in order into stage k % RING_STAGES
+        const u32 s = k % RING_STAGES, bar = smem_u32(&full[s]);
+        const u32 t = atomicAdd(next, 1u);
+        if (t < tiles) {
+            tile_of[s] = t;
+            mbar_arrive_expect_tx(bar, BYTES);
+            bulk_load(smem_u32(ring[s]), x + (u64)t * RING_TILE, BYTES, bar);
+        } else {
+            tile_of[s] = RING_NONE;
+            more = false;
+            mbar_arrive(bar);
+        }
+    };
+
+    if (threadIdx.x == 0) {
+        for (u32 s = 0; s < RING_STAGES; ++s) mbar_init(smem_u32(&full[s]), 1);
+        fence_mbarrier_init();
+        for (u32 k = 0; k < RING_STAGES && more; ++k) fill(k);
+    }
+    __syncthreads();
+
+    long long sum = 0;
+    for (u32 k = 0;; ++k) {
+        const u32 s = k % RING_STAGES;
+        mbar_wait(smem_u32(&full[s]), (k / RING_STAGES) & 1u);
+        const u32 t = tile_of[s];
+        if (t == RING_NONE) break;  // the same for the whole block
+        float acc = 0.0f;
+        tile_transform<RING_TILE, RING_THREADS>(ring[s], RING_TILE / 4, acc);
+        sum += __float2ll_rn(acc * PACKED_SCALE);
+        fence_proxy_async_shared();
+        __syncthreads();  // every thread has read tile_of[s] and written the tile
+        if (threadIdx.x == 0) {
+            bulk_store(y + (u64)t * RING_TILE, smem_u32(ring[s]), BYTES);
+            bulk_commit();
+            if (k >= 1 && more) {
+                bulk_wait_read<1>();  // the previous tile's store has read its stage
+                fill(k - 1 + RING_STAGES);
+            }
+        }
+    }
+    if (threadIdx.x == 0) bulk_wait_read<0>();  // the ring stays until every store has read it
+    return sum;
 }

@@ -80,3 +80,37 @@ __device__ __forceinline__ void finish_packed(const elem_t* __restrict__ x, elem
         }
     }
 }
+
+// v15's word: the count in the low 12 bits, the sum above them. Each block adds
+//     (its block's sum << 12) + 1
+// so the count never carries into the sum (G < 4096) and a negative sum, in two's complement,
+// never borrows from the count; the word wraps modulo 2^64, and the total is exact as long as
+// |the sum| < 2^51, whatever each block holds (the tiles are handed out as the blocks ask, so no
+// block's share is known in advance, as v13's bias needs). Each |term| ≤ 1 rounds to at most
+// 2^24 + 1 units: n/4 groups fit while n/4 · (2^24 + 1) < 2^51, a little under 2^29 elements.
+// The last block (its atomic returns a count of G − 1) writes the sum in double and puts the word
+// and the tile counter *next back to 0 for the next call: every block has drawn its last tile
+// before it adds to the word.
+__device__ __forceinline__ void finish_counted(const elem_t* __restrict__ x, elem_t* __restrict__ y,
+                                               unsigned long long* __restrict__ word, u32* __restrict__ next,
+                                               double* __restrict__ out, u64 n, u64 groups, long long sum)
+{
+    const u64 tail = groups * 4;
+    float acc = 0.0f;
+    if (blockIdx.x == 0 && tail + threadIdx.x < n) {  // the partial 32-block, as finish_block
+        const u64 i = tail + threadIdx.x;
+        const float v = transform_one(x, i);
+        y[i] = from_f(v);
+        if ((i & 3) == 0 && i + 1 < n && transform_one(x, i + 1) > 0.5f) acc += v;
+    }
+    const long long part = block_sum_i64(sum + __float2ll_rn(acc * PACKED_SCALE));
+    if (threadIdx.x == 0) {
+        const unsigned long long add = ((unsigned long long)part << 12) + 1ull;
+        const unsigned long long old = atomicAdd(word, add);
+        if ((old & 0xfffull) == gridDim.x - 1) {
+            *out = (double)((long long)(old + add) >> 12) * (1.0 / (double)PACKED_SCALE);
+            *word = 0ull;
+            *next = 0u;
+        }
+    }
+}
