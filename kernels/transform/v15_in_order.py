@@ -1,7 +1,7 @@
 """v14 with the tiles handed out in order by a counter as the blocks ask for them.
 
 ``v15_in_order.cu``: every SM copy we had timed stayed about 1.03x the memcpy, and v14 sat on that
-ceiling. The copy probes of 09:47 UTC on 23 Nov (``tools/copy_ceiling_probe.py order``) set the same
+ceiling. The copy probes of 09:37 UTC on 23 Nov (``tools/copy_ceiling_probe.py order``) set the same
 bulk ring, only copying, in two orders: tiles dealt in advance (b, b + G, ..., as every ring
 version since v07), and tiles drawn one at a time from an atomic counter. Drawn in order, the ring
 copied the fp32 array in the memcpy's own time. Dealt in advance, blocks drift apart over a call
