@@ -20,7 +20,6 @@ from reporter.cuda import LaunchPlan, load_module
 SOURCE = Path(__file__).with_name("probes.cu")
 RING_SOURCE = Path(__file__).with_name("v12_balanced.cu")
 THREADS_VEC4 = 256
-THREADS_RING = 256
 
 
 @functools.cache
@@ -49,15 +48,15 @@ def _bulk_plan(device: int, nbytes: int, tile_bytes: int, stages: int, per_sm: i
 @functools.cache
 def _ring_plan(device: int, bf16: bool, n: int, tile_bytes: int, stages: int, per_sm: int) -> LaunchPlan:
     import numpy as np
-    import torch
+    import transform_launch  # v12's launch: its grid and block, so the probe is v12 less the finish
 
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
     mod = load_module(RING_SOURCE, defines={"TILE_BYTES": tile_bytes, "STAGES": stages, "ELEM_BF16": int(bf16),
                                             "SKIP_SUM": 1}, device_index=device)
-    tiles = n // (tile_bytes // (2 if bf16 else 4))
+    blocks = transform_launch.blocks_for(n, 2 if bf16 else 4, {"TILE_BYTES": tile_bytes, "BLOCKS_PER_SM": per_sm},
+                                         device)
     # the partial sums, the ticket and the sum are never touched without the finish
-    return mod.kernel("transform_balanced").plan((max(1, min(tiles, sms * per_sm)),), (THREADS_RING,), None, None,
-                                                 None, None, None, np.uint64(n))
+    return mod.kernel("transform_balanced").plan((blocks,), (transform_launch.THREADS,), None, None, None, None, None,
+                                                 np.uint64(n))
 
 
 def _launch(plan: LaunchPlan, x: Any) -> Any:
