@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -350,8 +350,9 @@ class LaunchPlan:
         self._params = (ctypes.c_void_p * max(1, len(self._buffers)))(*[ctypes.addressof(b) for b in self._buffers])
         self._pointers: dict[int, Any] = {}
 
-    def set_pointer(self, index: int, pointer: int) -> None:
-        """Argument ``index``, a pointer, now holds ``pointer`` (e.g. ``out.data_ptr()``)."""
+    def pointer(self, index: int) -> Any:
+        """Argument ``index``, a pointer, as a ``ctypes.c_uint64`` over the packed parameter: set its
+        ``.value`` to point the next launch elsewhere (what :meth:`set_pointer` does, without the lookup)."""
         view = self._pointers.get(index)
         if view is None:
             import ctypes
@@ -359,7 +360,11 @@ class LaunchPlan:
             if len(self._buffers[index]) != 8:
                 raise ValueError(f"launch argument {index} is {len(self._buffers[index])} bytes, not a pointer")
             view = self._pointers[index] = ctypes.c_uint64.from_buffer(self._buffers[index])
-        view.value = pointer
+        return view
+
+    def set_pointer(self, index: int, pointer: int) -> None:
+        """Argument ``index``, a pointer, now holds ``pointer`` (e.g. ``out.data_ptr()``)."""
+        self.pointer(index).value = pointer
 
     def launch(self, stream: int) -> None:
         """Launch on the raw stream handle ``stream`` (e.g. ``torch.cuda.current_stream().cuda_stream``)."""
@@ -372,6 +377,24 @@ class LaunchPlan:
         g, b = self.grid, self.block
         driver.launchKernel(self.kernel.function.ptr, g[0], g[1], g[2], b[0], b[1], b[2], self.shared_mem, stream,
                             ctypes.addressof(self._params), 0)
+
+    def launcher(self) -> Callable[[int], None]:
+        """:meth:`launch` with everything but the stream bound once: ``go(stream)`` reads no attribute,
+        imports nothing and makes the one driver call (still noted by :func:`track_launches`)."""
+        import ctypes
+
+        from cupy.cuda import driver
+
+        launch, kernel, fn = driver.launchKernel, self.kernel, self.kernel.function.ptr
+        (g0, g1, g2), (b0, b1, b2), smem = self.grid, self.block, self.shared_mem
+        params, plan = ctypes.addressof(self._params), self
+
+        def go(stream: int) -> None:  # holds the plan, so the packed parameters outlive the closure
+            if plan is not None and _TRACKING is not None and kernel.tracked:
+                _note_launch(kernel)
+            launch(fn, g0, g1, g2, b0, b1, b2, smem, stream, params, 0)
+
+        return go
 
 
 @dataclass(eq=False)
