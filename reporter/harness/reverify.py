@@ -34,6 +34,7 @@ from .run import (
     _check_once,
     _free,
     _new_run,
+    config_of,
     draw_case,
     kernel_builds,
     open_session,
@@ -112,12 +113,13 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
             case, data, ref = draw_case(a, case_name, console)
             seed = int(case["seed"])
             for p in pairs:
-                config = getattr(p.after, "CONFIG", None)
+                config = config_of(p.after, case)
                 after = _new_run(a, p.version, p.after, case_name, case, info, session, command, repo_root,
                                  ceilings_ref)
                 before = _new_run(a, p.version, p.before, case_name, case, info, session, command, repo_root,
                                   ceilings_ref)
-                before.code = before_snapshot(p.submission, getattr(getattr(p.before, "_version", p.before), "CONFIG", config))
+                before_config = config_of(getattr(p.before, "_version", p.before), case)
+                before.code = before_snapshot(p.submission, config if before_config is None else before_config)
                 fns: list[Any] = []
                 timed: list[Run] = []
                 for r, mod, label in ((after, p.after, "now"), (before, p.before, "before")):

@@ -361,13 +361,28 @@ def _time_probes(a: Assignment, case: dict, data: Any, opts: RunOptions, flush: 
     return out
 
 
+def config_of(mod: Any, case: dict) -> dict | None:
+    """The configuration a version runs on ``case``: ``config_for(case)`` where the version's module
+    defines one (a version whose configuration depends on the case, e.g. a ring per dtype, so the
+    record and the sweep of that case name the same keys), else its ``CONFIG``."""
+    if mod is None:
+        return None
+    pick = getattr(mod, "config_for", None)
+    if pick is None:
+        return getattr(mod, "CONFIG", None)
+    got = pick(dict(case))
+    if not isinstance(got, dict):
+        raise TypeError(f"{getattr(mod, '__file__', mod)}: config_for(case) returned {type(got).__name__}, not a dict")
+    return got
+
+
 def _new_run(a: Assignment, v: Version, mod: Any, case_name: str, case: dict, info: DeviceInfo, session: str,
              command: str, repo_root: Path, ceilings_ref: str) -> Run:
     """A run record for one version on one case, not checked yet."""
     return Run(run_id=f"{store.utc_stamp()}_{info.slug}_{case_name}", session_id=session,
                assignment=a.name, version=v.name, case_name=case_name, case=dict(case), seed=int(case["seed"]),
                created_utc=datetime.now(timezone.utc), command=command, device=info,
-               code=v.snapshot(repo_root, getattr(mod, "CONFIG", None) if mod is not None else None),
+               code=v.snapshot(repo_root, config_of(mod, case)),
                check=CheckResult(passed=False, exact=bool(getattr(a.spec.TOLERANCE, "exact", False)), n_elements=0, mismatches=0,
                                  message="not run"),
                work=a.spec.work_model(**case), ceilings_ref=ceilings_ref)

@@ -223,7 +223,7 @@ class Session:
         return self._after_failure(pr, pr.error is not None and pr.timing is None)
 
     def task_version(self, case_name: str, name: str) -> Run:
-        from .run import _new_run, run_version
+        from .run import _new_run, config_of, run_version
 
         assert self.a is not None and self.p is not None and self.info is not None
         v = self.a.version(name)
@@ -236,7 +236,7 @@ class Session:
         except AssignmentError as e:
             r.error = str(e)
             return r
-        r.code.config = dict(getattr(mod, "CONFIG", None) or {})
+        r.code.config = dict(config_of(mod, self.a.case(case_name)) or {})
         _, data, ref = self._case_data(case_name)
         run_version(r, self.a, mod, data, ref, self.p.opts, self.flush, self.timer, self.ceilings,  # type: ignore[arg-type]
                     self.p.repo_root, self.progress, self.state, self.console)  # type: ignore[arg-type]
