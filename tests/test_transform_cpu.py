@@ -147,3 +147,42 @@ def test_v15_refuses_an_array_its_sum_word_has_no_room_for():
         v15._fits(n)
     with pytest.raises(ValueError, match=f"no room for n = {1 << 29}"):
         v15._fits(1 << 29)
+
+
+def test_v16_runs_v15s_rings_and_names_the_one_a_case_runs():
+    """v16 keeps v15's kernel and rings; ``config_for`` names the dtype's ring in the three keys a
+    sweep point has, and a sweep point (three keys) is one ring for both dtypes."""
+    import v15_in_order as v15
+    import v16_lean_call as v16
+
+    from reporter.harness.run import config_of
+
+    assert v16.SOURCE == v15.SOURCE and v16.CONFIG == v15.CONFIG
+    fp32, bf16 = config_of(v16, T.CASES["benchmark"]), config_of(v16, T.CASES["benchmark_bf16"])
+    assert fp32 == {k: v15.CONFIG[k] for k in v16.KEYS}
+    assert bf16 == {k: v15.CONFIG["BF16_" + k] for k in v16.KEYS} and bf16 != fp32
+    assert fp32 in v16.SWEEP and bf16 in v16.SWEEP  # the sweep can confirm or refute both rings
+    point = v16.SWEEP[0]
+    assert v16.ring(point, True) == v16.ring(point, False) == point
+
+
+def test_v16_refuses_cpu_tensors_and_arrays_its_word_cannot_sum():
+    import v16_lean_call as v16
+
+    with pytest.raises(ValueError, match="CUDA tensor"):
+        v16.custom_kernel(torch.ones(64))
+    with pytest.raises(ValueError, match="CUDA tensor"):  # a refusal is not kept as the shape's call
+        v16.custom_kernel(torch.ones(64))
+
+
+def test_config_of_prefers_config_for_and_says_when_it_is_not_a_dict():
+    from types import SimpleNamespace
+
+    from reporter.harness.run import config_of
+
+    assert config_of(None, {}) is None
+    assert config_of(SimpleNamespace(CONFIG={"A": 1}), {"dtype": "float32"}) == {"A": 1}
+    both = SimpleNamespace(CONFIG={"A": 1, "BF16_A": 2}, config_for=lambda case: {"A": 2 if case["dtype"] == "bfloat16" else 1})
+    assert config_of(both, {"dtype": "bfloat16"}) == {"A": 2}
+    with pytest.raises(TypeError, match="config_for"):
+        config_of(SimpleNamespace(config_for=lambda case: [1]), {})
