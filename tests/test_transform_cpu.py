@@ -186,3 +186,24 @@ def test_config_of_prefers_config_for_and_says_when_it_is_not_a_dict():
     assert config_of(both, {"dtype": "bfloat16"}) == {"A": 2}
     with pytest.raises(TypeError, match="config_for"):
         config_of(SimpleNamespace(config_for=lambda case: [1]), {})
+
+
+def test_v17_runs_the_ring_v16s_recorded_sweeps_chose_in_both_dtypes():
+    """v17's one ring is what v16's committed sweeps chose on the benchmark in each dtype."""
+    import v16_lean_call as v16
+    import v17_swept_ring as v17
+
+    from reporter import store
+    from reporter.harness.run import config_of
+    from reporter.records import Sweep
+
+    sweeps = sorted((ROOT / "logs" / "transform" / "v16_lean_call" / "sweeps").glob("*_h100_*.json"))
+    chosen = {}
+    for path in sweeps:
+        s = store.load(path)
+        assert isinstance(s, Sweep)
+        chosen[s.case_name] = s.chosen
+    assert set(chosen) == {"benchmark", "benchmark_bf16"}
+    assert chosen["benchmark"] == chosen["benchmark_bf16"] == v17.CONFIG
+    assert config_of(v17, T.CASES["benchmark_bf16"]) == config_of(v17, T.CASES["benchmark"]) == v17.CONFIG
+    assert v17.SOURCE == v16.SOURCE and v17.CONFIG in v17.SWEEP
