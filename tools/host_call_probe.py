@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 import statistics
-from datetime import datetime, timezone
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,7 @@ def main() -> int:
     props = torch.cuda.get_device_properties(0)
     flush = L2Flusher(int(getattr(props, "L2_cache_size", 50 << 20)))
     out: dict[str, object] = {"gpu": torch.cuda.get_device_name(), "rounds": ROUNDS,
-                              "created_utc": datetime.now(timezone.utc).isoformat(), "cases": {}}
+                              "created_utc": datetime.now(UTC).isoformat(), "cases": {}}
     rows: list[tuple[str, str, float, float, float, float, float]] = []
     for case_name in ("benchmark", "benchmark_bf16"):
         x = A.generate_input(**A.CASES[case_name])
