@@ -393,3 +393,19 @@ def test_a_change_that_rounds_to_zero_has_no_minus_sign():
     from reporter.render.numbers import signed_pct
 
     assert signed_pct(-0.004) == "+0.0 %" and signed_pct(0.9) == "+0.9 %" and signed_pct(-1.74) == "-1.7 %"
+
+
+def test_a_comparison_decided_by_the_host_says_so():
+    """transform v15's standing fp32 run (12:24) follows the host's queuing time (correlation over
+    0.8), and so does v16's (a few calls queued late): v16's line against v15 names both; v17's
+    samples do not follow the host, and its line against v16 does not name it."""
+    from reporter.analysis.diagnose import host_bound
+    from reporter.render.html import _against
+
+    s = _summary("transform")
+    v = {x.short: x for x in s.versions}
+    assert host_bound(v["v15"].bench) and not host_bound(v["v17"].bench)
+    c = _against(v["v16"], v["v15"], "previous version", None)
+    assert c is not None and c.host == "host-bound: v15, v16"
+    c17 = _against(v["v17"], v["v16"], "previous version", None)
+    assert c17 is not None and c17.host == "host-bound: v16"

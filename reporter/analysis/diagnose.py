@@ -161,16 +161,31 @@ HOST_CORRELATION = 0.8    # samples this correlated with the host's queuing time
 CLOCK_EVENT_SHARE = 0.5   # clock events in this share of samples make the timing state-dependent
 
 
-def _host_bound(run: Run) -> Observation | None:
-    """Plain event samples that rise and fall with the host's queuing time measure the host."""
-    t = run.timing
+def host_correlation(run: Run | None) -> float | None:
+    """The correlation of a plain-timed run's samples with the host's queuing time of each call;
+    None where it cannot be told (held samples, too few, or no queuing times kept)."""
+    t = run.timing if run is not None else None
     if t is None or not t.enqueue_ms or len(t.enqueue_ms) != len(t.samples_ms) or t.method.endswith("+hold"):
         return None
     if len(t.samples_ms) < 8 or len(set(t.enqueue_ms)) < 2 or len(set(t.samples_ms)) < 2:
         return None
-    r = statistics.correlation(t.samples_ms, t.enqueue_ms)
-    if r < HOST_CORRELATION:
+    return statistics.correlation(t.samples_ms, t.enqueue_ms)
+
+
+def host_bound(run: Run | None) -> bool:
+    """Plain event samples that rise and fall with the host's queuing time measure the host."""
+    r = host_correlation(run)
+    return r is not None and r >= HOST_CORRELATION
+
+
+def _host_bound(run: Run) -> Observation | None:
+    """The observation for a host-bound run (:func:`host_bound`)."""
+    if not host_bound(run):
         return None
+    t = run.timing
+    assert t is not None and t.enqueue_ms
+    r = host_correlation(run)
+    assert r is not None
     queue = statistics.median(t.enqueue_ms)
     return Observation(
         f"The samples track the host: their correlation with the time the host took to queue each call is "

@@ -52,6 +52,7 @@ class Comparison:
     where: str = ""  # where the two times come from, when not both figures of one session
     session: str = ""  # 'the 22 Nov 18:33 session': where both were timed, when the pair is not the figures
     by_figures: str = ""  # then the ratio of the two figures, from two sessions ('1.02× slower')
+    host: str = ""  # 'host-bound: v15, v16': the sides whose samples follow the host's queuing time
 
 
 @dataclass
@@ -228,7 +229,19 @@ def _against(v: VersionSummary, other: VersionSummary, kind: str, verdict_fn: An
                       where=_pair_words(pair, v.short, other.short) if pair.same_session else "",
                       session=session_words(pair.mine.session_id, short=True) if not pair.figures else "",
                       by_figures=speedup_words(other.figure_ms, v.figure_ms)
-                      if not pair.figures and v.figure_ms and other.figure_ms else "")
+                      if not pair.figures and v.figure_ms and other.figure_ms else "",
+                      host=_host_words([(other.short, pair.theirs), (v.short, pair.mine)]))
+
+
+def _host_words(sides: list[tuple[str, Run]]) -> str:
+    """Which side of a comparison measured the host (its samples follow the host's queuing time:
+    :func:`reporter.analysis.diagnose.host_bound`), so a ratio it decides is not read as the kernels'."""
+    from ..analysis.diagnose import host_bound
+
+    names = [name for name, run in sides if host_bound(run)]
+    if not names:
+        return ""
+    return f"host-bound: {', '.join(names)}"
 
 
 def _comparisons(v: VersionSummary, s: AssignmentSummary, verdict_fn: Any) -> tuple[list[Comparison], str]:
