@@ -102,6 +102,7 @@ def test_against_the_previous_is_measured_in_one_session(report):
     name, out, _, _, _ = report
     from bs4 import BeautifulSoup
 
+    from reporter.render.html import _host_words
     from reporter.render.numbers import session_words, speedup_words
 
     soup = BeautifulSoup((out / "worklog.html").read_text(), "html.parser")
@@ -116,6 +117,10 @@ def test_against_the_previous_is_measured_in_one_session(report):
         pair = v.against(prev)
         assert pair.same_session, (v.name, "the committed logs time every pair in some session")
         cell = rows[v.name]
+        host = _host_words([(prev.short, pair.theirs), (v.short, pair.mine)])  # the note on host-bound sides
+        if host:
+            assert cell.endswith(f" ({host})"), (v.name, cell)
+            cell = cell[:-len(host) - 3]
         assert cell.startswith(speedup_words(pair.theirs_ms, pair.mine_ms)), (v.name, cell)
         result = " ".join(soup.find("section", id=v.name).find("p", class_="result").get_text(" ", strip=True).split())
         if pair.figures:
