@@ -180,12 +180,11 @@ def host_bound(run: Run | None) -> bool:
 
 def _host_bound(run: Run) -> Observation | None:
     """The observation for a host-bound run (:func:`host_bound`)."""
-    if not host_bound(run):
+    r = host_correlation(run)
+    if r is None or r < HOST_CORRELATION:
         return None
     t = run.timing
     assert t is not None and t.enqueue_ms
-    r = host_correlation(run)
-    assert r is not None
     queue = statistics.median(t.enqueue_ms)
     return Observation(
         f"The samples track the host: their correlation with the time the host took to queue each call is "
