@@ -414,3 +414,16 @@ def test_a_comparison_decided_by_the_host_says_so():
     assert c is not None and c.host == "host-bound: v15, v16"
     c17 = _against(v["v17"], v["v16"], "previous version", None)
     assert c17 is not None and c17.host == "host-bound: v16"
+
+
+def test_a_sweep_marks_the_configuration_the_version_ran_on_the_sweeps_case():
+    """transform v16 runs one ring per dtype (config_for): its newest sweep, on benchmark_bf16, marks
+    the bf16 ring (4 stages) as the one it runs, not the fp32 ring of its benchmark-case figure."""
+    from reporter.render.appendix import sweep_view
+
+    s = _summary("transform")
+    v16 = next(v for v in s.versions if v.short == "v16")
+    view = sweep_view(v16)
+    assert view is not None and view["case"] == "benchmark_bf16"
+    assert view["runs_config"] == "TILE_BYTES=8192, STAGES=4, BLOCKS_PER_SM=4"
+    assert [r["config"] for r in view["rows"] if r["runs"]] == ["TILE_BYTES=8192, STAGES=4, BLOCKS_PER_SM=4"]

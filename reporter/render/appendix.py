@@ -207,7 +207,9 @@ def sweep_view(v: VersionSummary) -> dict[str, Any] | None:
         return None
     from ..analysis.sweep import decision, note, standings
 
-    runs_with = v.bench.code.config if v.bench is not None else {}
+    # the configuration the version ran on the sweep's case (a version may run one per case: config_for)
+    ran = v.runs.get(sw.case_name) or v.bench
+    runs_with = ran.code.config if ran is not None else {}
     rows = []
     ranked = sorted(standings(sw), key=lambda st: st.point.timing.median_ms if st.point.timing else float("inf"))
     for st in ranked:
