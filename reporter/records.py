@@ -1,6 +1,6 @@
 """The work-log records: every measured fact the tool keeps, as pydantic v2 models.
 
-A record is one JSON file under ``logs/``. Three kinds exist, told apart by ``kind``:
+A record is one JSON file under ``logs/``. Six kinds exist, told apart by ``kind``:
 
 * ``run`` (:class:`Run`): one version of one assignment, checked and timed on one case,
   with the device, the code, the peers timed in the same session and, optionally, a profile;
@@ -9,7 +9,27 @@ A record is one JSON file under ``logs/``. Three kinds exist, told apart by ``ki
 * ``sweep`` (:class:`Sweep`): the configurations of a tunable version timed side by side;
 * ``crosscheck`` (:class:`CrossCheck`): a version timed by a course's own harness, by
   ``triton.testing.do_bench`` and by ours in one session, under
-  ``logs/<assignment>/<version>/crosschecks/``.
+  ``logs/<assignment>/<version>/crosschecks/``;
+* ``reverification`` (:class:`Reverification`): a rewritten version timed in rounds with its earlier
+  export, under ``logs/<assignment>/<version>/reverify/``;
+* ``probe`` (:class:`ProbeRecord`): what a probe script measured in one session, under
+  ``logs/devices/<gpu>/probes/``.
+
+How a record is laid out on disk (schema 2; :mod:`reporter.store` writes it):
+
+* one line of JSON, no indentation;
+* a source file is named by its path and sha256 only: its text is kept once, in the source store
+  (:mod:`reporter.sources`, ``logs/sources/<sha256>``), however many records ran it;
+* the per-sample arrays (:data:`Floats`: a timing's samples and queuing times, the GPU's clocks,
+  temperature and power per sample) are packed (:mod:`reporter.packed`): the string ``"f64z:"``
+  followed by the base64 of the zlib-compressed little-endian IEEE-754 doubles, every bit of every
+  number kept, decoded when first read; the clock event reasons per sample (:data:`ReasonRuns`)
+  are run-length coded, ``{"runs": [[12, []], [3, ["sw_power_cap"]]]}``.
+
+Schema 1 (records made before 25 Nov 2026) embedded every source text and wrote the arrays as
+JSON lists, indented: those records still load, unchanged, and ``report migrate`` rewrites them
+in this layout. In memory both read the same: arrays read as lists of floats, and a
+:class:`SourceFile` read from a schema-1 record carries its text (``text``), never written again.
 
 Nothing here touches a GPU, so records load on any machine.
 """
@@ -19,11 +39,13 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
 
-SCHEMA_VERSION = 1
+from .packed import FloatArray, read_reason_runs, reason_runs
+
+SCHEMA_VERSION = 2
 # the shortest rest (seconds of idle GPU before timing) that counts as timing from a rested card
 REST_MIN_S = 1.0
 
@@ -34,6 +56,16 @@ class Record(BaseModel):
     refused where it is set, so no record is ever written with one."""
 
     model_config = ConfigDict(extra="forbid", frozen=False, allow_inf_nan=False, validate_assignment=True)
+
+
+# --------------------------------------------------------------------------- per-sample arrays
+
+Floats = FloatArray
+"""A per-sample array of floats: reads as a list, stored packed, decoded on first read (:mod:`reporter.packed`)."""
+
+ReasonRuns = Annotated[list[list[str]], PlainValidator(read_reason_runs),
+                       PlainSerializer(reason_runs, when_used="json")]
+"""Per sample, a list of names: a list in memory, run-length coded in a stored record."""
 
 
 # --------------------------------------------------------------------------- device
@@ -90,9 +122,23 @@ class DeviceCeilings(Record):
 
 
 class SourceFile(Record):
+    """One file of the code a record ran, named by its path and the sha256 of its text (UTF-8).
+    The text is in the source store (:func:`reporter.sources.read` is how anything reads it)."""
+
     path: str = Field(description="path relative to the repository root")
-    sha256: str
-    text: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    text: str | None = Field(None, exclude=True, repr=False, description=(
+        "the text, in memory only: read from disk when the snapshot was taken, or from a schema-1 record "
+        "that embedded it; never written into a record (the source store keeps it)"))
+
+    def __eq__(self, other: object) -> bool:
+        """The same file: the same path and sha256 (the text follows from the sha256, whether or not
+        it is in memory)."""
+        if isinstance(other, SourceFile):
+            return (self.path, self.sha256) == (other.path, other.sha256)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class CodeSnapshot(Record):
@@ -156,11 +202,11 @@ class CheckResult(Record):
 class GpuStateSamples(Record):
     """NVML readings taken after each timed call, parallel to ``TimingStats.samples_ms``."""
 
-    sm_clock_mhz: list[float]
-    mem_clock_mhz: list[float]
-    temp_c: list[float]
-    power_w: list[float]
-    clock_event_reasons: list[list[str]] = Field(
+    sm_clock_mhz: Floats
+    mem_clock_mhz: Floats
+    temp_c: Floats
+    power_w: Floats
+    clock_event_reasons: ReasonRuns = Field(
         description="per sample, NVML's active clock event reasons ('sw_power_cap', 'hw_slowdown', ...)")
 
     def reasons_seen(self) -> dict[str, int]:
@@ -180,7 +226,7 @@ class GpuStateSamples(Record):
 
 
 class TimingStats(Record):
-    samples_ms: list[float]
+    samples_ms: Floats
     n: int
     mean_ms: float
     std_ms: float
@@ -198,7 +244,7 @@ class TimingStats(Record):
     stop_reason: str = Field(description="why repetition stopped: 'stderr', 'budget' or 'max_reps'")
     target_rel_stderr: float
     budget_s: float
-    enqueue_ms: list[float] | None = Field(
+    enqueue_ms: Floats | None = Field(
         None, description="per sample, host time from the start event's record to the end event's record "
                           "(queuing the call); absent in records made before it was kept")
     gpu_state: GpuStateSamples | None = Field(
@@ -574,7 +620,53 @@ class Reverification(Record):
         return bool(self.cases) and all(c.verdict == "same" for c in self.cases)
 
 
-AnyRecord = Annotated[Run | DeviceCeilings | Sweep | CrossCheck | Reverification, Field(discriminator="kind")]
+# --------------------------------------------------------------------------- probes
+
+
+class GpuReading(Record):
+    """The GPU's state at one moment, read through NVML."""
+
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    temp_c: float | None = None
+    power_w: float | None = None
+    clock_event_reasons: list[str] = Field(default_factory=list)
+
+
+class ProbeRecord(Record):
+    """What a probe script (``tools/*_probe.py``) measured in one device session: a question about
+    the card, the harness or a piece of a kernel that is not one version's figure (how close an SM
+    copy gets to the memcpy, how long the host takes to queue a call). Its results are the
+    script's own JSON (``data``); the record says where, when, on what code and by which command
+    they were taken. Under ``logs/devices/<gpu>/probes/``, with any other files the script wrote
+    beside it (``attachments``)."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["probe"] = "probe"
+    run_id: str = Field(description="the file's stem: <utc-time>_<name>")
+    name: str = Field(pattern=r"^[a-z0-9_]+$", description="what the probe asks, short: 'copy_ceiling', 'host_call'; "
+                                                           "worklogs bind it as probes.<name>")
+    created_utc: datetime
+    gpu: str = Field(description="the GPU's short label ('h100'): the folder the record lies in")
+    device: DeviceInfo | None = Field(None, description="the device and software; None in records converted from "
+                                                        "a probe's output made before probes were records")
+    tool: str = Field(description="the script that measured, relative to the repository root; '' where the script "
+                                  "was not kept")
+    command: str = Field("", description="the command line, as run from the repository root")
+    code: CodeSnapshot | None = Field(None, description="the script's source closure (the script, the kernels' "
+                                                        "modules it imports and the CUDA sources they build), or, "
+                                                        "converted from an older output, only the commit it ran at")
+    gpu_before: GpuReading | None = None
+    gpu_after: GpuReading | None = None
+    description: str = Field("", description="what it measured and how, for people")
+    data: dict[str, Any] = Field(description="the script's results, as it wrote them")
+    attachments: list[str] = Field(default_factory=list, description="other files of the same probe beside the "
+                                                                     "record (names in its folder)")
+    notes: list[str] = Field(default_factory=list)
+
+
+AnyRecord = Annotated[Run | DeviceCeilings | Sweep | CrossCheck | Reverification | ProbeRecord,
+                      Field(discriminator="kind")]
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 

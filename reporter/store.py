@@ -7,8 +7,15 @@ Layout::
     logs/<assignment>/<version>/crosschecks/<utc-time>_<gpu>.json    CrossCheck
     logs/<assignment>/<version>/reverify/<utc-time>_<gpu>.json       Reverification
     logs/devices/<gpu>/<utc-time>.json                             DeviceCeilings
+    logs/devices/<gpu>/probes/<utc-time>_<name>.json               ProbeRecord
+    logs/sources/<sha256>                                          a source text (reporter.sources)
 
 Which of a version's runs stands for it is :mod:`reporter.standing`'s question, not this module's.
+
+A record is written as one line of JSON in the layout :mod:`reporter.records` describes (schema 2:
+source texts in the source store, per-sample arrays packed); the texts it ran go to the store
+first, so a written record never names a text the store cannot give back. Records of schema 1
+(indented, texts embedded) load unchanged; `report migrate` (:mod:`reporter.migrate`) rewrites them in the current layout.
 
 Writes are atomic (temp file in the same folder, fsync, rename), so an interrupted run
 never leaves half a record. A file that is not valid JSON, or not one of our records,
@@ -38,7 +45,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
 
-from .records import SCHEMA_VERSION, AnyRecord, CrossCheck, DeviceCeilings, Reverification, Run, Sweep
+from . import sources
+from .records import SCHEMA_VERSION, AnyRecord, CrossCheck, DeviceCeilings, ProbeRecord, Reverification, Run, Sweep
 
 if TYPE_CHECKING:
     from .assignments import LegacyCaseKeys
@@ -103,8 +111,18 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         raise
 
 
-def save(record: Run | Sweep | DeviceCeilings | CrossCheck | Reverification, path: Path) -> Path:
-    write_atomic(path, record.model_dump_json(indent=1) + "\n")
+AnyStored = Run | Sweep | DeviceCeilings | CrossCheck | Reverification | ProbeRecord
+
+
+def dumps(record: AnyStored) -> str:
+    """A record as it is stored: one line of JSON (schema 2), no source text in it."""
+    return record.model_dump_json() + "\n"
+
+
+def save(record: AnyStored, path: Path, *, logs: Path) -> Path:
+    """Write ``record`` at ``path``, the texts of the code it ran first into ``logs``' source store."""
+    sources.put_all(logs, [record])
+    write_atomic(path, dumps(record))
     return path
 
 
@@ -112,14 +130,16 @@ def save_new(run: Run, logs: Path, tries: int = 1000) -> Path:
     """Write a new run's record under ``logs`` without ever replacing one: when a record of the same
     id is already there (a second ``report run`` of the same version and case in the same
     millisecond), the run's id moves on by a millisecond until its name is free. The file appears
-    whole (linked from a complete temporary file) or not at all."""
+    whole (linked from a complete temporary file) or not at all; the texts of its code go to the
+    source store first."""
+    sources.put_all(logs, [run])
     for _ in range(tries):
         path = run_path(logs, run)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write((run.model_dump_json(indent=1) + "\n").encode("utf-8"))
+                f.write(dumps(run).encode("utf-8"))
                 f.flush()
                 os.fsync(f.fileno())
             os.chmod(tmp, 0o666 & ~_umask())
@@ -145,7 +165,12 @@ def _next_id(run_id: str) -> str:
 
 
 def _migrate(data: dict, path: Path) -> dict:
-    """Bring an older record up to SCHEMA_VERSION. Version 1 is the first; newer is refused."""
+    """Bring an older record up to SCHEMA_VERSION; newer is refused.
+
+    1 -> 2: the layout changed, not the content. A schema-1 record embeds each source text
+    (``code.files[].text``, which its SourceFile keeps in memory for :func:`reporter.sources.read`)
+    and writes the per-sample arrays as JSON lists, both of which the current models read; only
+    the version numbers change, the record's and those of the runs a re-verification holds."""
     version = data.get("schema_version")
     if isinstance(version, bool) or not isinstance(version, int):
         raise RecordError(f"{path}: field 'schema_version' is missing or not an integer: not a work-log record")
@@ -154,7 +179,33 @@ def _migrate(data: dict, path: Path) -> dict:
     if version > SCHEMA_VERSION:
         raise RecordError(f"{path}: field 'schema_version' is {version}, newer than this tool's "
                           f"{SCHEMA_VERSION}: upgrade the reporter package")
+    if version == 1:
+        data = {**data, "schema_version": 2}
+        if data.get("kind") == "reverification" and isinstance(data.get("cases"), list):
+            data["cases"] = [_nested_runs_v2(c) for c in data["cases"]]
     return data
+
+
+def _bumped(record: AnyStored) -> AnyStored:
+    """A schema-1 record read as it is: the version numbers of schema 2 (see :func:`_migrate`)."""
+    record.schema_version = SCHEMA_VERSION
+    if isinstance(record, Reverification):
+        for c in record.cases:
+            c.after.schema_version = c.before.schema_version = SCHEMA_VERSION
+    return record
+
+
+def _nested_runs_v2(case: object) -> object:
+    if not isinstance(case, dict):
+        return case
+    out = dict(case)
+    for side in ("after", "before"):
+        if isinstance(out.get(side), dict) and out[side].get("schema_version") == 1:
+            out[side] = {**out[side], "schema_version": 2}
+    return out
+
+
+KINDS = ("run", "ceilings", "sweep", "crosscheck", "reverification", "probe")
 
 
 def _has_constant(raw: str) -> bool:
@@ -175,7 +226,7 @@ def _has_constant(raw: str) -> bool:
     return False
 
 
-def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck | Reverification:
+def load(path: Path) -> AnyStored:
     path = Path(path)
     try:
         raw_bytes = path.read_bytes()
@@ -186,8 +237,14 @@ def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck | Reverificati
     except UnicodeDecodeError as e:
         raise RecordError(f"{path}: not UTF-8 text (byte {e.start} is {raw_bytes[e.start]:#04x}): "
                           "not a work-log record") from None
+    return loads(raw, path)
+
+
+def loads(raw: str, path: Path) -> AnyStored:
+    """A record from its JSON text (``path`` names it in errors); see :func:`load`."""
     if not _has_constant(raw) and '"schema_version"' in raw:
-        # the common case, one pass in pydantic's own parser: a current record that validates
+        # the common case, one pass in pydantic's own parser: a record that validates, current or of
+        # schema 1 (the same fields: only its version numbers change, as _migrate says)
         try:
             record = _ADAPTER.validate_json(raw, strict=True)
         except ValidationError:
@@ -195,6 +252,8 @@ def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck | Reverificati
         else:
             if record.schema_version == SCHEMA_VERSION:
                 return record
+            if record.schema_version == 1:
+                return _bumped(record)
     constants: list[str] = []  # NaN, Infinity, -Infinity: JSON has none, Python's json reads them
 
     def constant(token: str) -> float:
@@ -216,9 +275,9 @@ def load(path: Path) -> Run | Sweep | DeviceCeilings | CrossCheck | Reverificati
         where = ".".join(str(k) for k in bad[0])
         raise RecordError(f"{path}: field '{where}' is {json.dumps(bad[1])}: records hold finite numbers only")
     migrated = _migrate(data, path)
-    if migrated.get("kind") not in ("run", "ceilings", "sweep", "crosscheck", "reverification"):
-        raise RecordError(f"{path}: field 'kind' is {migrated.get('kind')!r}; expected 'run', 'ceilings', 'sweep', "
-                          "'crosscheck' or 'reverification'")
+    if migrated.get("kind") not in KINDS:
+        raise RecordError(f"{path}: field 'kind' is {migrated.get('kind')!r}; expected "
+                          + ", ".join(repr(k) for k in KINDS[:-1]) + f" or {KINDS[-1]!r}")
     try:
         # strict: JSON's own types only (a date is an ISO string; "0.5" is not a number)
         return _ADAPTER.validate_json(raw if migrated is data else json.dumps(migrated), strict=True)
@@ -252,13 +311,17 @@ def ceilings_path(logs: Path, ceilings: DeviceCeilings) -> Path:
     return logs / "devices" / ceilings.device.slug / f"{utc_stamp(ceilings.created_utc)}.json"
 
 
+def probe_path(logs: Path, probe: ProbeRecord) -> Path:
+    return logs / "devices" / probe.gpu / "probes" / f"{probe.run_id}.json"
+
+
 # --------------------------------------------------------------------------- queries
 
 
 @dataclass(frozen=True)
 class Stored:
     path: Path
-    record: Run | Sweep | DeviceCeilings | CrossCheck | Reverification
+    record: AnyStored
 
 
 def _records(folder: Path, pattern: str, legacy: LegacyCaseKeys | None = None, *,
@@ -287,12 +350,16 @@ def _records(folder: Path, pattern: str, legacy: LegacyCaseKeys | None = None, *
 
 
 def runs(logs: Path, assignment: str, version: str | None = None, *,
-         legacy: LegacyCaseKeys | None = None) -> list[Run]:
+         legacy: LegacyCaseKeys | None = None, case: str | None = None) -> list[Run]:
     """Every run of an assignment (or of one version), oldest first; ``legacy`` renames the case
-    keys of records made before the assignment's keys changed (see ``LegacyCaseKeys``)."""
+    keys of records made before the assignment's keys changed (see ``LegacyCaseKeys``). ``case``:
+    only the runs of that case, read from the files whose name says so (``<utc>_<gpu>_<case>.json``,
+    as every run is named) and no other."""
     base = Path(logs) / assignment
-    pattern = f"{version}/*.json" if version else "*/*.json"
-    out = [s.record for s in _records(base, pattern, legacy, assignment=assignment) if isinstance(s.record, Run)]
+    name = f"*_{case}.json" if case else "*.json"
+    pattern = f"{version}/{name}" if version else f"*/{name}"
+    out = [s.record for s in _records(base, pattern, legacy, assignment=assignment) if isinstance(s.record, Run)
+           and (case is None or s.record.case_name == case)]
     return sorted(out, key=lambda r: r.created_utc)
 
 
@@ -338,3 +405,19 @@ def latest_ceilings(logs: Path, device_name: str, gpu: str) -> tuple[Path, Devic
         return None
     s = max(found, key=lambda s: s.record.created_utc)
     return s.path, s.record  # type: ignore[return-value]
+
+
+def probes(logs: Path, gpu: str | None = None) -> list[ProbeRecord]:
+    """Every probe record (of one GPU, or all), oldest first. The other files a probe kept beside
+    its record (a table, a profiler's CSV) are not records and are not read here."""
+    folder = Path(logs) / "devices"
+    pattern = f"{gpu}/probes/*.json" if gpu else "*/probes/*.json"
+    out = []
+    for s in _records(folder, pattern):
+        if isinstance(s.record, ProbeRecord):
+            if s.record.gpu != s.path.parents[1].name:
+                _skip(f"{s.path}: a probe of {s.record.gpu} under logs/devices/{s.path.parents[1].name}/; left out "
+                      "(move it to its own folder)")
+                continue
+            out.append(s.record)
+    return sorted(out, key=lambda p: p.created_utc)

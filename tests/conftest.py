@@ -39,3 +39,12 @@ def cuda():
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     return torch
+
+
+def with_sources(logs: Path) -> Path:
+    """``logs`` (a test's own records folder) with a copy of the committed source store, so that a
+    record copied there can be saved (its code's texts are in the store) and shown. Returns ``logs``."""
+    target = logs / "sources"
+    if not target.is_dir():
+        shutil.copytree(LOGS / "sources", target)
+    return logs

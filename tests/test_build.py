@@ -156,7 +156,7 @@ def test_report_shows_what_the_compiler_said(project):
                     spill_stores=232, spill_loads=232, stack_bytes=152, advisories=[advisory]),
         KernelBuild(kernel="attn_fwd_overlap", source="k.cu", compiler="nvrtc 13.0", arch="sm_90a", registers=168),
     ]
-    store.save(bench, store.run_path(project / "logs", bench))
+    store.save(bench, store.run_path(project / "logs", bench), logs=project / "logs")
     result = runner.invoke(app, ["build", "flashattn", "--root", str(project), "--no-pdf"])
     assert result.exit_code == 0, result.output
     soup = BeautifulSoup((project / "reports" / "flashattn" / "worklog.html").read_text(), "html.parser")

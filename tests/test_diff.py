@@ -169,7 +169,7 @@ def test_real_reruns_are_same_or_flagged_as_not_comparable():
     if not pairs:
         pytest.skip("no same-version rerun committed under logs/ yet")
     for a, b in pairs:
-        d = diff_runs(a, b)
+        d = diff_runs(a, b, logs=LOGS)
         assert any("same code" in r for r in d.remarks)
         across = _session_remarks(d)
         if a.session_id != b.session_id:
@@ -185,7 +185,7 @@ def test_a_rerun_in_another_session_keeps_its_verdict_and_says_the_sessions_diff
     it is no hard warning (both measured the same way), but a remark says the sessions differ."""
     a, b = _pinned("v02_fused_triton", V02_FIRST_SESSION), _pinned("v02_fused_triton", V02_LATER_SESSION)
     assert a.code.digest == b.code.digest and a.device.name == b.device.name and a.session_id != b.session_id
-    d = diff_runs(a, b)
+    d = diff_runs(a, b, logs=LOGS)
     v = d.verdict
     assert v.verdict == "faster" and v.significant and v.p_value < 1e-6
     assert v.sentence.startswith("1.03× faster (median 23.14 → 22.36 ms; Mann–Whitney U p=")
@@ -194,14 +194,14 @@ def test_a_rerun_in_another_session_keeps_its_verdict_and_says_the_sessions_diff
     assert remark.startswith(f"different sessions ({a.session_id} → {b.session_id}): the card's state may differ")
     assert "within-session noise understates between-session spread" in remark
     # the same two runs within one session carry no such remark
-    same_session = diff_runs(_pinned("v01_naive", V01_FIRST_SESSION), a)
+    same_session = diff_runs(_pinned("v01_naive", V01_FIRST_SESSION), a, logs=LOGS)
     assert _session_remarks(same_session) == []
 
 
 def test_same_code_on_two_gpus_is_the_same_time_but_not_apples_to_apples():
     a, b = _pinned("v02_fused_triton", V02_FIRST_SESSION), _pinned("v02_fused_triton", V02_H200)
     assert a.code.digest == b.code.digest
-    d = diff_runs(a, b)
+    d = diff_runs(a, b, logs=LOGS)
     assert d.verdict.verdict == "same"  # 23.14 vs 23.20 ms
     assert any(w.startswith("GPU differs: NVIDIA H100") for w in d.warnings)
     assert not d.apples_to_apples
@@ -210,7 +210,7 @@ def test_same_code_on_two_gpus_is_the_same_time_but_not_apples_to_apples():
     for a in store.runs(LOGS, ASSIGNMENT, "v02_fused_triton"):
         for b in store.runs(LOGS, ASSIGNMENT, "v02_fused_triton"):
             if (a.device.slug, b.device.slug) == ("h100", "h200") and a.case_name == b.case_name and a.ok and b.ok:
-                d = diff_runs(a, b)
+                d = diff_runs(a, b, logs=LOGS)
                 assert not d.apples_to_apples and any(w.startswith("GPU differs") for w in d.warnings)
 
 
@@ -219,7 +219,7 @@ def test_same_code_on_two_gpus_is_the_same_time_but_not_apples_to_apples():
 
 def test_diff_lists_figures_most_moved_first_and_pairs_the_version_files():
     a, b = _same_session_pair("v01_naive", "v02_fused_triton")
-    d = diff_runs(a, b)
+    d = diff_runs(a, b, logs=LOGS)
     assert d.warnings == [] and _session_remarks(d) == []
     moved = [f.moved for f in d.figures]
     assert moved == sorted(moved, reverse=True)
@@ -244,7 +244,7 @@ def test_device_and_case_mismatches_are_warned():
     device = a.device.model_copy(update={"name": "NVIDIA A100-SXM4-80GB", "driver_version": "535.54.03",
                                          "torch_version": "2.3.0"})
     b = a.model_copy(update={"device": device, "seed": a.seed + 1, "case_name": "test_small"})
-    warnings = diff_runs(a, b).warnings
+    warnings = diff_runs(a, b, logs=LOGS).warnings
     assert any(w.startswith("GPU differs") for w in warnings)
     assert f"driver differs: {a.device.driver_version} → 535.54.03" in warnings
     assert any(w.startswith("torch differs") for w in warnings)
@@ -266,7 +266,7 @@ def test_profile_metrics_are_compared_per_kernel():
     base = _run("v02_fused_triton")
     a = profiled(base, 80.0, 40.0, "attention_fwd_kernel")
     b = profiled(base, 20.0, 41.0, "attention_fwd_kernel_v2")
-    d = diff_runs(a, b)
+    d = diff_runs(a, b, logs=LOGS)
     metrics = [f for f in d.figures if f.group.startswith("profile")]
     assert [f.name for f in metrics] == ["dram_throughput_pct", "achieved_occupancy"]
     assert metrics[0].group == "profile attention_fwd_kernel → attention_fwd_kernel_v2"
@@ -277,13 +277,13 @@ def test_failed_check_leaves_no_verdict():
     a = _run("v02_fused_triton")
     broken = a.model_copy(update={"timing": None, "check": a.check.model_copy(update={"passed": False,
                                                                                        "message": "12 NaN"})})
-    d = diff_runs(a, broken)
+    d = diff_runs(a, broken, logs=LOGS)
     assert d.verdict is None and "check failed" in d.timing_note
     assert not d.slower_beyond(0)
 
 
 def test_diff_json_round_trips_with_the_sentence():
-    d = diff_runs(_run("v01_naive"), _run("v02_fused_triton"))
+    d = diff_runs(_run("v01_naive"), _run("v02_fused_triton"), logs=LOGS)
     data = json.loads(d.model_dump_json())
     assert data["verdict"]["verdict"] == "faster"
     assert data["verdict"]["sentence"] == d.verdict.sentence
@@ -313,7 +313,7 @@ def test_many_kernels_against_one_compare_totals_over_all_kernels():
     fused = [kernel(0, "attention_fwd_kernel", 1e6, 2e8, 60.0)]
     a = base.model_copy(update={"profile": Profile(status="ok", kernels=naive)})
     b = base.model_copy(update={"profile": Profile(status="ok", kernels=fused)})
-    totals = {f.name: f for f in diff_runs(a, b).figures if f.group == "profile, all kernels"}
+    totals = {f.name: f for f in diff_runs(a, b, logs=LOGS).figures if f.group == "profile, all kernels"}
     assert (totals["kernels"].a, totals["kernels"].b) == (2, 1)
     assert (totals["gpu__time_duration.sum"].a, totals["gpu__time_duration.sum"].b) == (4e6, 1e6)
     assert totals["gpu__time_duration.sum"].label == "Duration"

@@ -5,11 +5,13 @@ spinning kernel, out of memory) are in test_gpu_broken.py."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
 
 import pytest
+from conftest import with_sources
 
 from reporter.harness.isolate import Worker, WorkerError, WorkerLost, describe_exit
 
@@ -224,8 +226,11 @@ def test_ctrl_c_keeps_the_finished_records_whole_and_leaves_no_partial_file(monk
     _, _, _, go = _scripted_run(monkeypatch, tmp_path, {("version", "test_small", "v03_word_loads"): KeyboardInterrupt()})
     with pytest.raises(KeyboardInterrupt):
         go()
-    files = sorted(p.relative_to(tmp_path).parts[1] for p in tmp_path.rglob("*") if p.is_file())
+    rels = [p.relative_to(tmp_path).parts for p in tmp_path.rglob("*") if p.is_file()]
+    files = sorted(parts[1] for parts in rels if parts[0] != "sources")
     assert files == ["v01_global_atomics", "v02_smem_privatized"]  # whole records, no .tmp beside them
+    texts = [tmp_path.joinpath(*parts) for parts in rels if parts[0] == "sources"]
+    assert texts and all(hashlib.sha256(p.read_bytes()).hexdigest() == p.name for p in texts)  # their code, whole
 
 
 def test_two_runs_of_one_version_in_one_millisecond_write_two_files(tmp_path):
@@ -234,11 +239,12 @@ def test_two_runs_of_one_version_in_one_millisecond_write_two_files(tmp_path):
     from reporter import store
 
     base = store.load(next((ROOT / "logs" / "histogram" / "v05_persistent").glob("*.json")))
+    logs = with_sources(tmp_path)
     paths: list[Path] = []
 
     def write():
         for _ in range(10):
-            paths.append(store.save_new(base.model_copy(deep=True), tmp_path))
+            paths.append(store.save_new(base.model_copy(deep=True), logs))
 
     threads = [threading.Thread(target=write) for _ in range(4)]
     for t in threads:

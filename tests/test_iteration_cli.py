@@ -11,9 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import with_sources
 from typer.testing import CliRunner
 
 from reporter import lookup, store
+from reporter.sources import sha256_of
 from reporter.analysis import listing
 from reporter.analysis.diff import compare_timing, diff_runs, format_ms
 from reporter.cli import app
@@ -138,8 +140,8 @@ def test_list_takes_peers_from_an_earlier_run_when_the_latest_timed_none(tmp_pat
     with_peers = store.load(LOGS / ASSIGNMENT / "v02_fused_triton" / f"{V02_WITH_PEERS}.json")
     later = store.load(LOGS / ASSIGNMENT / "v02_fused_triton" / f"{V02_LATER_SESSION}.json")
     assert with_peers.peers and not later.peers and with_peers.code.digest == later.code.digest
-    store.save(with_peers, folder / f"{with_peers.run_id}.json")
-    store.save(later, folder / f"{later.run_id}.json")
+    store.save(with_peers, folder / f"{with_peers.run_id}.json", logs=with_sources(tmp_path))
+    store.save(later, folder / f"{later.run_id}.json", logs=tmp_path)
     best = min((p for p in with_peers.peers if p.timing), key=lambda p: p.timing.mean_ms)
     r = report("list", ASSIGNMENT, "--logs", tmp_path)
     assert r.exit_code == 0, r.output
@@ -148,10 +150,11 @@ def test_list_takes_peers_from_an_earlier_run_when_the_latest_timed_none(tmp_pat
     assert f"{best.timing.mean_ms / with_peers.timing.mean_ms:.2f}×" in line
     assert "* that run timed no peers" in r.stdout
     # other code in the latest run: the earlier run's peers say nothing about it
-    files = [later.code.files[0].model_copy(update={"sha256": "0" * 64}), *later.code.files[1:]]
+    text = "# another version of the code\n"
+    files = [later.code.files[0].model_copy(update={"sha256": sha256_of(text), "text": text}), *later.code.files[1:]]
     edited = later.code.model_copy(update={"files": files})
     assert edited.digest != with_peers.code.digest
-    store.save(later.model_copy(update={"code": edited}), folder / f"{later.run_id}.json")
+    store.save(later.model_copy(update={"code": edited}), folder / f"{later.run_id}.json", logs=tmp_path)
     line = next(line for line in report("list", ASSIGNMENT, "--logs", tmp_path).stdout.splitlines()
                 if line.startswith("v02_fused_triton"))
     assert best.name not in line and "*" not in line
@@ -266,7 +269,7 @@ def test_diff_text_shows_verdict_timing_figures_code_and_notes():
     assert "+@triton.jit" in out  # the code diff
     if (ROOT / "kernels" / ASSIGNMENT / "worklog.md").is_file():
         assert "worklog.md § v01_naive" in out
-    assert ("not apples to apples" in out) == bool(diff_runs(a, b).warnings)
+    assert ("not apples to apples" in out) == bool(diff_runs(a, b, logs=LOGS).warnings)
     assert ("different sessions" in out) == (a.session_id != b.session_id)
 
 
@@ -290,7 +293,7 @@ def test_diff_json():
     if v.p_value is not None:
         assert data["verdict"]["p_value"] < 0.002
     assert data["a"]["version"] == "v01_naive" and data["b"]["version"] == "v02_fused_triton"
-    assert data["warnings"] == diff_runs(a, b).warnings and data["code"][0]["lines_added"] > 0
+    assert data["warnings"] == diff_runs(a, b, logs=LOGS).warnings and data["code"][0]["lines_added"] > 0
 
 
 def test_diff_html_is_self_contained(tmp_path):
@@ -417,26 +420,30 @@ def test_a_record_that_is_not_a_run_is_refused():
 
 
 def test_diff_and_list_stay_fast_and_import_no_heavy_libraries():
-    """`report diff` answers in about a second and `report list` in time that grows with the runs it
-    reads, not with what it imports: no scipy, matplotlib or torch is imported. `list` validates every
-    run of every assignment (each embeds the sources it ran, about 85 KB of JSON), so it is held to a
-    budget per run; a record that went down load's slow path (a parse in Python's json, then pydantic
-    again) costs three times as much."""
+    """`report diff` answers in about a second and `report list`, over every record committed, in at
+    most half a second once the command line is loaded (issue 29's budget; the better of two calls,
+    so that one stall of the machine is not taken for the tool's time): a record is one line with its
+    per-sample arrays packed and decoded only when read, and `list` reads only the runs of the case it
+    lists. No scipy, matplotlib or torch is imported."""
     code = (
         "import sys, time; t = time.perf_counter()\n"
         "from typer.testing import CliRunner; from reporter.cli import app\n"
         f"r = CliRunner().invoke(app, ['diff', 'flashattn', 'v01', 'v02', '--root', {str(ROOT)!r}])\n"
-        "t_diff = time.perf_counter() - t; t = time.perf_counter()\n"
-        f"l = CliRunner().invoke(app, ['list', '--root', {str(ROOT)!r}])\n"
+        "t_diff = time.perf_counter() - t; took = []\n"
+        "for _ in range(2):\n"
+        "    t = time.perf_counter()\n"
+        f"    l = CliRunner().invoke(app, ['list', '--root', {str(ROOT)!r}])\n"
+        "    took.append(time.perf_counter() - t)\n"
         "assert r.exit_code == 0 and l.exit_code == 0, r.output + l.output\n"
-        "print(t_diff, time.perf_counter() - t, *[m for m in ('scipy', 'matplotlib', 'torch') if m in sys.modules])\n"
+        "print(t_diff, min(took), *[m for m in ('scipy', 'matplotlib', 'torch') if m in sys.modules])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[2:] == []
     diff_s, list_s = float(out[0]), float(out[1])
-    runs = len(list((ROOT / "logs").glob("*/*/*.json")))  # what `report list` reads: every run of every assignment
+    runs = len(list((ROOT / "logs").glob("*/*/*.json")))
+    assert runs > 800
     assert diff_s < 1.5, f"diff took {diff_s:.2f} s (imports included)"
-    assert list_s < 0.5 + 0.003 * runs, f"list took {list_s:.2f} s for {runs} runs"
+    assert list_s < 0.5, f"list took {list_s:.2f} s over {runs} runs"
 
 
 # --------------------------------------------------------------------------- new
@@ -626,7 +633,8 @@ def _profiled_copy(tmp_path: Path, scale: float, name: str) -> Path:
     run = store.load(_run_file("v02_fused_triton", "test_small"))
     run = run.model_copy(update={"profile": Profile(status="ok", tool_version="2025.3", kernels=kernels),
                                  "run_id": name})
-    return store.save(run, tmp_path / "logs" / ASSIGNMENT / run.version / f"{name}.json")
+    return store.save(run, tmp_path / "logs" / ASSIGNMENT / run.version / f"{name}.json",
+                      logs=with_sources(tmp_path / "logs"))
 
 
 def test_show_prints_the_profile_block(tmp_path):
@@ -682,7 +690,7 @@ def test_list_never_sets_a_ranked_version_against_plain_peers(tmp_path):
     folder = tmp_path / ASSIGNMENT / "v11_q_in_registers"
     folder.mkdir(parents=True)
     for run in (ranked_plain_peers, profiled):
-        store.save(run, folder / f"{run.run_id}.json")
+        store.save(run, folder / f"{run.run_id}.json", logs=with_sources(tmp_path))
     line = next(line for line in report("list", ASSIGNMENT, "--logs", tmp_path).stdout.splitlines()
                 if line.startswith("v11_q_in_registers"))
     assert format_ms(profiled.timing.mean_ms) in line and "sdpa_cudnn" not in line and "—" in line

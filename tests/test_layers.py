@@ -1,7 +1,8 @@
 """The reporter package's layers, enforced: data flows one way, kernels -> harness -> records ->
 analysis -> render, with the commands on top.
 
-- base (records and what every layer reads: the record models and store, the assignments and their
+- base (records and what every layer reads: the record models, their packed arrays, the store, the
+  source store, rewriting and merging records, the assignments and their
   source closures, the CUDA build, the course's file formats, the one answers to "which run stands
   for a version" and "which run did the person name", the worklog's structure, the ncu metric names);
 - harness: measures and writes records; imports only the base;
@@ -25,8 +26,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "reporter"
 
 LAYERS: dict[str, tuple[str, ...]] = {
-    "base": ("records", "store", "assignments", "closure", "cuda", "course", "submission", "standing", "lookup",
-             "worklog_sections", "ncu_metrics"),
+    "base": ("records", "packed", "store", "sources", "migrate", "merge", "assignments", "closure", "cuda", "course",
+             "submission", "standing", "lookup", "worklog_sections", "ncu_metrics"),
     "harness": ("harness",),
     "analysis": ("analysis",),
     "render": ("render", "export"),

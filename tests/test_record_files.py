@@ -3,17 +3,20 @@ and a query goes on past it with a warning, so one stray file never hides the go
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import shutil
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import LOGS, ROOT
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from reporter import store
+from reporter import packed, sources, store
 from reporter.cli import app
 from reporter.records import TimingStats
 from reporter.store import RecordError, RecordSkipped
@@ -34,8 +37,22 @@ def logs(tmp_path: Path) -> Path:
     return tmp_path / "logs"
 
 
+def _as_lists(x):
+    """A stored record's JSON with its packed arrays written out as lists, as schema 1 wrote them
+    (and still reads): the form a person edits."""
+    if isinstance(x, str) and x.startswith(packed.PREFIX):
+        return packed.unpack(x)
+    if isinstance(x, dict):
+        if set(x) == {"runs"}:
+            return packed.read_reason_runs(x)
+        return {k: _as_lists(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_as_lists(v) for v in x]
+    return x
+
+
 def _edited(tmp_path: Path, edit) -> Path:
-    data = json.loads(SOURCE.read_text())
+    data = _as_lists(json.loads(SOURCE.read_text()))
     edit(data)
     p = tmp_path / "r.json"
     p.write_text(json.dumps(data))  # json.dumps writes NaN and Infinity as bare tokens
@@ -69,13 +86,45 @@ def test_a_number_that_is_not_finite_is_refused_after_any_separator(tmp_path, wh
 def test_the_words_nan_and_infinity_inside_a_string_are_text(tmp_path):
     """A record embeds its sources; a comment saying 'writes NaN' is text, and the record loads whole
     (it used to send every v13 and v14 record down the slow path, which doubled `report list`)."""
-    def edit(d):
-        d["code"]["files"][0]["text"] += "\n// writes NaN for the sum; -Infinity, [NaN], x: NaN\n"
+    text = sources.read(LOGS, store.load(SOURCE).code.files[0])
+
+    def edit(d):  # a schema-1 record, which embedded its sources
+        d["schema_version"] = 1
+        d["code"]["files"][0]["text"] = text + "\n// writes NaN for the sum; -Infinity, [NaN], x: NaN\n"
 
     r = store.load(_edited(tmp_path, edit))
     assert "writes NaN" in r.code.files[0].text  # type: ignore[union-attr]
     assert store._has_constant('{"a": [1,\n NaN]}') and store._has_constant('{"a":-Infinity}')
     assert not store._has_constant('{"a": "writes NaN", "b": "NaN", "c": "Infinity"}')
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_a_packed_array_holding_a_number_that_is_not_finite_is_refused_when_read(tmp_path, value):
+    """Packed arrays are decoded when first read (listing records never decodes their samples):
+    a NaN packed into one by hand is refused then, with the item named."""
+    def edit(d):
+        samples = d["timing"]["samples_ms"]
+        samples[2] = value
+        d["timing"]["samples_ms"] = "f64z:" + base64.b64encode(zlib.compress(struct.pack(f"<{len(samples)}d", *samples))).decode()
+
+    r = store.load(_edited(tmp_path, edit))
+    with pytest.raises(ValueError, match="item 2 of a packed array is .*: records hold finite numbers only"):
+        r.timing.samples_ms[0]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("text,why", [("f64z:not base64!", "does not decode"), ("f64z:" + "A" * 8, "does not decode"),
+                                      ("floats", "starts with 'f64z:'")])
+def test_a_packed_array_that_is_not_one_is_refused(tmp_path, text, why):
+    def edit(d):
+        d["timing"]["samples_ms"] = text
+
+    try:
+        r = store.load(_edited(tmp_path, edit))
+        r.timing.samples_ms[0]  # type: ignore[union-attr]
+    except (RecordError, ValueError) as e:
+        assert why in str(e)
+    else:
+        pytest.fail("read a packed array that is not one")
 
 
 def test_a_record_cannot_be_given_a_number_that_is_not_finite():
@@ -146,27 +195,28 @@ def test_a_record_in_another_versions_folder_is_set_aside(logs):
 
 
 def test_the_cli_goes_on_past_a_bad_file_and_names_it(tmp_path):
-    """`report list` and `report show` on a project with a binary file among the records: exit 0,
-    the table, and one warning line naming the file."""
+    """`report list` and `report show` on a project with a broken file among the records (named as a
+    run of the benchmark case, the files `list` reads): exit 0, the table, and one warning line naming
+    the file."""
     for name in ("kernels", "report_templates"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "logs" / "transform", tmp_path / "logs" / "transform")
     shutil.copytree(ROOT / "logs" / "devices", tmp_path / "logs" / "devices")
-    stray = tmp_path / "logs" / "transform" / "v10_hw_cvt" / "stray.json"
+    stray = tmp_path / "logs" / "transform" / "v10_hw_cvt" / "20990101T000000000Z_h100_benchmark.json"
     stray.write_text('{"schema_version": 1, "kind": "run", "median_ms": Infinity}')
     for args in (["list", "transform"], ["show", "transform", "v10"]):
         result = runner.invoke(app, [*args, "--root", str(tmp_path)])
         assert result.exit_code == 0, result.output
-        assert "v10_hw_cvt" in result.stdout and "stray.json" not in result.stdout  # the table, on stdout
-        warning = [line for line in result.stderr.splitlines() if "stray.json" in line]
+        assert "v10_hw_cvt" in result.stdout and stray.name not in result.stdout  # the table, on stdout
+        warning = [line for line in " ".join(result.stderr.split()).split("warning:") if stray.name in line]
         assert len(warning) == 1 and "is Infinity" in warning[0] and "left out" in warning[0], result.output
 
 
 def test_an_overflowing_literal_is_refused_naming_its_field(tmp_path):
     p = tmp_path / "r.json"
     text = SOURCE.read_text()
-    head, tail = text.split('"median_ms": ', 1)
-    p.write_text(head + '"median_ms": 1e400' + tail[tail.index(","):])
+    head, tail = text.split('"median_ms":', 1)
+    p.write_text(head + '"median_ms":1e400' + tail[tail.index(","):])
     with pytest.raises(RecordError, match=r"field 'timing\.median_ms': Input should be a finite number"):
         store.load(p)
 

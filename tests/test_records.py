@@ -11,7 +11,7 @@ from reporter import store
 from reporter.standing import standing_runs
 from reporter.records import DeviceCeilings, Run, Sweep, derive, gpu_slug
 
-from conftest import LOGS
+from conftest import LOGS, with_sources
 
 
 def committed_runs() -> list[Path]:
@@ -28,7 +28,7 @@ def test_every_committed_record_loads():
 def test_round_trip_is_lossless(tmp_path):
     src = committed_runs()[0]
     run = store.load(src)
-    out = store.save(run, tmp_path / "copy.json")
+    out = store.save(run, tmp_path / "copy.json", logs=with_sources(tmp_path))
     again = store.load(out)
     assert again == run
     assert again.timing is None or again.timing.samples_ms == run.timing.samples_ms
@@ -37,7 +37,7 @@ def test_round_trip_is_lossless(tmp_path):
 def test_write_is_atomic_and_leaves_no_temp(tmp_path, monkeypatch):
     run = store.load(committed_runs()[0])
     target = tmp_path / "r.json"
-    store.save(run, target)
+    store.save(run, target, logs=LOGS)
     before = target.read_text()
 
     def boom(*a, **k):
@@ -45,7 +45,7 @@ def test_write_is_atomic_and_leaves_no_temp(tmp_path, monkeypatch):
 
     monkeypatch.setattr("os.replace", boom)
     with pytest.raises(OSError):
-        store.save(run.model_copy(update={"version": "changed"}), target)
+        store.save(run.model_copy(update={"version": "changed"}), target, logs=LOGS)
     assert target.read_text() == before, "a failed write must not damage the old record"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"], "no temp file left behind"
 
@@ -118,7 +118,7 @@ def _pingpong_build():
 
 def test_run_with_builds_round_trips(tmp_path):
     run = store.load(committed_runs()[0]).model_copy(update={"builds": [_pingpong_build()]})
-    again = store.load(store.save(run, tmp_path / "r.json"))
+    again = store.load(store.save(run, tmp_path / "r.json", logs=LOGS))
     assert again == run
     (b,) = again.builds
     assert (b.registers, b.spill_stores, b.spill_loads, b.stack_bytes) == (168, 232, 232, 152)

@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from conftest import with_sources
 from typer.testing import CliRunner
 
 from reporter import store
@@ -57,7 +58,7 @@ def test_the_record_round_trips_and_says_whether_every_case_is_the_same(tmp_path
     rv = Reverification(run_id="20261122T000000000Z_h100", session_id="s", assignment="flashattn",
                         version="v21_staged_stores", created_utc=datetime.now(timezone.utc), device=run.device,
                         before_export="x/submission.py", before_export_sha256="0" * 64, cases=cases)
-    path = store.save(rv, store.reverification_path(tmp_path, rv))
+    path = store.save(rv, store.reverification_path(tmp_path, rv), logs=with_sources(tmp_path))
     assert path == tmp_path / "flashattn" / "v21_staged_stores" / "reverify" / "20261122T000000000Z_h100.json"
     (back,) = store.reverifications(tmp_path, "flashattn")
     assert back.same and back.cases[0].after.run_id == run.run_id

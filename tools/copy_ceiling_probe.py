@@ -1,9 +1,9 @@
 """How close to the device-to-device memcpy does an SM kernel get when it only moves the bytes?
 
-    python tools/copy_ceiling_probe.py OUT.json            # copies against transform's versions
-    python tools/copy_ceiling_probe.py OUT.json variants   # more ways to copy, fp32 only
-    python tools/copy_ceiling_probe.py OUT.json hints      # load/store hints and L2 prefetch, fp32 only
-    python tools/copy_ceiling_probe.py OUT.json order      # tiles handed out in order by a counter, both dtypes
+    python tools/copy_ceiling_probe.py            # copies against transform's versions
+    python tools/copy_ceiling_probe.py variants   # more ways to copy, fp32 only
+    python tools/copy_ceiling_probe.py hints      # load/store hints and L2 prefetch, fp32 only
+    python tools/copy_ceiling_probe.py order      # tiles handed out in order by a counter, both dtypes
 
 transform's goal is a version within 1.02x of the memcpy of the same array. This probe times,
 on the benchmark arrays (128M fp32: 512 MiB; 128M bf16: 256 MiB), the memcpy peer against two
@@ -13,7 +13,8 @@ through the harness's timing loop as a version's figure is taken (``reporter.har
 3 s of rest, 3 warm-up calls, 100 calls each after the harness's L2 flush), then with
 ``triton.testing.do_bench``. The memcpy is timed first and again last, so a drift over the probe
 shows. Every copy is compared with its input before it is timed. Writes the samples and the
-summaries as JSON and prints a table. Run on the GPU node from the repo root.
+summaries into a probe record (``copy_ceiling_<mode>``, :mod:`reporter.harness.probe`) and prints a
+table. Run on the GPU node from the repo root.
 
 ``variants`` times, on the fp32 array only, the 16-byte copy with 1 and 4 loads in flight per
 thread, and the bulk ring with larger tiles and deeper rings (dynamic shared memory), with each
@@ -28,7 +29,6 @@ tiles in flight stay one window of consecutive addresses, as a copy engine walks
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -59,6 +59,7 @@ def main() -> int:
     from triton.testing import do_bench
 
     from reporter.cuda import load_module
+    from reporter.harness.probe import ProbeSession
     from reporter.harness.timing import CudaEventTimer, L2Flusher, StoppingRule, benchmark
 
     props = torch.cuda.get_device_properties(0)
@@ -66,9 +67,11 @@ def main() -> int:
     source = ROOT / "kernels" / "transform" / "probes.cu"
     inc = ()  # probes.cu finds kernels/common/ from its own folder
 
-    variants = sys.argv[2:] == ["variants"]
-    hints = sys.argv[2:] == ["hints"]
-    order = sys.argv[2:] == ["order"]
+    variants = sys.argv[1:] == ["variants"]
+    hints = sys.argv[1:] == ["hints"]
+    order = sys.argv[1:] == ["order"]
+    mode = "variants" if variants else "hints" if hints else "order" if order else "versions"
+    session = ProbeSession(f"copy_ceiling_{mode}", __file__, cuda_sources=[source])
 
     def vec4(cfg: dict[str, int], kernel: str = "copy_vec4"):
         mod = load_module(source, defines={"UNROLL": cfg["UNROLL"]}, options=inc)
@@ -111,7 +114,6 @@ def main() -> int:
         return f"copy_bulk {cfg['TILE_BYTES'] // 1024}K x{cfg['STAGES']} @{cfg['BLOCKS_PER_SM']}{extra}"
 
     flusher = L2Flusher(props.L2_cache_size)
-    mode = "variants" if variants else "hints" if hints else "order" if order else "versions"
     out: dict = {"gpu": torch.cuda.get_device_name(), "mode": mode, "runs": {}}
     for case in ("benchmark",) if variants or hints else ("benchmark", "benchmark_bf16"):
         x = A.generate_input(**A.CASES[case])
@@ -141,7 +143,12 @@ def main() -> int:
                                             "median_ms": statistics.median(times),
                                             "do_bench_ms": do_bench(fn, warmup=25, rep=200)}
         del x
-    Path(sys.argv[1]).write_text(json.dumps(out, indent=1))
+    path = session.write(out, description=(
+        f"Mode {mode}: the memcpy peer (first and last) against SM kernels that only copy (kernels/transform/probes.cu)"
+        + ("" if variants or hints or order else " and transform's " + ", ".join(VERSIONS))
+        + ", each through the harness's timing loop (3 s rest, 3 warm-up calls, 100 calls after the L2 flush: "
+        "per_call_ms, mean_ms, median_ms) and with triton.testing.do_bench (do_bench_ms)."))
+    print(f"wrote {path}")
     print(f"{'':40s} {'mean':>9s} {'median':>9s} {'do_bench':>9s}  (ms)")
     for name, r in out["runs"].items():
         print(f"{name:40s} {r['mean_ms']:9.4f} {r['median_ms']:9.4f} {r['do_bench_ms']:9.4f}")

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # One device session: set up the carried wheels, then run the given `report` commands (one per
-# argument, each a quoted string) under a deadline, logging to $OUT/session.log, and always leave
-# logs/ as $OUT/logs.tgz, even when a step hangs (a deadlocked kernel cannot be stopped from inside).
+# argument, each a quoted string) under a deadline, logging to $OUT/session.log, and always ship back
+# what the session made under logs/ (new records, their source texts, the files beside them) as
+# $OUT/new_logs.tgz, even when a step hangs (a deadlocked kernel cannot be stopped from inside).
+# Here, `report merge new_logs.tgz` brings them into the checkout (a second merge changes nothing).
 #   DEADLINE_S=540 STEP_TIMEOUT_S=240 tools/gpu_session.sh "run flashattn -v v01" "sweep flashattn v03"
+# A step that is not a `report` command (a probe script) is given with a leading '!':
+#   tools/gpu_session.sh "run transform -v v17" "!python tools/host_call_probe.py"
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 DEADLINE_S=${DEADLINE_S:-540}
@@ -10,14 +14,17 @@ STEP_TIMEOUT_S=${STEP_TIMEOUT_S:-300}
 . "$(dirname "$0")/gpu_env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee -a "$OUT/session.log"
 start=$(date +%s)
+marker=$(mktemp); touch "$marker"  # what the session writes under logs/ is newer than this
 for cmd in "$@"; do
   left=$(( DEADLINE_S - ($(date +%s) - start) ))
   [ "$left" -lt 15 ] && { echo "=== skipped (deadline): report $cmd" | tee -a "$OUT/session.log"; continue; }
   step=$(( left < STEP_TIMEOUT_S ? left : STEP_TIMEOUT_S ))
-  echo "=== report $cmd  (t=$(( $(date +%s) - start ))s, limit ${step}s)" | tee -a "$OUT/session.log"
-  eval "timeout -k 5 $step python3 -m reporter.cli $cmd" 2>&1 | tee -a "$OUT/session.log"
+  if [ "${cmd:0:1}" = "!" ]; then run="${cmd:1}"; else run="python3 -m reporter.cli $cmd"; fi
+  echo "=== $run  (t=$(( $(date +%s) - start ))s, limit ${step}s)" | tee -a "$OUT/session.log"
+  eval "timeout -k 5 $step $run" 2>&1 | tee -a "$OUT/session.log"
   rc=${PIPESTATUS[0]}
-  [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && echo "=== TIMED OUT after ${step}s: report $cmd" | tee -a "$OUT/session.log"
+  [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && echo "=== TIMED OUT after ${step}s: $run" | tee -a "$OUT/session.log"
 done
-tar czf "$OUT/logs.tgz" logs
+find logs -type f -newer "$marker" ! -name '.*' -print0 | sort -z | tar czf "$OUT/new_logs.tgz" --null -T -
+echo "=== shipped back: $(tar tzf "$OUT/new_logs.tgz" | wc -l) new files under logs/ in new_logs.tgz" | tee -a "$OUT/session.log"
 echo "=== session done in $(( $(date +%s) - start ))s"

@@ -1,6 +1,6 @@
 """How long does the host take to queue one call of transform's versions, and what in it takes the time?
 
-    python tools/host_call_probe.py OUT.json
+    python tools/host_call_probe.py          # a probe record under logs/devices/<gpu>/probes/
 
 A course harness queues its L2 clear, records the start event, calls ``custom_kernel`` and records
 the end event; when queuing the call takes the host longer than the clear takes the GPU, the GPU
@@ -12,17 +12,16 @@ events): 400 rounds, one call of each per round in a rotating order, so every ca
 same host. Per callable it keeps each sample's queuing time (from the start event's record to
 the end event's, ``enqueue_ms``) and its event time. The pieces: nothing between the two events;
 ``torch.empty_like(x)``; a 0-d float64 ``torch.empty``; the current stream's handle through
-``torch.cuda.current_stream()`` and through the raw accessor v16 uses. Writes every sample as
-JSON and prints a table. Run on the GPU node from the repo root.
+``torch.cuda.current_stream()`` and through the raw accessor v16 uses. Writes every sample into a
+probe record (``host_call``, :mod:`reporter.harness.probe`) and prints a table. Run on the GPU node
+from the repo root.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +60,13 @@ def main() -> int:
     import v15_in_order as v15
     import v16_lean_call as v16
 
+    from reporter.harness.probe import ProbeSession
     from reporter.harness.timing import CudaEventTimer, L2Flusher, StoppingRule, benchmark_interleaved
 
+    session = ProbeSession("host_call", __file__)
     props = torch.cuda.get_device_properties(0)
     flush = L2Flusher(int(getattr(props, "L2_cache_size", 50 << 20)))
-    out: dict[str, object] = {"gpu": torch.cuda.get_device_name(), "rounds": ROUNDS,
-                              "created_utc": datetime.now(UTC).isoformat(), "cases": {}}
+    out: dict[str, object] = {"gpu": torch.cuda.get_device_name(), "rounds": ROUNDS, "cases": {}}
     rows: list[tuple[str, str, float, float, float, float, float]] = []
     for case_name in ("benchmark", "benchmark_bf16"):
         x = A.generate_input(**A.CASES[case_name])
@@ -90,7 +90,11 @@ def main() -> int:
             rows.append((case_name, name, statistics.median(enq), _q(enq, 0.9), _q(enq, 0.99),
                          st.mean_ms * 1e3, st.median_ms * 1e3))
         out["cases"][case_name] = case_out  # type: ignore[index]
-    Path(sys.argv[1]).write_text(json.dumps(out, indent=1))
+    path = session.write(out, description=(
+        f"The host's time to queue one call (from the start event's record to the end event's) of the memcpy peer, "
+        f"transform v15, v16 and the pieces of a call, {ROUNDS} interleaved rounds in the harness's loop with its "
+        f"flush, both benchmark arrays: per callable, enqueue_us (host µs per sample) and event_ms (event time)."))
+    print(f"wrote {path}")
     print(f"{'case':15s} {'callable':30s} {'queue p50':>9s} {'p90':>7s} {'p99':>7s} {'mean':>8s} {'median':>8s}"
           "  (queue: host µs; mean, median: event µs)")
     for c, n, p50, p90, p99, mean, med in rows:

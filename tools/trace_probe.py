@@ -1,7 +1,6 @@
 """Timeline of a traced persistent flashattn kernel: where a launch's time goes, unit by unit.
 
-    python tools/trace_probe.py --case test_small --config 'v18:{"PREFETCH": 0}' --config v19 \\
-        --reps 5 --out trace.json
+    python tools/trace_probe.py --case test_small --config 'v18:{"PREFETCH": 0}' --config v19 --reps 5
 
 Each version and configuration (defines merged over the version's CONFIG; the version's module
 gives ``make_kernel``, ``CONFIG``, ``module(config, device_index, cluster)`` and ``v15``) is
@@ -12,13 +11,15 @@ g_trace cleared first. Per launch it reads every CTA's stamps and reduces them t
 the first CTA's entry to the last one's exit (globaltimer), each CTA's clock rate, the time from
 entry to its first Q, each unit's wait for Q after the previous unit's epilogue, the unit's first
 S, its kv steps, its last P.V and epilogue, and the tail from the last epilogue to exit (clock64
-intervals within a CTA, converted with that CTA's rate). The JSON keeps the raw stamps and the
-summary; the table printed last gives medians over CTAs and launches.
+intervals within a CTA, converted with that CTA's rate). A probe record (``trace_<case>``,
+:mod:`reporter.harness.probe`) keeps the summaries, with the raw stamps beside it as a gzipped JSON
+attachment; the table printed last gives medians over CTAs and launches.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import itertools
 import json
 import re
@@ -105,8 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", action="append", default=[], metavar="VERSION[:JSON]",
                     help="a version and JSON defines over its CONFIG, e.g. 'v18:{\"PREFETCH\": 0}' (repeatable)")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
+    from reporter.harness.probe import ProbeSession
+
+    session = ProbeSession(f"trace_{args.case}", __file__, cuda_sources=[HEADER])
 
     a = get_assignment(ROOT / "kernels", "flashattn")
     case = a.case(args.case)
@@ -138,9 +141,14 @@ def main(argv: list[str] | None = None) -> int:
             ctas = int(np.count_nonzero(raw[:, 0]))  # the CTAs that stamped their entry
             launches.append({"summary": reduce_launch(raw, ctas), "raw": raw[:ctas].tolist()})
         results.append({"version": v.name, "config": cfg, "ctas": ctas, "max_abs_err": err, "launches": launches})
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"case": args.case, "case_args": case, "layout": L,
-                                    "gpu": torch.cuda.get_device_name(), "results": results}))
+    raw = [[x.pop("raw") for x in r["launches"]] for r in results]
+    path = session.write(
+        {"case": args.case, "case_args": case, "layout": L, "results": results},
+        description=(f"Traced (TRACE=1) launches of {', '.join(args.config)} on {args.case}, {args.reps} each after a "
+                     "256 MiB L2-evicting write: per launch the summary of every CTA's stamps (results[].launches[]"
+                     ".summary); the raw stamps, per version and launch, CTAs x slots, are the gzipped attachment."),
+        attachments={"raw.json.gz": gzip.compress(json.dumps(raw).encode())})
+    print(f"wrote {path}")
     keys = ["span_us", "clock_ghz", "first_q_us", "q_wait_us", "k0_wait_us", "turn_wait_us", "s0_us", "step_us",
             "last_step_us", "epilogue_us", "wg1_lag_us", "unit_us", "tail_us"]
     print(f"{'version config':44s} err    " + " ".join(f"{k.removesuffix('_us'):>9s}" for k in keys))

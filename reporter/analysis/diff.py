@@ -18,11 +18,12 @@ import difflib
 import math
 import re
 from datetime import datetime
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from pydantic import BaseModel, computed_field
+from pydantic import BaseModel, Field, computed_field
 
+from .. import sources
 from ..records import Run, SourceFile, TimingStats
 from . import stats
 
@@ -211,10 +212,11 @@ class FileDiff(BaseModel):
     unified: str
     lines_added: int
     lines_removed: int
+    unreadable: str = Field("", description="why the texts could not be compared (a text the source store lacks)")
 
     @property
     def changed(self) -> bool:
-        return bool(self.unified)
+        return bool(self.unified) or bool(self.unreadable)
 
 
 class RunDiff(BaseModel):
@@ -248,10 +250,11 @@ def run_ref(run: Run) -> RunRef:
                   code_digest=run.code.digest, check_passed=run.check.passed)
 
 
-def diff_runs(a: Run, b: Run, *, notes_a: str | None = None, notes_b: str | None = None,
+def diff_runs(a: Run, b: Run, *, logs: Path, notes_a: str | None = None, notes_b: str | None = None,
               min_effect_pct: float = MIN_EFFECT_PCT) -> RunDiff:
-    """Compare run A (before) with run B (after). ``notes_*`` are the versions' work-log
-    sections (None: no worklog.md, or no section for that version)."""
+    """Compare run A (before) with run B (after). ``logs``: where the source store is (the texts of
+    the code the runs name); ``notes_*`` are the versions' work-log sections (None: no worklog.md,
+    or no section for that version)."""
     verdict, timing_note = None, ""
     if a.timing is not None and b.timing is not None:
         verdict = compare_timing(a.timing, b.timing, min_effect_pct=min_effect_pct)
@@ -265,7 +268,7 @@ def diff_runs(a: Run, b: Run, *, notes_a: str | None = None, notes_b: str | None
         a=run_ref(a), b=run_ref(b), verdict=verdict, timing_note=timing_note,
         timing_rows=_timing_rows(a.timing, b.timing) if a.timing and b.timing else [],
         figures=sorted(figures, key=lambda f: f.moved, reverse=True), text_changes=texts,
-        code=code_diff(a, b), notes_diff=notes_diff, notes_note=notes_note,
+        code=code_diff(a, b, logs=logs), notes_diff=notes_diff, notes_note=notes_note,
         warnings=comparability_warnings(a, b), remarks=_remarks(a, b, verdict),
     )
 
@@ -420,13 +423,20 @@ def _pair_files(a: Run, b: Run) -> list[tuple[SourceFile | None, SourceFile | No
     return pairs
 
 
-def code_diff(a: Run, b: Run, context_lines: int = 3) -> list[FileDiff]:
-    """Unified diffs of the two code snapshots (files that did not change are left out)."""
+def code_diff(a: Run, b: Run, *, logs: Path, context_lines: int = 3) -> list[FileDiff]:
+    """Unified diffs of the two code snapshots (files that did not change are left out); a pair whose
+    text the source store under ``logs`` lacks is listed with why, not diffed."""
     out = []
     for fa, fb in _pair_files(a, b):
         if fa and fb and fa.sha256 == fb.sha256:
             continue
-        text_a, text_b = (fa.text if fa else ""), (fb.text if fb else "")
+        try:
+            text_a = sources.read(logs, fa) if fa else ""
+            text_b = sources.read(logs, fb) if fb else ""
+        except sources.SourceError as e:
+            out.append(FileDiff(path_a=fa.path if fa else None, path_b=fb.path if fb else None, unified="",
+                                lines_added=0, lines_removed=0, unreadable=str(e)))
+            continue
         lines = list(difflib.unified_diff(
             text_a.splitlines(keepends=True), text_b.splitlines(keepends=True),
             fromfile=fa.path if fa else "/dev/null", tofile=fb.path if fb else "/dev/null", n=context_lines))

@@ -17,7 +17,7 @@ import statistics
 import math
 from typing import Any
 
-from ..records import DeviceCeilings, PeerResult, ProbeResult, Run, Sweep, derive
+from ..records import DeviceCeilings, PeerResult, ProbeRecord, ProbeResult, Run, Sweep, derive
 from .summary import AssignmentSummary, VersionSummary
 
 
@@ -599,13 +599,151 @@ class ReferenceFacts(_Facts):
         return self._s.references[0].label
 
 
+class DataFacts(_Facts):
+    """A probe record's results (its script's JSON), read by key: ``.cases.benchmark['v16 call']``.
+    A number reads as a :class:`Number`; a missing key names the ones there are."""
+
+    def __init__(self, value: Any, what: str) -> None:
+        self._value = value
+        self._what = what
+
+    def _at(self, key: Any) -> Any:
+        v = self._value
+        where = f"{self._what}[{key!r}]"
+        if isinstance(v, dict):
+            if key not in v:
+                have = ", ".join(repr(k) for k in list(v)[:12]) + (", ..." if len(v) > 12 else "")
+                raise BindingError(f"{self._what} has no {key!r} (have: {have})")
+            return _data(v[key], where)
+        if isinstance(v, list):
+            if not isinstance(key, int) or not -len(v) <= key < len(v):
+                raise BindingError(f"{self._what} is a list of {len(v)}: no item {key!r}")
+            return _data(v[key], where)
+        raise BindingError(f"{self._what} is {v!r}, not a mapping or a list")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._at(name)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._at(key)
+
+    def _numbers(self) -> list[float]:
+        v = self._value
+        if not isinstance(v, list) or not v or not all(isinstance(x, int | float) and not isinstance(x, bool)
+                                                       for x in v):
+            raise BindingError(f"{self._what} is not a list of numbers")
+        return [float(x) for x in v]
+
+    @property
+    def median(self) -> Number:
+        return Number(statistics.median(self._numbers()))
+
+    @property
+    def mean(self) -> Number:
+        return Number(statistics.mean(self._numbers()))
+
+    @property
+    def min(self) -> Number:
+        return Number(min(self._numbers()))
+
+    @property
+    def max(self) -> Number:
+        return Number(max(self._numbers()))
+
+    def quantile(self, q: float) -> Number:
+        """The q-quantile (0 to 1) of a list of numbers, by the nearest rank below."""
+        xs = sorted(self._numbers())
+        if not 0 <= q <= 1:
+            raise BindingError(f"{self._what}.quantile({q}): q is a fraction from 0 to 1")
+        return Number(xs[min(len(xs) - 1, int(q * len(xs)))])
+
+    @property
+    def count(self) -> int:
+        if not isinstance(self._value, list | dict):
+            raise BindingError(f"{self._what} is not a list or a mapping")
+        return len(self._value)
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+
+def _data(value: Any, what: str) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return Number(value)
+    return DataFacts(value, what)
+
+
+class ProbeRecordFacts(_Facts):
+    """One probe record (``{{ probes.host_call.data.cases.benchmark['v16 call'].enqueue_us.median }}``):
+    its results as ``data``, and where they come from."""
+
+    def __init__(self, record: ProbeRecord) -> None:
+        self._r = record
+        self._what = f"probe {record.run_id}"
+
+    @property
+    def data(self) -> DataFacts:
+        return DataFacts(self._r.data, f"{self._what}'s data")
+
+    @property
+    def run_id(self) -> str:
+        return self._r.run_id
+
+    @property
+    def when(self) -> str:
+        return f"{self._r.created_utc:%Y-%m-%d %H:%M} UTC"
+
+    @property
+    def tool(self) -> str:
+        return self._r.tool or "a script that was not kept"
+
+    @property
+    def commit(self) -> str:
+        c = self._r.code.git_commit if self._r.code is not None else None
+        return c[:7] if c else "unknown"
+
+    @property
+    def path(self) -> str:
+        return f"logs/devices/{self._r.gpu}/probes/{self._r.run_id}.json"
+
+
+class ProbesFacts(_Facts):
+    """The probe records of the report's GPU: ``probes.host_call`` is the newest named host_call,
+    ``probes['20261123T1217Z_host_call']`` one by its id."""
+
+    _what = "probes"
+
+    def __init__(self, records: list[ProbeRecord]) -> None:
+        self._records = records
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        found = [r for r in self._records if r.name == name]
+        if not found:
+            names = ", ".join(sorted({r.name for r in self._records})) or "none recorded on this GPU"
+            raise BindingError(f"no probe named '{name}' (have: {names})")
+        return ProbeRecordFacts(max(found, key=lambda r: r.created_utc))
+
+    def __getitem__(self, key: str) -> ProbeRecordFacts:
+        exact = [r for r in self._records if r.run_id == key]
+        if exact:
+            return ProbeRecordFacts(exact[0])
+        return self.__getattr__(key)
+
+
 def binding_context(summary: AssignmentSummary) -> dict[str, Any]:
     """Everything worklog.md may name: each version by short handle, `best`, `peers`,
-    `reference` (the first public result), `ceilings`, `gpu`."""
+    `reference` (the first public result), `ceilings`, `gpu`, `probes` (the probe records of the GPU)."""
     ctx: dict[str, Any] = {v.short: VersionFacts(v, summary) for v in summary.versions}
     if summary.best is not None:
         ctx["best"] = VersionFacts(summary.best, summary)
     ctx["peers"] = PeersFacts(summary)
+    ctx["probes"] = ProbesFacts(summary.probes)
     ctx["reference"] = ReferenceFacts(summary)
     ctx["gpu"] = summary.gpu.upper()
     if summary.ceilings is not None:

@@ -69,8 +69,8 @@ def list_rows(kernels: Path, logs: Path, assignment: str | None = None, case: st
     for name in [assignment] if assignment else known_assignments(kernels, logs):
         on_case = case or benchmark_case(kernels, name)
         try:
-            runs = [r for r in (store.runs(logs, name, legacy=legacy_keys(kernels, name)) if (logs / name).is_dir()
-                                else []) if r.case_name == on_case]
+            runs = store.runs(logs, name, legacy=legacy_keys(kernels, name), case=on_case) \
+                if (logs / name).is_dir() else []
         except store.RecordError as e:
             raise IterationError(str(e)) from e
         gpus: list[str | None] = [gpu] if gpu else list(dict.fromkeys(r.device.slug for r in runs)) or [None]

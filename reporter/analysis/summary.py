@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import store
 from ..assignments import Assignment, AssignmentError, ReferenceResult, Version
-from ..records import CrossCheck, DeviceCeilings, PeerResult, Run, Sweep
+from ..records import CrossCheck, DeviceCeilings, PeerResult, ProbeRecord, Run, Sweep
 from ..standing import Figure, Pairing, figure, pairing, standing_runs
 
 
@@ -90,6 +90,7 @@ class AssignmentSummary:
     ceilings: DeviceCeilings | None
     references: list[ReferenceResult]
     crosschecks: list[CrossCheck] = field(default_factory=list)  # on this GPU, oldest first
+    probes: list[ProbeRecord] = field(default_factory=list)  # the probe records of this GPU, oldest first
     case: str = ""  # the case the report is about; "" for the assignment's benchmark case
     left_out: list[str] = field(default_factory=list)  # versions not shown (report build --only)
 
@@ -220,5 +221,6 @@ def summarize(a: Assignment, logs: Path, gpu: str | None = None, *, case: str | 
     refs = a.references()
     checks = [c for c in store.crosschecks(logs, a.name) if c.device.slug == gpu]
     return AssignmentSummary(assignment=a, gpu=gpu, versions=versions, ceilings=ceilings, references=refs,
-                             crosschecks=checks, case="" if case == a.benchmark_case else case,
+                             crosschecks=checks, probes=store.probes(logs, gpu),
+                             case="" if case == a.benchmark_case else case,
                              left_out=[v.name for v in a.versions() if v not in chosen])

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
@@ -68,7 +69,7 @@ def command(
         a, b = resolve_pair(kernels, logs_dir, runs, case, gpu)
         notes_a, notes_b = (read_worklog_sections(kernels, a.assignment, a.version, b.version)
                             if a.assignment == b.assignment else (None, None))
-        d = diff_runs(a, b, notes_a=notes_a, notes_b=notes_b, min_effect_pct=min_effect)
+        d = diff_runs(a, b, logs=logs_dir, notes_a=notes_a, notes_b=notes_b, min_effect_pct=min_effect)
     except user_errors() as e:
         fail(str(e))
         return
@@ -149,6 +150,10 @@ def _print_code(out: Console, d: RunDiff, show_code: bool) -> None:
         out.print("code: no change", style="dim")
         return
     for f in d.code:
+        if f.unreadable:
+            out.print(f"[bold]code[/bold] {paths_pair(f.path_a, f.path_b)}: [yellow]not compared[/yellow]: "
+                      f"{escape(f.unreadable)}", highlight=False)
+            continue
         out.print(f"[bold]code[/bold] {paths_pair(f.path_a, f.path_b)}: "
                   f"[green]+{f.lines_added}[/green] [red]−{f.lines_removed}[/red]", highlight=False)
         if show_code:

@@ -80,7 +80,7 @@ def command(
             verdict=verdict.verdict if verdict else None,
             summary=verdict.sentence if verdict else f"not timed: {problem or 'no timing'}"))
         if res.after.timing is not None:
-            store.save(res.after, store.run_path(logs_dir, res.after))
+            store.save(res.after, store.run_path(logs_dir, res.after), logs=logs_dir)
     failed = False
     for v in versions:
         rows = by_version.get(v.name, [])
@@ -92,7 +92,7 @@ def command(
                             command=first.command, before_export=str(befores[v.name]),
                             before_export_sha256=_sha256(befores[v.name]),
                             before_commit=rows[0].before.code.git_commit, cases=rows)
-        path = store.save(rv, store.reverification_path(logs_dir, rv))
+        path = store.save(rv, store.reverification_path(logs_dir, rv), logs=logs_dir)
         failed |= not rv.same
         console.print(f"{v.name}: {'same within noise on every case' if rv.same else 'NOT the same'} -> {path}",
                       highlight=False, markup=False)

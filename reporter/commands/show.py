@@ -3,6 +3,7 @@ block, the check, derived figures, peers, profile, code."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -19,8 +20,8 @@ NAME = "show"
 
 
 def command(
-    assignment: Annotated[str, typer.Argument(help="folder name under kernels/")],
-    version: Annotated[str, typer.Argument(help="version name or vNN")],
+    assignment: Annotated[str | None, typer.Argument(help="folder name under kernels/")] = None,
+    version: Annotated[str | None, typer.Argument(help="version name or vNN")] = None,
     case: CaseOpt = None,
     run_id: Annotated[str | None, typer.Option(
         "--run", help="a run id, or a unique prefix of one; default the run that stands for the version "
@@ -28,15 +29,27 @@ def command(
     gpu: GpuOpt = None,
     all_metrics: Annotated[bool, typer.Option(
         "--all-metrics", help="every profiler metric, not only the CS149 block")] = False,
+    probe: Annotated[str | None, typer.Option(
+        "--probe", help="a probe record instead of a run: its name (the newest of that name) or its id, "
+                        "as under logs/devices/<gpu>/probes/")] = None,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """One run in full (by default the one that stands for the version): the leaderboard block, the check,
-    derived figures, peers, profile, code."""
+    derived figures, peers, profile, code. With --probe, a probe record: what it measured, where, by which
+    command and code, and the shape of its results."""
     from ..analysis.listing import latest_run_with_peers
     from ..assignments import benchmark_case
     from ..lookup import check_assignment, find_run, resolve_version, runs_of, standing_run_of
 
     _, kernels, logs_dir = project_paths(root, logs)
+    if probe is not None:
+        if assignment is not None:
+            fail("--probe names a probe record: give no assignment or version with it")
+        _show_probe(logs_dir, probe, gpu)
+        return
+    if assignment is None or version is None:
+        fail("name an assignment and a version (report show flashattn v16), or a probe (report show --probe NAME)")
+        return
     try:
         check_assignment(kernels, logs_dir, assignment)
         name = resolve_version(kernels, logs_dir, assignment, version)
@@ -51,11 +64,37 @@ def command(
     except user_errors() as e:
         fail(str(e))
         return
-    _print_run(run, all_metrics, peers_run)
+    _print_run(run, logs_dir, all_metrics, peers_run)
 
 
 
-def _print_run(run: Run, all_metrics: bool = False, peers_run: Run | None = None) -> None:
+def _show_probe(logs: Path, wanted: str, gpu: str | None) -> None:
+    from rich.text import Text
+
+    from .. import store
+    from ..render.tables import code_table, data_outline, probe_grid
+
+    records = store.probes(logs, gpu)
+    found = [r for r in records if r.run_id == wanted] or [r for r in records if r.name == wanted] \
+        or [r for r in records if r.run_id.startswith(wanted)]
+    if not found:
+        names = ", ".join(sorted({r.name for r in records})) or "none"
+        fail(f"--probe: no probe record named or with the id '{wanted}' under {logs / 'devices'}"
+             f"{f' for {gpu}' if gpu else ''} (names: {names})")
+        return
+    record = max(found, key=lambda r: r.created_utc)
+    console.rule(f"[bold]probe {record.name}[/bold] · {record.gpu} · {record.run_id}", align="left")
+    console.print(probe_grid(record))
+    if record.code is not None:
+        console.print(code_table(record.code, logs))
+    else:
+        console.print("code: not recorded", style="dim")
+    console.print("[bold]results[/bold] (bind them in a worklog as "
+                  f"{{{{ probes.{record.name}.data... }}}})", highlight=False)
+    console.print(Text(data_outline(record.data) or "(empty: the results are in the files beside it)"))
+
+
+def _print_run(run: Run, logs: Path, all_metrics: bool = False, peers_run: Run | None = None) -> None:
     """``peers_run``: for a run that timed no peers, the latest of the same code that did (named, not shown)."""
     from ..render.text import device_lines, leaderboard_block
 
@@ -79,7 +118,7 @@ def _print_run(run: Run, all_metrics: bool = False, peers_run: Run | None = None
     if run.probes:
         console.print(probes_table(run.probes, run.case_name, against=run))
     _print_profile(run, all_metrics)
-    console.print(code_table(run))
+    console.print(code_table(run.code, logs))
 
 
 

@@ -302,7 +302,7 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
                        course_commit=course_commit(opts.course_root) if opts.course_root else None,
                        harness_sha256=harness_hashes(problem) if problem else {}, rest_s=opts.rest_s,
                        entries=list(entries.values()), notes=notes)
-    return store.save(check, store.crosscheck_path(logs, check)), check
+    return store.save(check, store.crosscheck_path(logs, check), logs=logs), check
 
 
 def require_course_root(a: Assignment, course_root: Path | None, repo: Path) -> Path | None:

@@ -151,7 +151,7 @@ def ensure_ceilings(logs: Path, info: DeviceInfo, console: Console, remeasure: b
         return _relative(path, logs), c
     with console.status(f"measuring ceilings of {info.name} (copy bandwidth, fp16/bf16/fp32 matmul)"):
         c = measure_ceilings(info)
-    where = str(store.save(c, store.ceilings_path(logs, c))) if write else "not written (quick run)"
+    where = str(store.save(c, store.ceilings_path(logs, c), logs=logs)) if write else "not written (quick run)"
     console.print(f"ceilings: copy {c.copy_gbps:,.0f} GB/s; "
                   + ", ".join(f"{k} {v:,.0f} TFLOP/s" for k, v in c.matmul_tflops.items()) + f"  → {where}")
     return (_relative(Path(where), logs) if write else "measured in this session, not written"), c
@@ -721,7 +721,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
 
             def resave(r: Run) -> None:  # a written record that gained a profile or probes: the same file
                 if opts.write:
-                    store.save(r, store.run_path(logs, r))
+                    store.save(r, store.run_path(logs, r), logs=logs)
 
             def keep(r: Run) -> None:  # write the record, tell the caller
                 if opts.write:
@@ -963,6 +963,6 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
                     raise
         finally:
             work.close()
-    path = store.save(s, store.sweep_path(logs, s)) if write else None
+    path = store.save(s, store.sweep_path(logs, s), logs=logs) if write else None
     events.sweep_written(s)
     return path

@@ -156,6 +156,9 @@ def _md_code(d: RunDiff) -> list[str]:
     if not d.code:
         return out + ["No change in the code.", ""]
     for fd in d.code:
+        if fd.unreadable:
+            out += [f"`{fd.path_a or '(new)'}` → `{fd.path_b or '(removed)'}`: not compared: {fd.unreadable}", ""]
+            continue
         out += [f"`{fd.path_a or '(new)'}` → `{fd.path_b or '(removed)'}`: +{fd.lines_added} −{fd.lines_removed}",
                 "", "```diff", fd.unified.rstrip("\n"), "```", ""]
     return out

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..analysis.diff import FigureDelta, RunDiff
     from ..analysis.listing import ListRow
-    from ..records import KernelProfile, ProbeResult, ReverifyCase, Run
+    from ..records import CodeSnapshot, KernelProfile, ProbeRecord, ProbeResult, ReverifyCase, Run
 
 
 def agreement_table(check, runs=None):  # type: ignore[no-untyped-def]
@@ -192,16 +195,24 @@ def probes_table(probes: list[ProbeResult], case_name: str, against: Run | None 
     return table
 
 
-def code_table(run: Run) -> Table:
-    c = run.code
+def code_table(c: CodeSnapshot, logs: Path) -> Table:
+    """The files a record's code was made of, with their length (the text from the source store under
+    ``logs``), sha256 and the configuration; a text the store lacks is named as missing."""
+    from .. import sources
+
     state = "clean" if c.git_dirty is False else "dirty: uncommitted changes" if c.git_dirty else "state unknown"
     table = Table.grid(padding=(0, 1))
-    table.title = f"code {c.digest} · commit {c.git_commit or 'unknown'} ({state})"
+    which = f"code {c.digest}" if c.files else "code: the files were not recorded"
+    table.title = f"{which} · commit {c.git_commit or 'unknown'} ({state})"
     table.title_justify = "left"
     table.title_style = "bold"
     table.add_column(no_wrap=True)
     for f in c.files:
-        table.add_row(f"{f.path}  [dim]{len(f.text.splitlines())} lines[/dim]")
+        try:
+            size = f"[dim]{len(sources.read(logs, f).splitlines())} lines[/dim]"
+        except sources.SourceError as e:
+            size = f"[yellow]text unavailable[/yellow] [dim]({escape(str(e))})[/dim]"
+        table.add_row(f"{escape(f.path)}  {size}")
         table.add_row(f"  [dim]sha256[/dim] {f.sha256}")
     if c.config:
         table.add_row("config: " + ", ".join(f"{k}={v}" for k, v in c.config.items()))
@@ -360,3 +371,71 @@ def reverify_table(by_version: dict[str, list[ReverifyCase]]) -> Table:
                           format_ms(c.after.timing.median_ms) if c.after.timing else "-",
                           c.summary if c.verdict else f"[red]{c.summary}[/red]")
     return table
+
+
+def probe_grid(record: ProbeRecord) -> Table:
+    """What a probe record says about itself: what it measured, where, when, by which command."""
+    from .text import device_lines
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    grid.add_row("measured", escape(record.description or "—"))
+    grid.add_row("when", f"{record.created_utc:%Y-%m-%d %H:%M:%S} UTC")
+    grid.add_row("device", escape("\n".join(device_lines(record.device)) if record.device is not None
+                                  else f"{record.gpu} (no device block was recorded)"))
+    grid.add_row("script", escape(record.tool or "not kept"))
+    grid.add_row("command", escape(record.command or "not recorded"))
+    for label, g in (("GPU before", record.gpu_before), ("GPU after", record.gpu_after)):
+        if g is not None:
+            reasons = ", ".join(g.clock_event_reasons) or "no clock event reasons"
+            grid.add_row(label, f"SM {g.sm_clock_mhz:.0f} MHz, memory {g.mem_clock_mhz:.0f} MHz, {g.temp_c:.0f} °C, "
+                                f"{g.power_w:.0f} W; {reasons}")
+    if record.attachments:
+        grid.add_row("beside it", escape(", ".join(record.attachments)))
+    for note in record.notes:
+        grid.add_row("note", escape(note))
+    return grid
+
+
+def data_outline(data: object, depth: int = 3, width: int = 8) -> str:
+    """The shape of a probe's results, for a first look: keys (up to ``width`` per level), list
+    lengths, numbers as they are, to ``depth`` levels; the worklog binds the values by these keys."""
+    lines: list[str] = []
+
+    def walk(x: object, indent: int, level: int) -> None:
+        pad = "  " * indent
+        if isinstance(x, dict):
+            for i, (k, v) in enumerate(x.items()):
+                if i == width:
+                    lines.append(f"{pad}… {len(x) - width} more keys")
+                    break
+                lines.append(f"{pad}{k!r}: {_leaf(v)}")
+                if isinstance(v, dict | list) and level < depth and not _numbers(v):
+                    walk(v, indent + 1, level + 1)
+        elif isinstance(x, list):
+            for i, v in enumerate(x[:width]):
+                lines.append(f"{pad}[{i}]: {_leaf(v)}")
+                if isinstance(v, dict | list) and level < depth and not _numbers(v):
+                    walk(v, indent + 1, level + 1)
+            if len(x) > width:
+                lines.append(f"{pad}… {len(x) - width} more items")
+
+    walk(data, 0, 1)
+    return "\n".join(lines)
+
+
+def _numbers(v: object) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v)
+
+
+def _leaf(v: object) -> str:
+    if isinstance(v, dict):
+        return f"{{{len(v)} keys}}"
+    if _numbers(v):
+        xs = [float(x) for x in v]  # type: ignore[union-attr]
+        return f"{len(xs)} numbers, {min(xs):.6g} to {max(xs):.6g}"
+    if isinstance(v, list):
+        return f"[{len(v)} items]"
+    text = repr(v)
+    return text if len(text) <= 60 else text[:59] + "…"

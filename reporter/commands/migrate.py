@@ -1,0 +1,58 @@
+"""`report migrate`: rewrite every record under logs/ in the current layout, losslessly (each file
+read back and compared before it replaces the old one); the source texts go to logs/sources/."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .common import LogsOpt, RootOpt, console, err, project_paths
+
+NAME = "migrate"
+
+
+def command(
+    check: Annotated[bool, typer.Option(
+        "--check", help="change nothing: list the records not in the current layout and exit 1 if there are any")] = False,
+    root: RootOpt = None, logs: LogsOpt = None,
+) -> None:
+    """Rewrite every record under logs/ in the current layout (one line, source texts in logs/sources/,
+    per-sample arrays packed). Each file is read back and compared with the old record, field by field,
+    sample by sample and text by text, before it replaces it; a second run changes nothing."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .. import store
+    from ..migrate import is_record, migrate, record_files
+
+    _, _, logs_dir = project_paths(root, logs)
+    files = record_files(logs_dir)
+    if check:
+        stale = []
+        for p in files:
+            if not is_record(p):
+                continue
+            try:
+                if p.read_bytes() != store.dumps(store.load(p)).encode("utf-8"):
+                    stale.append(p)
+            except store.RecordError as e:
+                err.print(f"[yellow]warning:[/yellow] {e}", highlight=False)
+        for p in stale:
+            console.print(f"not in the current layout: {p.relative_to(logs_dir)}", highlight=False)
+        console.print(f"{len(files) - len(stale)} of {len(files)} records in the current layout", highlight=False)
+        raise typer.Exit(1 if stale else 0)
+    with Progress(TextColumn("migrating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        task = progress.add_task("records", total=len(files))
+        out = migrate(logs_dir, files, progress=lambda _p: progress.advance(task))
+    for p, why in out.failed:
+        err.print(f"[bold red]not migrated:[/bold red] {why}", highlight=False)
+    mb = 1e6
+    for p in out.not_records:
+        console.print(f"left as it is (JSON, but no record): {p.relative_to(logs_dir)}", style="dim", highlight=False)
+    console.print(f"{len(out.rewritten)} records rewritten, {len(out.current)} already current, "
+                  f"{len(out.failed)} failed; {len(out.blobs)} source texts stored in "
+                  f"{logs_dir / 'sources'}; the records took {out.bytes_before / mb:.1f} MB and now take "
+                  f"{out.bytes_after / mb:.1f} MB", highlight=False)
+    if out.failed:
+        raise typer.Exit(1)

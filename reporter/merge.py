@@ -1,0 +1,132 @@
+"""Bringing records made elsewhere (a GPU node's session) into this checkout's logs/ (``report merge``).
+
+A device session ships back only what it made: the new records, the source texts they name and
+the files kept beside them (a profiler report, a probe's attachment), as a ``.tgz`` whose paths
+start with ``logs/`` (``tools/gpu_session.sh`` makes it) or as a folder laid out like logs/. This
+module checks each file and copies it in:
+
+* a source text (``logs/sources/<sha256>``) must hash to its name;
+* a record must load (:func:`reporter.store.load`), and every text its code names must be in the
+  incoming files or already in the store;
+* a file that is already here with the same bytes is left alone, so a second merge of the same
+  files changes nothing; one that is here with other bytes is a conflict: it is reported and
+  never overwritten.
+
+Texts go in first, then the other files, then the records, each written atomically, so a record
+never lands before what it names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from . import sources, store
+
+
+class MergeError(Exception):
+    """An input that cannot be merged at all (not a tarball or folder, an unsafe path); names it."""
+
+
+@dataclass
+class MergeOutcome:
+    added: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    conflicts: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.conflicts and not self.refused
+
+
+def _members(source: Path) -> dict[str, bytes]:
+    """The files of a shipped-back session, by their path under logs/ ('flashattn/v16_x/....json')."""
+    out: dict[str, bytes] = {}
+    if source.is_dir():
+        base = source / "logs" if (source / "logs").is_dir() else source
+        for p in sorted(base.rglob("*")):
+            if p.is_file() and not p.is_symlink():
+                out[p.relative_to(base).as_posix()] = p.read_bytes()
+        return out
+    try:
+        tar = tarfile.open(source, "r:*")
+    except (OSError, tarfile.TarError) as e:
+        raise MergeError(f"{source}: neither a folder nor a tarball ({e})") from None
+    with tar:
+        for m in tar.getmembers():
+            if m.isdir():
+                continue
+            parts = PurePosixPath(m.name).parts
+            if not m.isfile() or m.name.startswith("/") or ".." in parts:
+                raise MergeError(f"{source}: member {m.name!r} is not a plain file under logs/: nothing merged")
+            if parts and parts[0] == ".":
+                parts = parts[1:]
+            if not parts or parts[0] != "logs" or len(parts) < 2:
+                raise MergeError(f"{source}: member {m.name!r} lies outside logs/: nothing merged")
+            f = tar.extractfile(m)
+            assert f is not None
+            out[PurePosixPath(*parts[1:]).as_posix()] = f.read()
+    return out
+
+
+def merge(source: Path, logs: Path) -> MergeOutcome:
+    """Copy what ``source`` holds into ``logs``; see the module's description."""
+    files = _members(source)
+    out = MergeOutcome()
+    blobs = {k: v for k, v in files.items() if PurePosixPath(k).parts[0] == sources.FOLDER}
+    records = {k: v for k, v in files.items() if k not in blobs and k.endswith(".json") and _is_record(v)}
+    others = {k: v for k, v in files.items() if k not in blobs and k not in records}
+    incoming_texts: set[str] = set()
+    for rel, data in blobs.items():
+        name = PurePosixPath(rel).name
+        if len(PurePosixPath(rel).parts) != 2 or hashlib.sha256(data).hexdigest() != name:
+            out.refused.append((rel, "a source text whose bytes do not hash to its name"))
+            continue
+        incoming_texts.add(name)
+        _place(logs, rel, data, out)
+    for rel, data in others.items():
+        _place(logs, rel, data, out)
+    for rel, data in records.items():
+        try:
+            record = store.loads(data.decode("utf-8"), Path("logs") / rel)
+        except (store.RecordError, UnicodeDecodeError) as e:
+            out.refused.append((rel, str(e)))
+            continue
+        lacking = [f for f in sources.files(record)
+                   if f.text is None and f.sha256 not in incoming_texts and not sources.has(logs, f.sha256)]
+        if lacking:
+            out.refused.append((rel, f"names {len(lacking)} source text(s) neither shipped nor in {logs / 'sources'} "
+                                     f"({lacking[0].path}, sha256 {lacking[0].sha256[:12]}…)"))
+            continue
+        if any(f.text is not None for f in sources.files(record)):  # schema 1: embedded texts go to the store
+            sources.put_all(logs, [record])
+        _place(logs, rel, data, out)
+    return out
+
+
+def _is_record(data: bytes) -> bool:
+    import json
+
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError):
+        return True  # let the loader say why
+    return isinstance(parsed, dict) and "schema_version" in parsed
+
+
+def _place(logs: Path, rel: str, data: bytes, out: MergeOutcome) -> None:
+    target = logs / rel
+    if target.is_file():
+        if target.read_bytes() == data:
+            out.unchanged.append(rel)
+        else:
+            out.conflicts.append((rel, "already here with other bytes; left as it is"))
+        return
+    if target.exists():
+        out.conflicts.append((rel, "already here and not a file; left as it is"))
+        return
+    store.write_atomic(target, data)
+    out.added.append(rel)

@@ -1,0 +1,188 @@
+"""Per-sample arrays as a record stores them: packed, and decoded only when something reads them.
+
+A timing keeps every sample, its queuing time and the GPU's clocks, temperature and power per
+sample: thousands of numbers per record, most of a record's size as JSON text and most of the
+time it takes to read one. A record stores each such array as one string, ``"f64z:"`` followed by
+the base64 of the zlib-compressed little-endian IEEE-754 doubles (every bit of every number
+kept), and :class:`FloatArray` holds that string until the numbers are first read, so listing
+hundreds of records never decodes the samples it does not look at.
+
+In memory a :class:`FloatArray` reads as a list of floats would: ``len``, indexing, slices (a
+list), iteration, ``==`` with a list, ``+`` (a list), ``min``/``max``/``statistics``. It is
+read-only. The clock event reasons per sample (lists of names, mostly the same from sample to
+sample) are stored run-length coded (:func:`read_reason_runs`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import sys
+import zlib
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, overload
+
+from pydantic_core import core_schema
+
+PREFIX = "f64z:"
+
+
+def pack(values: Iterable[float]) -> str:
+    """Floats as one string: ``f64z:`` + base64(zlib(little-endian float64)). Lossless."""
+    a = array("d", values)
+    if sys.byteorder != "little":
+        a.byteswap()
+    return PREFIX + base64.b64encode(zlib.compress(a.tobytes(), 9)).decode("ascii")
+
+
+def unpack(text: str) -> list[float]:
+    """The floats :func:`pack` made ``text`` from; ValueError, saying why, for anything else,
+    including a number that is not finite (records hold finite numbers only)."""
+    if not text.startswith(PREFIX):
+        raise ValueError(f"a packed array starts with {PREFIX!r}; this string starts with {text[:8]!r}")
+    try:
+        raw = zlib.decompress(base64.b64decode(text[len(PREFIX):], validate=True))
+    except (binascii.Error, ValueError, zlib.error) as e:
+        raise ValueError(f"a packed array that does not decode ({e})") from None
+    if len(raw) % 8:
+        raise ValueError(f"a packed array of {len(raw)} bytes, not a whole number of float64s")
+    a = array("d")
+    a.frombytes(raw)
+    if sys.byteorder != "little":
+        a.byteswap()
+    if not all(map(math.isfinite, a)):
+        bad = next(i for i, x in enumerate(a) if not math.isfinite(x))
+        raise ValueError(f"item {bad} of a packed array is {a[bad]}: records hold finite numbers only")
+    return a.tolist()
+
+
+def _checked(values: Sequence[Any]) -> list[float]:
+    out = []
+    for i, x in enumerate(values):
+        if isinstance(x, bool) or not isinstance(x, int | float):
+            raise ValueError(f"item {i} is {type(x).__name__} {x!r}, not a number")
+        if not math.isfinite(x):
+            raise ValueError(f"item {i} is {x}: records hold finite numbers only")
+        out.append(float(x))
+    return out
+
+
+class FloatArray(Sequence[float]):
+    """A read-only list of floats that a record may hold packed until first read."""
+
+    __slots__ = ("_packed", "_values")
+
+    def __init__(self, values: Iterable[float] = (), *, packed: str | None = None) -> None:
+        self._packed = packed
+        self._values: list[float] | None = None if packed is not None else _checked(list(values))
+
+    @property
+    def values(self) -> list[float]:
+        """The numbers, decoded on first use (a packed array that does not decode raises ValueError)."""
+        if self._values is None:
+            assert self._packed is not None
+            self._values = unpack(self._packed)
+        return self._values
+
+    def packed(self) -> str:
+        if self._packed is None:
+            self._packed = pack(self.values)
+        return self._packed
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @overload
+    def __getitem__(self, i: int) -> float: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[float]: ...
+
+    def __getitem__(self, i: int | slice) -> float | list[float]:
+        return self.values[i]
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self.values)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FloatArray):
+            return self.values == other.values
+        if isinstance(other, list | tuple):
+            return self.values == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other: Iterable[float]) -> list[float]:
+        return self.values + list(other)
+
+    def __radd__(self, other: Iterable[float]) -> list[float]:
+        return list(other) + self.values
+
+    def __repr__(self) -> str:
+        return repr(self.values)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        import numpy as np
+
+        return np.asarray(self.values, dtype=dtype)
+
+    @classmethod
+    def validate(cls, value: Any) -> FloatArray:
+        """What a record's field holds: packed text (schema 2), a list of numbers (schema 1, and
+        records made in memory) or a FloatArray."""
+        if isinstance(value, FloatArray):
+            return value
+        if isinstance(value, str):
+            if not value.startswith(PREFIX):
+                raise ValueError(f"a packed array starts with {PREFIX!r}; this string starts with {value[:8]!r}")
+            return cls(packed=value)
+        if isinstance(value, list | tuple):
+            return cls(value)
+        raise ValueError(f"expected a list of numbers or a packed array, found {type(value).__name__}")
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        def serialize(value: Any, info: core_schema.SerializationInfo) -> str | list[float]:
+            array = value if isinstance(value, FloatArray) else cls(value)  # a list set by model_copy(update=...)
+            return array.packed() if info.mode_is_json() else list(array.values)
+
+        return core_schema.no_info_plain_validator_function(
+            cls.validate, serialization=core_schema.plain_serializer_function_ser_schema(
+                serialize, info_arg=True, when_used="always"))
+
+
+def read_reason_runs(value: Any) -> list[list[str]]:
+    """Clock event reasons per sample: run-length coded ``{"runs": [[count, [names]], ...]}``
+    (schema 2) or one list of names per sample (schema 1). Samples of one run share one list."""
+    if isinstance(value, dict):
+        if set(value) != {"runs"} or not isinstance(value["runs"], list):
+            raise ValueError('run-length coded reasons are {"runs": [[count, [names]], ...]}')
+        out: list[list[str]] = []
+        for i, run in enumerate(value["runs"]):
+            if not (isinstance(run, list) and len(run) == 2 and isinstance(run[0], int)
+                    and not isinstance(run[0], bool) and run[0] > 0):
+                raise ValueError(f"run {i} is {run!r}, not [count, [names]]")
+            out.extend([_names(run[1], f"run {i}")] * run[0])
+        return out
+    if isinstance(value, list):
+        return [_names(names, f"item {i}") for i, names in enumerate(value)]
+    raise ValueError(f'expected a list of lists of names or {{"runs": ...}}, found {type(value).__name__}')
+
+
+def _names(names: Any, where: str) -> list[str]:
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{where} is {names!r}, not a list of names")
+    return names
+
+
+def reason_runs(value: list[list[str]]) -> dict[str, list]:
+    """Names per sample, run-length coded as a record stores them."""
+    runs: list[list] = []
+    for names in value:
+        if runs and runs[-1][1] == names:
+            runs[-1][0] += 1
+        else:
+            runs.append([1, list(names)])
+    return {"runs": runs}

@@ -1,0 +1,145 @@
+"""Shipping back what a device session made (issue 29, part 6): tools/gpu_session.sh archives only the
+files the session wrote under logs/, and `report merge` brings them in, checked, never overwriting,
+and a second merge of the same files changes nothing."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from conftest import LOGS, ROOT, with_sources
+from typer.testing import CliRunner
+
+from reporter import sources, store
+from reporter.cli import app
+
+runner = CliRunner()
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _tgz(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+STEP = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from reporter import sources, store
+from reporter.assignments import get_assignment
+
+v = get_assignment(Path({root!r}) / "kernels", "flashattn").version("v16")
+run = store.runs(Path("logs"), "flashattn", v.name)[-1]
+code = v.snapshot(Path({root!r}), run.code.config)
+text = code.files[0].text + "\\n# an edit made on the node\\n"
+code.files[0] = code.files[0].model_copy(update={{"text": text, "sha256": sources.sha256_of(text)}})
+new = run.model_copy(update={{"code": code, "run_id": "20991231T000000000Z_h100_benchmark"}})
+path = store.save_new(new, Path("logs"))
+(path.parent / f"{{new.run_id}}.ncu-rep.gz").write_bytes(b"report")
+print("wrote", path)
+"""
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A GPU node's checkout (v16's records, the store, tools/) on which tools/gpu_session.sh runs one
+    step: a new run of v16 whose code changed since (its text new to the store), with a file beside it.
+    Returns (the node's logs, the archive the session shipped back, the new record)."""
+    node = tmp_path / "node"
+    shutil.copytree(LOGS / "flashattn" / "v16_launch_plan", node / "logs" / "flashattn" / "v16_launch_plan")
+    with_sources(node / "logs")
+    (node / "tools").mkdir()
+    for script in ("gpu_session.sh", "gpu_env.sh"):
+        shutil.copy(ROOT / "tools" / script, node / "tools" / script)
+    (node / "step.py").write_text(STEP.format(root=str(ROOT)))
+    out = tmp_path / "out"
+    env = {**os.environ, "OUT": str(out), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "tools/gpu_session.sh", "!python3 step.py"], cwd=node, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert "shipped back: 3 new files" in done.stdout, done.stdout + done.stderr
+    path = node / "logs" / "flashattn" / "v16_launch_plan" / "20991231T000000000Z_h100_benchmark.json"
+    return node / "logs", out / "new_logs.tgz", path
+
+
+def test_the_session_archive_holds_only_what_the_session_wrote(session):
+    _, archive, path = session
+    with tarfile.open(archive) as tar:
+        names = sorted(tar.getnames())
+    edited = store.load(path).code.files[0].sha256  # the one text the store did not have
+    assert names == sorted([f"logs/flashattn/v16_launch_plan/{path.name}",
+                            f"logs/flashattn/v16_launch_plan/{path.stem}.ncu-rep.gz", f"logs/sources/{edited}"])
+
+
+def test_merge_brings_the_new_record_and_its_text_in_and_a_second_merge_changes_nothing(session, tmp_path):
+    _, archive, path = session
+    here = tmp_path / "here" / "logs"
+    shutil.copytree(LOGS / "flashattn" / "v16_launch_plan", here / "flashattn" / "v16_launch_plan")
+    with_sources(here)
+    before = len(store.runs(here, "flashattn", "v16_launch_plan"))
+    r = runner.invoke(app, ["merge", str(archive), "--root", str(ROOT), "--logs", str(here)])
+    assert r.exit_code == 0, r.output
+    assert "3 files added (1 JSON), 0 already here, 0 conflicts, 0 refused" in _words(r.stdout)
+    runs = store.runs(here, "flashattn", "v16_launch_plan")
+    assert len(runs) == before + 1
+    merged = next(x for x in runs if x.run_id == path.stem)
+    assert "an edit made on the node" in sources.read(here, merged.code.files[0])
+    snapshot = {p: p.read_bytes() for p in here.rglob("*") if p.is_file()}
+    again = runner.invoke(app, ["merge", str(archive), "--root", str(ROOT), "--logs", str(here)])
+    assert again.exit_code == 0 and "0 files added (0 JSON), 3 already here" in _words(again.stdout), again.output
+    assert {p: p.read_bytes() for p in here.rglob("*") if p.is_file()} == snapshot
+
+
+def test_a_folder_merges_as_the_archive_does(session, tmp_path):
+    node, _, path = session
+    here = with_sources(tmp_path / "here")
+    r = runner.invoke(app, ["merge", str(node.parent), "--root", str(ROOT), "--logs", str(here)])
+    assert r.exit_code == 0, r.output
+    assert (here / "flashattn" / "v16_launch_plan" / path.name).read_bytes() == path.read_bytes()
+
+
+def test_nothing_here_is_overwritten(session, tmp_path):
+    _, archive, path = session
+    here = with_sources(tmp_path / "here")
+    target = here / "flashattn" / "v16_launch_plan" / path.name
+    target.parent.mkdir(parents=True)
+    target.write_text("{}")
+    r = runner.invoke(app, ["merge", str(archive), "--root", str(ROOT), "--logs", str(here)])
+    assert r.exit_code == 1 and "conflict" in r.stderr and path.name in _words(r.stderr)
+    assert target.read_text() == "{}"
+
+
+def test_what_cannot_be_checked_is_refused(tmp_path):
+    here = with_sources(tmp_path / "here")
+    run = store.runs(LOGS, "histogram", "v07_lean_launch")[-1]
+    stranger = run.model_copy(deep=True)
+    stranger.code.files[0] = stranger.code.files[0].model_copy(update={"sha256": "f" * 64})
+    archive = tmp_path / "a.tgz"
+    archive.write_bytes(_tgz({
+        f"logs/sources/{'0' * 64}": b"not the text of that hash",
+        f"logs/histogram/v07_lean_launch/{run.run_id}.json": store.dumps(stranger).encode(),
+    }))
+    r = runner.invoke(app, ["merge", str(archive), "--root", str(ROOT), "--logs", str(here)])
+    assert r.exit_code == 1
+    assert "do not hash to its name" in _words(r.stderr) and "neither shipped nor in" in _words(r.stderr)
+    assert not (here / "sources" / ("0" * 64)).exists()
+    assert not (here / "histogram").exists()
+    unsafe = tmp_path / "b.tgz"
+    unsafe.write_bytes(_tgz({"logs/../escape.json": b"{}"}))
+    r = runner.invoke(app, ["merge", str(unsafe), "--root", str(ROOT), "--logs", str(here)])
+    assert r.exit_code == 2 and "not a plain file under logs/" in _words(r.stderr)
+    assert not (tmp_path / "escape.json").exists()

@@ -1,0 +1,94 @@
+"""Probe outputs are records (issue 29, part 5): what tools/*_probe.py measured is a ProbeRecord under
+logs/devices/<gpu>/probes/ (device, GPU state, command, code closure, results), shown by
+`report show --probe`, and bound from a worklog as {{ probes.<name>... }}."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+from conftest import LOGS, ROOT
+from typer.testing import CliRunner
+
+from reporter import store
+from reporter.analysis.facts import BindingError, ProbesFacts
+from reporter.cli import app
+from reporter.harness.probe import tool_closure
+from reporter.records import ProbeRecord
+from reporter.render.worklog import WorklogError, bind
+
+runner = CliRunner()
+PROBES = LOGS / "devices" / "h100" / "probes"
+
+
+def test_every_file_in_a_probes_folder_is_a_probe_record_or_one_of_its_attachments():
+    records = store.probes(LOGS)
+    assert len(records) >= 17 and all(isinstance(r, ProbeRecord) for r in records)
+    claimed = {f"{r.run_id}.json" for r in records} | {a for r in records for a in r.attachments}
+    for folder in LOGS.glob("devices/*/probes"):
+        for p in folder.iterdir():
+            assert p.name in claimed, f"{p}: no probe record names it"
+    for r in records:
+        for a in r.attachments:
+            assert (PROBES / a).is_file(), a
+        assert r.gpu == "h100" and r.description and r.name in r.run_id
+
+
+def test_show_prints_a_probe_with_its_provenance_and_the_shape_of_its_results():
+    r = runner.invoke(app, ["show", "--probe", "host_call", "--root", str(ROOT)], env={"COLUMNS": "150"})
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.stdout.split())
+    assert "probe host_call · h100 · 20261123T1217Z_host_call" in out
+    assert "tools/host_call_probe.py" in out and "5b9679d" in out and "400 interleaved rounds" in out
+    assert "'v16 call': {4 keys}" in out and "{{ probes.host_call.data... }}" in out
+    by_id = runner.invoke(app, ["show", "--probe", "20261123T0443Z", "--root", str(ROOT)])
+    assert by_id.exit_code == 0 and "copy_ceiling_probe" in by_id.stdout
+    missing = runner.invoke(app, ["show", "--probe", "nope", "--root", str(ROOT)])
+    assert missing.exit_code == 2 and "host_call" in missing.stderr
+    both = runner.invoke(app, ["show", "flashattn", "--probe", "host_call", "--root", str(ROOT)])
+    assert both.exit_code == 2
+
+
+def test_a_worklog_binds_a_probe_by_name_or_id():
+    ctx = {"probes": ProbesFacts(store.probes(LOGS, "h100"))}
+    record = store.load(PROBES / "20261123T1217Z_host_call.json")
+    enqueue = record.data["cases"]["benchmark"]["v16 call"]["enqueue_us"]  # type: ignore[attr-defined]
+    text = ("{{ probes.host_call.data.cases.benchmark['v16 call'].enqueue_us.median }} µs, "
+            "p90 {{ probes.host_call.data.cases.benchmark['v16 call'].enqueue_us.quantile(0.9) }}, "
+            "{{ probes['20261123T0443Z_copy_ceiling_probe'].data.runs['benchmark memcpy'].do_bench_ms }} ms "
+            "({{ probes.host_call.when }}, commit {{ probes.host_call.commit }})")
+    import statistics
+
+    out = bind(text, ctx, Path("worklog.md"))
+    assert out.startswith(f"{statistics.median(enqueue):.2f} µs") and "(2026-11-23 12:17 UTC, commit 5b9679d)" in out
+    with pytest.raises(WorklogError, match=r"worklog.md:1: .*no probe named 'hots_call' \(have: .*host_call"):
+        bind("{{ probes.hots_call.data }}", ctx, Path("worklog.md"))
+    with pytest.raises(WorklogError, match=r"has no 'bench' \(have: 'benchmark', 'benchmark_bf16'\)"):
+        bind("{{ probes.host_call.data.cases.bench }}", ctx, Path("worklog.md"))
+    with pytest.raises(BindingError, match="not a list of numbers"):
+        _ = ProbesFacts(store.probes(LOGS, "h100")).host_call.data.cases.median
+
+
+def test_the_converted_probes_keep_what_is_known_and_leave_the_rest_unknown():
+    by_id = {r.run_id: r for r in store.probes(LOGS)}
+    host = by_id["20261123T1217Z_host_call"]
+    assert host.code is not None and host.code.git_commit.startswith("5b9679d") and host.code.files == []
+    assert host.device is None and host.tool == "tools/host_call_probe.py" and host.notes
+    assert by_id["20261122T1810Z_cooling"].code is None and by_id["20261122T1810Z_cooling"].tool == ""
+
+
+def test_a_probe_script_records_its_own_code_and_the_kernels_it_imported():
+    """What ProbeSession records as a probe's code: the script, the CUDA sources it builds itself with
+    their headers, and each module it imported from kernels/ with that module's closure."""
+    tool = ROOT / "tools" / "copy_ceiling_probe.py"
+    v16 = ROOT / "kernels" / "transform" / "v16_lean_call.py"
+    modules = {"v16_lean_call": types.SimpleNamespace(__file__=str(v16)),
+               "torch": types.SimpleNamespace(__file__="/usr/lib/python3/site-packages/torch/__init__.py"),
+               "reporter.store": types.SimpleNamespace(__file__=str(ROOT / "reporter" / "store.py"))}
+    files = tool_closure(tool, ROOT, [ROOT / "kernels" / "transform" / "probes.cu"], modules)
+    rels = [p.relative_to(ROOT).as_posix() for p in files]
+    assert rels[0] == "tools/copy_ceiling_probe.py" and rels[1] == "kernels/transform/probes.cu"
+    assert "kernels/transform/v16_lean_call.py" in rels
+    assert any(r.startswith("kernels/common/") for r in rels)  # the headers the sources include
+    assert not any(r.startswith("reporter/") for r in rels) and len(rels) == len(set(rels))

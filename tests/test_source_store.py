@@ -1,0 +1,131 @@
+"""The source store (issue 29): each text a record ran is kept once, under logs/sources/<sha256>; a record
+names its files by path and sha256 and never embeds a text; everything reads a recorded file's text
+through reporter.sources.read, and a text the store lacks is said plainly while the rest works."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import LOGS, ROOT, with_sources
+from typer.testing import CliRunner
+
+from reporter import sources, store
+from reporter.analysis.diff import code_diff
+from reporter.assignments import get_assignment
+from reporter.cli import app
+from reporter.records import SourceFile
+
+runner = CliRunner()
+
+
+def _record_files() -> list[Path]:
+    return sorted(p for p in LOGS.rglob("*.json") if "sources" not in p.relative_to(LOGS).parts[:1])
+
+
+def _code_files(data: object):
+    """Every {path, sha256, ...} object under a record's "code" keys, as stored."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if k == "code" and isinstance(v, dict):
+                yield from v.get("files", [])
+            else:
+                yield from _code_files(v)
+    elif isinstance(data, list):
+        for v in data:
+            yield from _code_files(v)
+
+
+def test_no_committed_record_embeds_a_source_text_and_every_text_it_names_is_stored():
+    named: set[str] = set()
+    for p in _record_files():
+        data = json.loads(p.read_bytes())
+        for f in _code_files(data):
+            assert set(f) == {"path", "sha256"}, f"{p}: a code file stored with {sorted(set(f) - {'path', 'sha256'})}"
+            named.add(f["sha256"])
+    assert len(named) > 100
+    blobs = {p.name: p for p in (LOGS / "sources").iterdir()}
+    assert named <= set(blobs), f"texts named but not stored: {sorted(named - set(blobs))[:3]}"
+    for name, p in blobs.items():
+        assert hashlib.sha256(p.read_bytes()).hexdigest() == name, f"{p} does not hash to its name"
+    assert set(blobs) == named, f"stored texts no record names: {sorted(set(blobs) - named)[:3]}"
+
+
+def test_a_new_record_references_its_texts_instead_of_embedding_them(tmp_path):
+    """What the harness does for every run: a snapshot of the version's files (texts read from disk),
+    saved. The record names the files; the texts land in the store once, whole, and read back the same."""
+    v = get_assignment(ROOT / "kernels", "flashattn").version("v16")
+    run = store.load(min((LOGS / "flashattn" / v.name).glob("*_benchmark.json")))
+    run.code = v.snapshot(ROOT, run.code.config)
+    assert all(f.text is not None for f in run.code.files)
+    logs = tmp_path / "logs"
+    path = store.save(run, store.run_path(logs, run), logs=logs)
+    raw = path.read_text()
+    assert '"text"' not in raw and "__global__" not in raw and "custom_kernel" not in raw
+    for f in run.code.files:
+        blob = logs / "sources" / f.sha256
+        assert blob.read_bytes() == f.text.encode("utf-8")  # type: ignore[union-attr]
+    again = store.load(path)
+    assert [sources.read(logs, f) for f in again.code.files] == [f.text for f in run.code.files]
+    before = {p: p.stat().st_mtime_ns for p in (logs / "sources").iterdir()}
+    store.save_new(run.model_copy(deep=True), logs)  # a second record of the same code
+    assert {p: p.stat().st_mtime_ns for p in (logs / "sources").iterdir()} == before  # stored once, never rewritten
+
+
+def test_a_record_is_never_written_naming_a_text_the_store_cannot_give_back(tmp_path):
+    run = store.load(min((LOGS / "transform" / "v10_hw_cvt").glob("*.json")))
+    with pytest.raises(sources.SourceMissing, match="neither in memory nor in"):
+        store.save(run, tmp_path / "r.json", logs=tmp_path)
+    assert not (tmp_path / "r.json").exists()
+    with pytest.raises(sources.SourceCorrupt, match="hashes to"):
+        sources.put(tmp_path, "text", sha256="0" * 64)
+
+
+def test_read_says_which_file_and_blob_when_a_text_is_missing_or_changed(tmp_path):
+    f = SourceFile(path="kernels/x/v01.py", sha256=sources.sha256_of("print(1)\n"))
+    with pytest.raises(sources.SourceMissing, match=r"kernels/x/v01.py: its text \(sha256 [0-9a-f]{12}…\) is not in"):
+        sources.read(tmp_path, f)
+    sources.put(tmp_path, "print(1)\n")
+    assert sources.read(tmp_path, f) == "print(1)\n"
+    (tmp_path / "sources" / f.sha256).write_text("print(2)\n")
+    with pytest.raises(sources.SourceCorrupt, match="does not hash to its name"):
+        sources.read(tmp_path, f)
+
+
+@pytest.fixture
+def logs_without_one_text(tmp_path: Path) -> tuple[Path, str]:
+    """flashattn's v01 and v02 records with the store, less the text of v02's .py."""
+    logs = tmp_path / "logs"
+    for v in ("v01_naive", "v02_fused_triton"):
+        shutil.copytree(LOGS / "flashattn" / v, logs / "flashattn" / v)
+    shutil.copytree(LOGS / "devices", logs / "devices")
+    with_sources(logs)
+    run = store.runs(logs, "flashattn", "v02_fused_triton")[-1]
+    gone = next(f for f in run.code.files if f.path.endswith("v02_fused_triton.py"))
+    (logs / "sources" / gone.sha256).unlink()
+    return logs, gone.path
+
+
+def test_show_and_diff_say_a_text_is_missing_and_still_answer(logs_without_one_text):
+    logs, gone = logs_without_one_text
+    r = runner.invoke(app, ["show", "flashattn", "v02", "--root", str(ROOT), "--logs", str(logs)],
+                      env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    line = next(line for line in r.stdout.splitlines() if gone in line)
+    assert "text unavailable" in line and "is not in the source store" in line
+    assert "peers timed in the same run" in r.stdout  # the rest of the record is shown
+    d = runner.invoke(app, ["diff", "flashattn", "v01", "v02", "--root", str(ROOT), "--logs", str(logs)],
+                      env={"COLUMNS": "200"})
+    assert d.exit_code == 0, d.output
+    assert "not compared" in d.stdout and gone in d.stdout and "faster" in d.stdout
+
+
+def test_code_diff_reads_texts_through_the_store():
+    a = store.runs(LOGS, "flashattn", "v01_naive")[-1]
+    b = store.runs(LOGS, "flashattn", "v02_fused_triton")[-1]
+    diffs = code_diff(a, b, logs=LOGS)
+    assert diffs and all(not d.unreadable for d in diffs)
+    assert any("+@triton.jit" in d.unified for d in diffs)
