@@ -36,32 +36,51 @@ def test_every_file_in_a_probes_folder_is_a_probe_record_or_one_of_its_attachmen
 
 
 def test_show_prints_a_probe_with_its_provenance_and_the_shape_of_its_results():
-    r = runner.invoke(app, ["show", "--probe", "host_call", "--root", str(ROOT)], env={"COLUMNS": "150"})
+    r = runner.invoke(app, ["show", "--probe", "20261123T1217Z_host_call", "--root", str(ROOT)],
+                      env={"COLUMNS": "150"})
     assert r.exit_code == 0, r.output
     out = " ".join(r.stdout.split())
     assert "probe host_call · h100 · 20261123T1217Z_host_call" in out
     assert "tools/host_call_probe.py" in out and "5b9679d" in out and "400 interleaved rounds" in out
     assert "'v16 call': {4 keys}" in out and "{{ probes.host_call.data... }}" in out
-    by_id = runner.invoke(app, ["show", "--probe", "20261123T0443Z", "--root", str(ROOT)])
-    assert by_id.exit_code == 0 and "copy_ceiling_probe" in by_id.stdout
+    newest = max((p for p in store.probes(LOGS) if p.name == "host_call"), key=lambda p: p.created_utc)
+    by_name = runner.invoke(app, ["show", "--probe", "host_call", "--root", str(ROOT)], env={"COLUMNS": "150"})
+    assert by_name.exit_code == 0 and newest.run_id in by_name.stdout  # a name: the newest of that name
+    by_prefix = runner.invoke(app, ["show", "--probe", "20261123T0443Z", "--root", str(ROOT)])
+    assert by_prefix.exit_code == 0 and "copy_ceiling_probe" in by_prefix.stdout
     missing = runner.invoke(app, ["show", "--probe", "nope", "--root", str(ROOT)])
     assert missing.exit_code == 2 and "host_call" in missing.stderr
     both = runner.invoke(app, ["show", "flashattn", "--probe", "host_call", "--root", str(ROOT)])
     assert both.exit_code == 2
 
 
+def test_a_probe_written_on_the_gpu_records_its_device_state_and_code():
+    """The first probe written by ProbeSession on the H100 (a session of tools/gpu_session.sh)."""
+    newest = max((p for p in store.probes(LOGS) if p.name == "host_call"), key=lambda p: p.created_utc)
+    if newest.device is None:
+        pytest.skip("no probe record written by ProbeSession committed yet")
+    assert newest.device.name.startswith("NVIDIA") and newest.gpu_before and newest.gpu_after
+    assert newest.code is not None and newest.code.git_commit and newest.command.endswith("host_call_probe.py")
+    paths = [f.path for f in newest.code.files]
+    assert paths[0] == "tools/host_call_probe.py" and "kernels/transform/v16_lean_call.py" in paths
+    assert all((LOGS / "sources" / f.sha256).is_file() for f in newest.code.files)
+
+
 def test_a_worklog_binds_a_probe_by_name_or_id():
-    ctx = {"probes": ProbesFacts(store.probes(LOGS, "h100"))}
-    record = store.load(PROBES / "20261123T1217Z_host_call.json")
-    enqueue = record.data["cases"]["benchmark"]["v16 call"]["enqueue_us"]  # type: ignore[attr-defined]
-    text = ("{{ probes.host_call.data.cases.benchmark['v16 call'].enqueue_us.median }} µs, "
-            "p90 {{ probes.host_call.data.cases.benchmark['v16 call'].enqueue_us.quantile(0.9) }}, "
-            "{{ probes['20261123T0443Z_copy_ceiling_probe'].data.runs['benchmark memcpy'].do_bench_ms }} ms "
-            "({{ probes.host_call.when }}, commit {{ probes.host_call.commit }})")
     import statistics
 
+    ctx = {"probes": ProbesFacts(store.probes(LOGS, "h100"))}
+    record = store.load(PROBES / "20261123T1217Z_host_call.json")
+    enqueue = record.data["cases"]["benchmark"]["v16 call"]["enqueue_us"]  # type: ignore[index]
+    probe = "probes['20261123T1217Z_host_call']"
+    text = (f"{{{{ {probe}.data.cases.benchmark['v16 call'].enqueue_us.median }}}} µs, "
+            f"p90 {{{{ {probe}.data.cases.benchmark['v16 call'].enqueue_us.quantile(0.9) }}}}, "
+            "{{ probes['20261123T0443Z_copy_ceiling_probe'].data.runs['benchmark memcpy'].do_bench_ms }} ms "
+            f"({{{{ {probe}.when }}}}, commit {{{{ {probe}.commit }}}})")
     out = bind(text, ctx, Path("worklog.md"))
     assert out.startswith(f"{statistics.median(enqueue):.2f} µs") and "(2026-11-23 12:17 UTC, commit 5b9679d)" in out
+    newest = max((p for p in store.probes(LOGS) if p.name == "host_call"), key=lambda p: p.created_utc)
+    assert bind("{{ probes.host_call.run_id }}", ctx, Path("worklog.md")) == newest.run_id
     with pytest.raises(WorklogError, match=r"worklog.md:1: .*no probe named 'hots_call' \(have: .*host_call"):
         bind("{{ probes.hots_call.data }}", ctx, Path("worklog.md"))
     with pytest.raises(WorklogError, match=r"has no 'bench' \(have: 'benchmark', 'benchmark_bf16'\)"):
