@@ -77,7 +77,7 @@ def merge(source: Path, logs: Path) -> MergeOutcome:
     files = _members(source)
     out = MergeOutcome()
     blobs = {k: v for k, v in files.items() if PurePosixPath(k).parts[0] == sources.FOLDER}
-    records = {k: v for k, v in files.items() if k not in blobs and k.endswith(".json") and _is_record(v)}
+    records = {k: v for k, v in files.items() if k not in blobs and k.endswith(".json") and store.claims_record(v)}
     others = {k: v for k, v in files.items() if k not in blobs and k not in records}
     incoming_texts: set[str] = set()
     for rel, data in blobs.items():
@@ -105,16 +105,6 @@ def merge(source: Path, logs: Path) -> MergeOutcome:
             sources.put_all(logs, [record])
         _place(logs, rel, data, out)
     return out
-
-
-def _is_record(data: bytes) -> bool:
-    import json
-
-    try:
-        parsed = json.loads(data)
-    except (ValueError, RecursionError):
-        return True  # let the loader say why
-    return isinstance(parsed, dict) and "schema_version" in parsed
 
 
 def _place(logs: Path, rel: str, data: bytes, out: MergeOutcome) -> None:

@@ -36,22 +36,19 @@ class Outcome:
 
 
 def record_files(logs: Path) -> list[Path]:
-    """Every ``.json`` file under ``logs`` that a query reads as a record (hidden files left out)."""
+    """Every ``.json`` file under ``logs``, hidden files and the source store left out."""
     return sorted(p for p in Path(logs).rglob("*.json")
                   if not any(part.startswith(".") for part in p.relative_to(logs).parts)
                   and sources.FOLDER not in p.relative_to(logs).parts[:1])
 
 
 def is_record(path: Path) -> bool:
-    """Whether a JSON file claims to be a record (an object with a ``schema_version``); anything
-    else under logs/ (a tool's raw output kept beside the records) is not rewritten."""
-    import json
-
+    """Whether a JSON file claims to be a record (:func:`reporter.store.claims_record`); anything else
+    under logs/ (a tool's raw output kept beside the records) is not rewritten."""
     try:
-        data = json.loads(path.read_bytes())
-    except (ValueError, RecursionError, OSError):
+        return store.claims_record(path.read_bytes())
+    except OSError:
         return True  # unreadable: let the loader say why
-    return not isinstance(data, dict) or "schema_version" in data
 
 
 def first_difference(a: object, b: object, where: str = "") -> str | None:

@@ -208,6 +208,17 @@ def _nested_runs_v2(case: object) -> object:
 KINDS = ("run", "ceilings", "sweep", "crosscheck", "reverification", "probe")
 
 
+def claims_record(raw: bytes) -> bool:
+    """Whether JSON bytes claim to be a record (an object with a ``schema_version``), so that the
+    loader should read them; a tool's raw output kept beside the records does not. Bytes that do not
+    parse claim to be one: the loader then says why they are not."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return True
+    return not isinstance(data, dict) or "schema_version" in data
+
+
 def _has_constant(raw: str) -> bool:
     """NaN, Infinity or -Infinity where a JSON value can start (after ``:``, ``[`` or ``,``): the only
     place Python's json, or pydantic's parser, would read one as a number. The same words inside a
