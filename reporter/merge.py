@@ -6,8 +6,9 @@ start with ``logs/`` (``tools/gpu_session.sh`` makes it) or as a folder laid out
 module checks each file and copies it in:
 
 * a source text (``logs/sources/<sha256>``) must hash to its name;
-* a record must load (:func:`reporter.store.load`), and every text its code names must be in the
-  incoming files or already in the store;
+* a record must load (:func:`reporter.store.load`) with every packed array decoding, lie where the
+  store would write it (a run under its assignment and version), and every text its code names must
+  be in the incoming files or already in the store;
 * a file that is already here with the same bytes is left alone, so a second merge of the same
   files changes nothing; one that is here with other bytes is a conflict: it is reported and
   never overwritten.
@@ -23,7 +24,7 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import sources, store
+from . import packed, sources, store
 
 
 class MergeError(Exception):
@@ -90,33 +91,58 @@ def merge(source: Path, logs: Path) -> MergeOutcome:
     for rel, data in others.items():
         _place(logs, rel, data, out)
     for rel, data in records.items():
-        try:
-            record = store.loads(data.decode("utf-8"), Path("logs") / rel)
-        except (store.RecordError, UnicodeDecodeError) as e:
-            out.refused.append((rel, str(e)))
+        why = _refusal(rel, data, logs, incoming_texts)
+        if why is not None:
+            out.refused.append((rel, why))
             continue
-        lacking = [f for f in sources.files(record)
-                   if f.text is None and f.sha256 not in incoming_texts and not sources.has(logs, f.sha256)]
-        if lacking:
-            out.refused.append((rel, f"names {len(lacking)} source text(s) neither shipped nor in {logs / 'sources'} "
-                                     f"({lacking[0].path}, sha256 {lacking[0].sha256[:12]}…)"))
-            continue
-        if any(f.text is not None for f in sources.files(record)):  # schema 1: embedded texts go to the store
-            sources.put_all(logs, [record])
         _place(logs, rel, data, out)
     return out
 
 
+def _refusal(rel: str, data: bytes, logs: Path, incoming_texts: set[str]) -> str | None:
+    """Why a shipped record cannot come in (None: it can): it does not load, a packed array of it does
+    not decode, it lies where no query would read it as itself, or it names a text nobody has. A
+    schema-1 record's embedded texts go to the store here."""
+    where = Path("logs") / rel
+    try:
+        record = store.loads(data.decode("utf-8"), where)
+        packed.decode_all(record)
+    except (store.RecordError, UnicodeDecodeError, packed.PackedArrayError) as e:
+        return str(e)
+    expected = _home(record)
+    if expected is not None and expected != rel:
+        return f"a record that belongs at logs/{expected}, not here"
+    lacking = [f for f in sources.files(record)
+               if f.text is None and f.sha256 not in incoming_texts and not sources.has(logs, f.sha256)]
+    if lacking:
+        return (f"names {len(lacking)} source text(s) neither shipped nor in {logs / 'sources'} "
+                f"({lacking[0].path}, sha256 {lacking[0].sha256[:12]}…)")
+    try:
+        sources.put_all(logs, [record])  # schema 1: the texts it embeds
+    except (sources.SourceError, OSError) as e:
+        return str(e)
+    return None
+
+
+def _home(record: store.AnyStored) -> str | None:
+    """Where under logs/ the store writes a record of this kind, id and place (None: no fixed place)."""
+    root = Path("/")
+    for kind, where in (("run", store.run_path), ("sweep", store.sweep_path), ("crosscheck", store.crosscheck_path),
+                        ("ceilings", store.ceilings_path),
+                        ("reverification", store.reverification_path), ("probe", store.probe_path)):
+        if record.kind == kind:
+            return where(root, record).relative_to(root).as_posix()  # type: ignore[arg-type]
+    return None
+
+
 def _place(logs: Path, rel: str, data: bytes, out: MergeOutcome) -> None:
     target = logs / rel
-    if target.is_file():
-        if target.read_bytes() == data:
+    try:
+        if store.write_new(target, data):
+            out.added.append(rel)
+        elif target.is_file() and target.read_bytes() == data:
             out.unchanged.append(rel)
         else:
             out.conflicts.append((rel, "already here with other bytes; left as it is"))
-        return
-    if target.exists():
-        out.conflicts.append((rel, "already here and not a file; left as it is"))
-        return
-    store.write_atomic(target, data)
-    out.added.append(rel)
+    except OSError as e:
+        out.conflicts.append((rel, f"cannot be written: {e.strerror or e}"))

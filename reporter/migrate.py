@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import sources, store
+from . import packed, sources, store
 from .records import SCHEMA_VERSION
 
 
@@ -130,7 +130,7 @@ def migrate(logs: Path, files: Iterable[Path] | None = None,
             continue
         try:
             changed, blobs = migrate_file(p, logs)
-        except (store.RecordError, MigrationError, sources.SourceError) as e:
+        except (store.RecordError, MigrationError, sources.SourceError, packed.PackedArrayError) as e:
             out.failed.append((p, str(e)))
         else:
             out.blobs += blobs

@@ -10,7 +10,8 @@ hundreds of records never decodes the samples it does not look at.
 In memory a :class:`FloatArray` reads as a list of floats would: ``len``, indexing, slices (a
 list), iteration, ``==`` with a list, ``+`` (a list), ``min``/``max``/``statistics``. It is
 read-only. The clock event reasons per sample (lists of names, mostly the same from sample to
-sample) are stored run-length coded (:func:`read_reason_runs`).
+sample) are stored run-length coded (:func:`read_reason_runs`); the samples of one run share one list
+of names, which, like the rest of a record read from disk, is not to be changed in place.
 """
 
 from __future__ import annotations
@@ -69,30 +70,42 @@ def _checked(values: Sequence[Any]) -> list[float]:
     return out
 
 
+class PackedArrayError(ValueError):
+    """A packed array that does not decode, or holds a number that is not finite: names the record's
+    file and field where the loader said which they were."""
+
+
 class FloatArray(Sequence[float]):
     """A read-only list of floats that a record may hold packed until first read."""
 
-    __slots__ = ("_packed", "_values")
+    __slots__ = ("_packed", "_values", "_where")
 
-    def __init__(self, values: Iterable[float] = (), *, packed: str | None = None) -> None:
+    def __init__(self, values: Iterable[float] = (), *, packed: str | None = None, where: str = "") -> None:
         self._packed = packed
+        self._where = where  # 'logs/…/x.json: field samples_ms', for the error a bad packed array raises
         self._values: list[float] | None = None if packed is not None else _checked(list(values))
 
-    @property
-    def values(self) -> list[float]:
-        """The numbers, decoded on first use (a packed array that does not decode raises ValueError)."""
+    def _list(self) -> list[float]:
+        """The numbers, decoded on first use; never handed out, so the packed text cannot go stale."""
         if self._values is None:
             assert self._packed is not None
-            self._values = unpack(self._packed)
+            try:
+                self._values = unpack(self._packed)
+            except ValueError as e:
+                raise PackedArrayError(f"{self._where}: {e}" if self._where else str(e)) from None
         return self._values
+
+    def tolist(self) -> list[float]:
+        """The numbers, as a new list."""
+        return list(self._list())
 
     def packed(self) -> str:
         if self._packed is None:
-            self._packed = pack(self.values)
+            self._packed = pack(self._list())
         return self._packed
 
     def __len__(self) -> int:
-        return len(self.values)
+        return len(self._list())
 
     @overload
     def __getitem__(self, i: int) -> float: ...
@@ -100,44 +113,48 @@ class FloatArray(Sequence[float]):
     def __getitem__(self, i: slice) -> list[float]: ...
 
     def __getitem__(self, i: int | slice) -> float | list[float]:
-        return self.values[i]
+        return self._list()[i]
 
     def __iter__(self) -> Iterator[float]:
-        return iter(self.values)
+        return iter(self._list())
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FloatArray):
-            return self.values == other.values
+            return self._list() == other._list()
         if isinstance(other, list | tuple):
-            return self.values == list(other)
+            return self._list() == list(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
 
     def __add__(self, other: Iterable[float]) -> list[float]:
-        return self.values + list(other)
+        return self._list() + list(other)
 
     def __radd__(self, other: Iterable[float]) -> list[float]:
-        return list(other) + self.values
+        return list(other) + self._list()
 
     def __repr__(self) -> str:
-        return repr(self.values)
+        return repr(self._list())
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         import numpy as np
 
-        return np.asarray(self.values, dtype=dtype)
+        return np.asarray(self._list(), dtype=dtype)
 
     @classmethod
-    def validate(cls, value: Any) -> FloatArray:
+    def validate(cls, value: Any, info: core_schema.ValidationInfo | None = None) -> FloatArray:
         """What a record's field holds: packed text (schema 2), a list of numbers (schema 1, and
-        records made in memory) or a FloatArray."""
+        records made in memory) or a FloatArray. A packed text is decoded when first read; the
+        loader's context (``{"path": ...}``) lets a bad one name its file and field then."""
         if isinstance(value, FloatArray):
             return value
         if isinstance(value, str):
             if not value.startswith(PREFIX):
                 raise ValueError(f"a packed array starts with {PREFIX!r}; this string starts with {value[:8]!r}")
-            return cls(packed=value)
+            path = (info.context or {}).get("path") if info is not None else None
+            field = info.field_name if info is not None else None
+            where = f"{path}: field {field}" if path and field else str(path or "")
+            return cls(packed=value, where=where)
         if isinstance(value, list | tuple):
             return cls(value)
         raise ValueError(f"expected a list of numbers or a packed array, found {type(value).__name__}")
@@ -146,11 +163,33 @@ class FloatArray(Sequence[float]):
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
         def serialize(value: Any, info: core_schema.SerializationInfo) -> str | list[float]:
             array = value if isinstance(value, FloatArray) else cls(value)  # a list set by model_copy(update=...)
-            return array.packed() if info.mode_is_json() else list(array.values)
+            return array.packed() if info.mode_is_json() else array.tolist()
 
-        return core_schema.no_info_plain_validator_function(
+        return core_schema.with_info_plain_validator_function(
             cls.validate, serialization=core_schema.plain_serializer_function_ser_schema(
                 serialize, info_arg=True, when_used="always"))
+
+
+def decode_all(model: Any) -> int:
+    """Decode every packed array a record holds (raising :class:`PackedArrayError` for one that does
+    not decode or holds a number that is not finite); returns how many numbers it read. For what
+    accepts a record from outside (``report merge``, ``report migrate --check``): loading alone
+    decodes nothing."""
+    from pydantic import BaseModel
+
+    count = 0
+    if isinstance(model, FloatArray):
+        return len(model)
+    if isinstance(model, BaseModel):
+        for name in type(model).model_fields:
+            count += decode_all(getattr(model, name))
+    elif isinstance(model, list | tuple):
+        for x in model:
+            count += decode_all(x)
+    elif isinstance(model, dict):
+        for x in model.values():
+            count += decode_all(x)
+    return count
 
 
 def read_reason_runs(value: Any) -> list[list[str]]:

@@ -41,7 +41,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, field_validator
 
 from .packed import FloatArray, read_reason_runs, reason_runs
 
@@ -659,10 +659,40 @@ class ProbeRecord(Record):
     gpu_before: GpuReading | None = None
     gpu_after: GpuReading | None = None
     description: str = Field("", description="what it measured and how, for people")
-    data: dict[str, Any] = Field(description="the script's results, as it wrote them")
+    data: dict[str, Any] = Field(description="the script's results, as it wrote them: JSON's own values, every "
+                                             "number finite")
     attachments: list[str] = Field(default_factory=list, description="other files of the same probe beside the "
                                                                      "record (names in its folder)")
     notes: list[str] = Field(default_factory=list)
+
+    @field_validator("data")
+    @classmethod
+    def _plain_json(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """JSON's values only, numbers finite: what is written is what reads back (a NaN would be
+        written as null, a numpy number not at all)."""
+        _check_json(data, "data")
+        return data
+
+
+def _check_json(x: Any, where: str) -> None:
+    if x is None or isinstance(x, bool | str | int):
+        return
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise ValueError(f"{where} is {x}: records hold finite numbers only")
+        return
+    if isinstance(x, dict):
+        for k, v in x.items():
+            if not isinstance(k, str):
+                raise ValueError(f"{where} has the key {k!r}, not a string")
+            _check_json(v, f"{where}.{k}")
+        return
+    if isinstance(x, list):
+        for i, v in enumerate(x):
+            _check_json(v, f"{where}.{i}")
+        return
+    raise ValueError(f"{where} is a {type(x).__name__}, not a JSON value (convert numpy numbers and arrays with "
+                     ".item() and .tolist())")
 
 
 AnyRecord = Annotated[Run | DeviceCeilings | Sweep | CrossCheck | Reverification | ProbeRecord,

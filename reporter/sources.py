@@ -58,14 +58,19 @@ def has(logs: Path, sha256: str) -> bool:
 
 def put(logs: Path, text: str, sha256: str | None = None) -> Path:
     """Store ``text`` under its sha256 (``sha256``, when given, must be it) unless it is there;
-    returns the blob's path. Never replaces a blob."""
+    returns the blob's path. A blob is never replaced, unless its bytes no longer hash to its name
+    (changed by hand): the text in hand, which does, puts it right."""
     data = text.encode("utf-8")
     digest = hashlib.sha256(data).hexdigest()
     if sha256 is not None and sha256 != digest:
         raise SourceCorrupt(f"a text stated as sha256 {sha256[:12]}… hashes to {digest[:12]}…: not stored")
     path = blob_path(logs, digest)
     if path.is_file():
-        return path
+        if hashlib.sha256(path.read_bytes()).hexdigest() == digest:
+            return path
+        damaged = True  # changed after it was written: the text in hand puts it right
+    else:
+        damaged = False
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{digest[:12]}.", suffix=".tmp", dir=path.parent)
     try:
@@ -76,10 +81,13 @@ def put(logs: Path, text: str, sha256: str | None = None) -> Path:
         mask = os.umask(0o022)
         os.umask(mask)
         os.chmod(tmp, 0o666 & ~mask)
-        try:
-            os.link(tmp, path)  # never over a blob another writer put there first (same bytes anyway)
-        except FileExistsError:
-            pass
+        if damaged:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)  # never over a blob another writer put there first (same bytes anyway)
+            except FileExistsError:
+                pass
     finally:
         Path(tmp).unlink(missing_ok=True)
     return path
@@ -135,7 +143,10 @@ def put_all(logs: Path, records: Iterable[object]) -> list[Path]:
         for f in files(record):
             if f.text is not None:
                 existed = has(logs, f.sha256)
-                path = put(logs, f.text, f.sha256)
+                try:
+                    path = put(logs, f.text, f.sha256)
+                except SourceCorrupt as e:
+                    raise SourceCorrupt(f"{f.path}: {e}") from None
                 if not existed:
                     written.append(path)
             elif not has(logs, f.sha256):

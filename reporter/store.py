@@ -111,6 +111,27 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         raise
 
 
+def write_new(path: Path, data: bytes) -> bool:
+    """Create ``path`` holding ``data``, whole (linked from a complete temporary file), unless something
+    is there already: then nothing is written and False is returned. Never replaces a file, even one
+    that appears between a check and the write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
 AnyStored = Run | Sweep | DeviceCeilings | CrossCheck | Reverification | ProbeRecord
 
 
@@ -135,21 +156,9 @@ def save_new(run: Run, logs: Path, tries: int = 1000) -> Path:
     sources.put_all(logs, [run])
     for _ in range(tries):
         path = run_path(logs, run)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(dumps(run).encode("utf-8"))
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o666 & ~_umask())
-            try:
-                os.link(tmp, path)  # fails when the name is taken, where a rename would replace the file
-                return path
-            except FileExistsError:
-                run.run_id = _next_id(run.run_id)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        if write_new(path, dumps(run).encode("utf-8")):
+            return path
+        run.run_id = _next_id(run.run_id)
     raise RecordError(f"{run_path(logs, run)}: no free record name after {tries} tries")
 
 
@@ -257,7 +266,7 @@ def loads(raw: str, path: Path) -> AnyStored:
         # the common case, one pass in pydantic's own parser: a record that validates, current or of
         # schema 1 (the same fields: only its version numbers change, as _migrate says)
         try:
-            record = _ADAPTER.validate_json(raw, strict=True)
+            record = _ADAPTER.validate_json(raw, strict=True, context={"path": str(path)})
         except ValidationError:
             pass  # the reading below says why, field by field
         else:
@@ -291,7 +300,8 @@ def loads(raw: str, path: Path) -> AnyStored:
                           + ", ".join(repr(k) for k in KINDS[:-1]) + f" or {KINDS[-1]!r}")
     try:
         # strict: JSON's own types only (a date is an ISO string; "0.5" is not a number)
-        return _ADAPTER.validate_json(raw if migrated is data else json.dumps(migrated), strict=True)
+        return _ADAPTER.validate_json(raw if migrated is data else json.dumps(migrated), strict=True,
+                                      context={"path": str(path)})
     except ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(p) for p in first["loc"][1:]) or "(top level)"
@@ -322,8 +332,12 @@ def ceilings_path(logs: Path, ceilings: DeviceCeilings) -> Path:
     return logs / "devices" / ceilings.device.slug / f"{utc_stamp(ceilings.created_utc)}.json"
 
 
+def probes_folder(logs: Path, gpu: str) -> Path:
+    return logs / "devices" / gpu / "probes"
+
+
 def probe_path(logs: Path, probe: ProbeRecord) -> Path:
-    return logs / "devices" / probe.gpu / "probes" / f"{probe.run_id}.json"
+    return probes_folder(logs, probe.gpu) / f"{probe.run_id}.json"
 
 
 # --------------------------------------------------------------------------- queries

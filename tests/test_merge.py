@@ -5,6 +5,7 @@ and a second merge of the same files changes nothing."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -143,3 +144,34 @@ def test_what_cannot_be_checked_is_refused(tmp_path):
     r = runner.invoke(app, ["merge", str(unsafe), "--root", str(ROOT), "--logs", str(here)])
     assert r.exit_code == 2 and "not a plain file under logs/" in _words(r.stderr)
     assert not (tmp_path / "escape.json").exists()
+
+
+def test_a_record_that_would_break_later_or_lies_elsewhere_is_refused_not_half_merged(tmp_path):
+    """A packed array that does not decode (caught now, not by the first report that reads it), a
+    run under another version's folder, a schema-1 record whose embedded text is not the one its
+    sha256 names: each refused with why, and the merge goes on with the rest."""
+    here = with_sources(tmp_path / "here")
+    run = store.runs(LOGS, "histogram", "v07_lean_launch", case="benchmark")[-1]
+    good = store.dumps(run)
+    corrupt = json.loads(good)
+    corrupt["timing"]["samples_ms"] = "f64z:AAAA"
+    corrupt["run_id"] = "20990101T000000000Z_h100_benchmark"
+    schema_1 = json.loads(good)
+    schema_1["schema_version"] = 1
+    schema_1["run_id"] = "20990101T000000001Z_h100_benchmark"
+    schema_1["code"]["files"][0]["text"] = "not the text of that hash\n"
+    v07 = "logs/histogram/v07_lean_launch"
+    archive = tmp_path / "c.tgz"
+    archive.write_bytes(_tgz({
+        f"{v07}/20990101T000000000Z_h100_benchmark.json": json.dumps(corrupt).encode(),
+        f"logs/histogram/v06_single_launch/{run.run_id}.json": good.encode(),
+        f"{v07}/20990101T000000001Z_h100_benchmark.json": json.dumps(schema_1).encode(),
+        f"{v07}/{run.run_id}.json": good.encode(),
+    }))
+    r = runner.invoke(app, ["merge", str(archive), "--root", str(ROOT), "--logs", str(here)])
+    assert r.exit_code == 1, r.output
+    err = _words(r.stderr)
+    assert "field samples_ms: a packed array that does not decode" in err
+    assert f"belongs at logs/histogram/v07_lean_launch/{run.run_id}.json" in err
+    assert "hashes to" in err and "1 files added" in _words(r.stdout)
+    assert [p.name for p in (here / "histogram" / "v07_lean_launch").iterdir()] == [f"{run.run_id}.json"]

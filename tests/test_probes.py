@@ -111,3 +111,22 @@ def test_a_probe_script_records_its_own_code_and_the_kernels_it_imported():
     assert "kernels/transform/v16_lean_call.py" in rels
     assert any(r.startswith("kernels/common/") for r in rels)  # the headers the sources include
     assert not any(r.startswith("reporter/") for r in rels) and len(rels) == len(set(rels))
+
+
+def test_a_key_of_the_results_wins_over_a_helper_of_the_same_name():
+    from reporter.analysis.facts import DataFacts
+
+    d = DataFacts({"mean": 3.0, "count": 7, "x": [1.0, 2.0, 4.0]}, "data")
+    assert (d.mean, d.count, d.x.mean, d.x.count, d.x.median) == (3.0, 7, 7 / 3, 3, 2.0)
+
+
+@pytest.mark.parametrize("value,why", [(float("nan"), "records hold finite numbers only"),
+                                       (b"bytes", "not a JSON value")])
+def test_a_probe_record_holds_json_values_with_finite_numbers_only(value, why):
+    from datetime import UTC, datetime
+
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=why):
+        ProbeRecord(run_id="20990101T000000000Z_x", name="x", created_utc=datetime.now(UTC), gpu="h100", tool="t",
+                    data={"cases": {"a": [1.0, value]}})

@@ -108,7 +108,8 @@ def test_a_packed_array_holding_a_number_that_is_not_finite_is_refused_when_read
         d["timing"]["samples_ms"] = "f64z:" + base64.b64encode(zlib.compress(struct.pack(f"<{len(samples)}d", *samples))).decode()
 
     r = store.load(_edited(tmp_path, edit))
-    with pytest.raises(ValueError, match="item 2 of a packed array is .*: records hold finite numbers only"):
+    with pytest.raises(ValueError, match=r"r\.json: field samples_ms: item 2 of a packed array is .*: records hold "
+                                         "finite numbers only"):
         r.timing.samples_ms[0]  # type: ignore[union-attr]
 
 

@@ -93,6 +93,8 @@ def test_read_says_which_file_and_blob_when_a_text_is_missing_or_changed(tmp_pat
     (tmp_path / "sources" / f.sha256).write_text("print(2)\n")
     with pytest.raises(sources.SourceCorrupt, match="does not hash to its name"):
         sources.read(tmp_path, f)
+    sources.put(tmp_path, "print(1)\n")  # the right text in hand puts a changed blob right
+    assert sources.read(tmp_path, f) == "print(1)\n"
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ STEP_TIMEOUT_S=${STEP_TIMEOUT_S:-300}
 . "$(dirname "$0")/gpu_env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee -a "$OUT/session.log"
 start=$(date +%s)
-marker=$(mktemp); touch "$marker"  # what the session writes under logs/ is newer than this
+# what is under logs/ now (path, size, mtime): the session ships back what is new or changed since
+before=$(mktemp); find logs -type f ! -name '.*' -printf '%p\t%s\t%T@\n' | sort > "$before"
 for cmd in "$@"; do
   left=$(( DEADLINE_S - ($(date +%s) - start) ))
   [ "$left" -lt 15 ] && { echo "=== skipped (deadline): report $cmd" | tee -a "$OUT/session.log"; continue; }
@@ -25,6 +26,7 @@ for cmd in "$@"; do
   rc=${PIPESTATUS[0]}
   [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && echo "=== TIMED OUT after ${step}s: $run" | tee -a "$OUT/session.log"
 done
-find logs -type f -newer "$marker" ! -name '.*' -print0 | sort -z | tar czf "$OUT/new_logs.tgz" --null -T -
+find logs -type f ! -name '.*' -printf '%p\t%s\t%T@\n' | sort | comm -13 "$before" - | cut -f1 \
+  | tar czf "$OUT/new_logs.tgz" -T -
 echo "=== shipped back: $(tar tzf "$OUT/new_logs.tgz" | wc -l) new files under logs/ in new_logs.tgz" | tee -a "$OUT/session.log"
 echo "=== session done in $(( $(date +%s) - start ))s"

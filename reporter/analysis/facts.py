@@ -621,6 +621,14 @@ class DataFacts(_Facts):
             return _data(v[key], where)
         raise BindingError(f"{self._what} is {v!r}, not a mapping or a list")
 
+    def __getattribute__(self, name: str) -> Any:
+        # a key of the results wins over a helper of the same name (data with a 'mean' key reads it)
+        if not name.startswith("_"):
+            value = object.__getattribute__(self, "_value")
+            if isinstance(value, dict) and name in value:
+                return object.__getattribute__(self, "_at")(name)
+        return object.__getattribute__(self, name)
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
@@ -653,7 +661,8 @@ class DataFacts(_Facts):
         return Number(max(self._numbers()))
 
     def quantile(self, q: float) -> Number:
-        """The q-quantile (0 to 1) of a list of numbers, by the nearest rank below."""
+        """The q-quantile (0 to 1) of a list of numbers: the value at index ⌊q·n⌋ of the n sorted
+        (the last for q = 1), the rule the probe scripts print their percentiles by."""
         xs = sorted(self._numbers())
         if not 0 <= q <= 1:
             raise BindingError(f"{self._what}.quantile({q}): q is a fraction from 0 to 1")

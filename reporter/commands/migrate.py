@@ -22,25 +22,28 @@ def command(
     sample by sample and text by text, before it replaces it; a second run changes nothing."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .. import store
+    from .. import packed, store
     from ..migrate import is_record, migrate, record_files
 
     _, _, logs_dir = project_paths(root, logs)
     files = record_files(logs_dir)
     if check:
-        stale = []
-        for p in files:
-            if not is_record(p):
-                continue
+        stale, broken = [], 0
+        records = [p for p in files if is_record(p)]
+        for p in records:
             try:
-                if p.read_bytes() != store.dumps(store.load(p)).encode("utf-8"):
+                record = store.load(p)
+                packed.decode_all(record)
+                if p.read_bytes() != store.dumps(record).encode("utf-8"):
                     stale.append(p)
-            except store.RecordError as e:
+            except (store.RecordError, packed.PackedArrayError) as e:
                 err.print(f"[yellow]warning:[/yellow] {e}", highlight=False)
+                broken += 1
         for p in stale:
             console.print(f"not in the current layout: {p.relative_to(logs_dir)}", highlight=False)
-        console.print(f"{len(files) - len(stale)} of {len(files)} records in the current layout", highlight=False)
-        raise typer.Exit(1 if stale else 0)
+        console.print(f"{len(records) - len(stale) - broken} of {len(records)} records in the current layout"
+                      + (f", {broken} that do not read" if broken else ""), highlight=False)
+        raise typer.Exit(1 if stale or broken else 0)
     with Progress(TextColumn("migrating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         task = progress.add_task("records", total=len(files))

@@ -77,6 +77,10 @@ def _show_probe(logs: Path, wanted: str, gpu: str | None) -> None:
     records = store.probes(logs, gpu)
     found = [r for r in records if r.run_id == wanted] or [r for r in records if r.name == wanted] \
         or [r for r in records if r.run_id.startswith(wanted)]
+    if len({r.name for r in found}) > 1:
+        fail(f"--probe: '{wanted}' begins the ids of {len(found)} probes ({', '.join(r.run_id for r in found[:4])}"
+             f"{', ...' if len(found) > 4 else ''}): give more of one")
+        return
     if not found:
         names = ", ".join(sorted({r.name for r in records})) or "none"
         fail(f"--probe: no probe record named or with the id '{wanted}' under {logs / 'devices'}"

@@ -19,11 +19,14 @@ its CUDA sources and headers). The reporter package is named by the commit, as a
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from .. import store
 from ..assignments import find_repo_root, git_state
@@ -86,7 +89,9 @@ class ProbeSession:
 
     def write(self, data: dict[str, Any], *, description: str, attachments: dict[str, bytes] | None = None,
               notes: list[str] | None = None) -> Path:
-        """Write the record (and ``attachments``, other files of this probe, beside it); returns its path."""
+        """Write the record (and ``attachments``, other files of this probe, beside it); returns its path.
+        Results that are no record (a NaN, a numpy number) are kept as they are in ``<id>_unsaved.json``
+        beside where the record would be, and the error says so."""
         files = []
         for p in tool_closure(self.tool, self.repo_root, self.cuda_sources):
             text = p.read_text(encoding="utf-8")
@@ -98,12 +103,22 @@ class ProbeSession:
         commit, dirty = git_state(self.repo_root)
         run_id = f"{store.utc_stamp(self.started)}_{self.name}"
         names = [f"{run_id}_{k}" for k in (attachments or {})]
-        record = ProbeRecord(
-            run_id=run_id, name=self.name, created_utc=self.started, gpu=self.device.slug, device=self.device,
-            tool=self.tool.relative_to(self.repo_root.resolve()).as_posix(), command=self.command,
-            code=CodeSnapshot(files=files, git_commit=commit, git_dirty=dirty), gpu_before=self.before,
-            gpu_after=gpu_reading(), description=description, data=data, attachments=names, notes=list(notes or []))
+        try:
+            record = self._record(run_id, files, commit, dirty, data, description, names, notes)
+        except ValidationError as e:  # the measurement is done: keep it where a person finds it, then say why
+            kept = store.probes_folder(self.logs, self.device.slug) / f"{run_id}_unsaved.json"
+            store.write_atomic(kept, json.dumps(data, indent=1, default=repr))
+            raise ValueError(f"the probe's results are not a record ({e.errors()[0]['msg']}); kept as they are in "
+                             f"{kept}") from None
         path = store.probe_path(self.logs, record)
         for name, blob in zip(names, (attachments or {}).values(), strict=True):
             store.write_atomic(path.parent / name, blob)
         return store.save(record, path, logs=self.logs)
+
+    def _record(self, run_id: str, files: list[SourceFile], commit: str | None, dirty: bool | None,
+                data: dict[str, Any], description: str, names: list[str], notes: list[str] | None) -> ProbeRecord:
+        return ProbeRecord(
+            run_id=run_id, name=self.name, created_utc=self.started, gpu=self.device.slug, device=self.device,
+            tool=self.tool.relative_to(self.repo_root.resolve()).as_posix(), command=self.command,
+            code=CodeSnapshot(files=files, git_commit=commit, git_dirty=dirty), gpu_before=self.before,
+            gpu_after=gpu_reading(), description=description, data=data, attachments=names, notes=list(notes or []))

@@ -388,9 +388,11 @@ def probe_grid(record: ProbeRecord) -> Table:
     grid.add_row("command", escape(record.command or "not recorded"))
     for label, g in (("GPU before", record.gpu_before), ("GPU after", record.gpu_after)):
         if g is not None:
+            parts = [f"{name} {value:.0f} {unit}" for name, value, unit in (
+                ("SM", g.sm_clock_mhz, "MHz"), ("memory", g.mem_clock_mhz, "MHz"), ("", g.temp_c, "°C"),
+                ("", g.power_w, "W")) if value is not None]
             reasons = ", ".join(g.clock_event_reasons) or "no clock event reasons"
-            grid.add_row(label, f"SM {g.sm_clock_mhz:.0f} MHz, memory {g.mem_clock_mhz:.0f} MHz, {g.temp_c:.0f} °C, "
-                                f"{g.power_w:.0f} W; {reasons}")
+            grid.add_row(label, ", ".join(p.strip() for p in parts) + f"; {reasons}")
     if record.attachments:
         grid.add_row("beside it", escape(", ".join(record.attachments)))
     for note in record.notes:
