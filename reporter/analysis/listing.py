@@ -50,10 +50,11 @@ def latest_run_with_peers(runs: list[Run], like: Run) -> Run | None:
     ``like``, timed the same way (``like`` itself when it has them): where `list` and `show`
     find peers when the latest run was made without them. Peers and version are always compared
     within one run."""
-    same = [r for r in runs if r.ok and timed_peers(r) and r.version == like.version
-            and r.case_name == like.case_name and r.device.slug == like.device.slug
-            and r.code.digest == like.code.digest and r.created_utc <= like.created_utc
-            and like.timing is not None and like.timing.timed_like(r.timing)]
+    if like.timing is None:
+        return None
+    same = [r for r in runs if r.version == like.version and r.case_name == like.case_name  # cheapest tests first
+            and r.device.slug == like.device.slug and r.created_utc <= like.created_utc and r.ok
+            and like.timing.timed_like(r.timing) and r.code.digest == like.code.digest and timed_peers(r)]
     return max(same, key=lambda r: r.created_utc) if same else None
 
 
