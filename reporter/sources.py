@@ -17,11 +17,10 @@ Nothing here imports the harness or the renderers: a GPU node writes blobs with 
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from .atomic import write_atomic, write_new
 from .records import CodeSnapshot, ProbeRecord, Reverification, Run, SourceFile
 
 FOLDER = "sources"
@@ -65,31 +64,10 @@ def put(logs: Path, text: str, sha256: str | None = None) -> Path:
     if sha256 is not None and sha256 != digest:
         raise SourceCorrupt(f"a text stated as sha256 {sha256[:12]}… hashes to {digest[:12]}…: not stored")
     path = blob_path(logs, digest)
-    if path.is_file():
-        if hashlib.sha256(path.read_bytes()).hexdigest() == digest:
-            return path
-        damaged = True  # changed after it was written: the text in hand puts it right
-    else:
-        damaged = False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{digest[:12]}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        if damaged:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)  # never over a blob another writer put there first (same bytes anyway)
-            except FileExistsError:
-                pass
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    if not path.is_file():
+        write_new(path, data)  # never over a blob another writer put there first (the same bytes anyway)
+    elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+        write_atomic(path, data)  # changed after it was written: the text in hand puts it right
     return path
 
 

@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -46,6 +44,7 @@ from typing import TYPE_CHECKING
 from pydantic import TypeAdapter, ValidationError
 
 from . import sources
+from .atomic import write_atomic, write_new
 from .records import SCHEMA_VERSION, AnyRecord, CrossCheck, DeviceCeilings, ProbeRecord, Reverification, Run, Sweep
 
 if TYPE_CHECKING:
@@ -86,50 +85,6 @@ def _nonfinite(x: object, where: tuple = ()) -> tuple[tuple, float] | None:
 def utc_stamp(t: datetime | None = None) -> str:
     t = t or datetime.now(UTC)
     return t.astimezone(UTC).strftime("%Y%m%dT%H%M%S") + f"{t.microsecond // 1000:03d}Z"
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``data`` (text as UTF-8) under a unique temporary name beside ``path``, then rename it
-    into place: a reader sees the old file or the new one, never part of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; the file gets the mode any new file would
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_new(path: Path, data: bytes) -> bool:
-    """Create ``path`` holding ``data``, whole (linked from a complete temporary file), unless something
-    is there already: then nothing is written and False is returned. Never replaces a file, even one
-    that appears between a check and the write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        return True
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 AnyStored = Run | Sweep | DeviceCeilings | CrossCheck | Reverification | ProbeRecord

@@ -26,7 +26,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "reporter"
 
 LAYERS: dict[str, tuple[str, ...]] = {
-    "base": ("records", "packed", "store", "sources", "migrate", "merge", "assignments", "closure", "cuda", "course",
+    "base": ("records", "packed", "atomic", "store", "sources", "migrate", "merge", "assignments", "closure", "cuda", "course",
              "submission", "standing", "lookup", "worklog_sections", "ncu_metrics"),
     "harness": ("harness",),
     "analysis": ("analysis",),
