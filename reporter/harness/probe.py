@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ def gpu_reading() -> GpuReading | None:
                       power_w=s["power_w"], clock_event_reasons=reason_names(int(s["reasons"])))
 
 
-def tool_closure(tool: Path, repo_root: Path, cuda_sources: list[Path] = (),  # type: ignore[assignment]
+def tool_closure(tool: Path, repo_root: Path, cuda_sources: Sequence[Path] = (),
                  modules: dict[str, Any] | None = None) -> list[Path]:
     """The files a probe script ran: the script, the CUDA sources it builds itself with every header
     they include, then every module it imported from the project's ``kernels/`` folder (from
