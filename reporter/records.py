@@ -497,7 +497,7 @@ class Sweep(Measurement):
 
     def best(self) -> SweepPoint | None:
         ok = [p for p in self.points if p.timing is not None and (p.check is None or p.check.passed)]
-        return min(ok, key=lambda p: p.timing.median_ms) if ok else None  # type: ignore[union-attr]
+        return min(ok, key=lambda p: p.timing.mean_ms) if ok else None  # type: ignore[union-attr]
 
 
 # --------------------------------------------------------------------------- cross-checks

@@ -22,7 +22,7 @@ def _scripted(medians: dict[str, float], spread: float, n: int = 30):
         p.config = {"CFG": name}
         samples = [med * (1 + rng.uniform(-spread, spread)) for _ in range(n)]
         p.timing = p.timing.model_copy(update={"samples_ms": samples, "median_ms": sorted(samples)[n // 2],
-                                               "n": n})
+                                               "mean_ms": sum(samples) / n, "n": n})
         p.error = None
         points.append(p)
     sw.points = points
@@ -32,9 +32,9 @@ def _scripted(medians: dict[str, float], spread: float, n: int = 30):
 def test_a_measurably_faster_configuration_stands_alone():
     sw = _scripted({"a": 10.0, "b": 11.0, "c": 12.0}, spread=0.01)
     assert [p.config["CFG"] for p in tied_with_fastest(sw)] == ["a"]
-    assert decision(sw) == "CFG=a has the lowest median, measurably ahead of the other 2"
+    assert decision(sw) == "CFG=a has the lowest mean, measurably ahead of the other 2"
     notes = {s.point.config["CFG"]: note(s) for s in standings(sw)}
-    assert notes["a"] == "fastest" and notes["b"].startswith("slower, 1.10×")
+    assert notes["a"] == "fastest" and notes["b"].startswith("1.10× slower")
 
 
 def test_configurations_within_noise_are_named_as_tied():

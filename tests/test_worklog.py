@@ -10,6 +10,7 @@ from conftest import ROOT
 from reporter.analysis.facts import binding_context, fmt_number
 from reporter.analysis.summary import summarize
 from reporter.assignments import get_assignment
+from reporter.render import ledger
 from reporter.render.worklog import WorklogError, bind, parse
 
 A = get_assignment(ROOT / "kernels", "flashattn")
@@ -23,7 +24,12 @@ def ctx():
 def test_bound_numbers_come_from_the_records(ctx):
     s = summarize(A, ROOT / "logs", "h100")
     v02 = s.get("v02")
-    text = bind("{{ v02.median_ms }} ms; {{ v02.ms }} ms; {{ v02.speedup_over('v01') }}x", ctx, Path("w.md"))
+    marked = bind("{{ v02.median_ms }} ms; {{ v02.ms }} ms; {{ v02.speedup_over('v01') }}x", ctx, Path("w.md"))
+    # the figure and the ratio are marked with what they stand for, for the report's consistency check
+    assert [(m.key, m.text) for m in ledger.marks(marked)] == [
+        ("fig|v02_fused_triton|benchmark", f"{fmt_number(ctx['v02'].ms)} ms"),
+        ("cmp|v02_fused_triton|v01_naive|benchmark", f"{fmt_number(ctx['v02'].speedup_over('v01'), 3)}×")]
+    text = ledger.plain(marked)
     assert text == (f"{fmt_number(v02.median_ms)} ms; {fmt_number(v02.figure_ms)} ms; "
                     f"{fmt_number(s.get('v01').figure_ms / v02.figure_ms, 3)}x")
 
@@ -121,7 +127,7 @@ def test_probe_bindings_read_the_newest_run_with_probes():
     runs = [store.load(p) for p in (ROOT / "logs" / "histogram" / "v07_lean_launch").glob("*.json")]
     newest = max((r for r in runs if r.probes and r.case_name == "benchmark"), key=lambda r: r.created_utc)
     w8 = next(p for p in newest.probes if p.name == "probe_read_w8")
-    text = bind("{{ v07.probe('probe_read_w8').us }} / {{ v07.probe_run().us }}", hctx, Path("w.md"))
+    text = ledger.plain(bind("{{ v07.probe('probe_read_w8').us }} / {{ v07.probe_run().us }}", hctx, Path("w.md")))
     assert text == f"{fmt_number(w8.timing.mean_ms * 1e3)} / {fmt_number(newest.timing.mean_ms * 1e3)}"
     for expr, why in (("{{ v07.probe('probe_nothing').us }}", "not among probe_read_w4"),
                       ("{{ v01.probe('probe_read_w8').us }}", "no run with probes"),

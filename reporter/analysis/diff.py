@@ -3,10 +3,10 @@
 Pure functions over records (no rich, typer, matplotlib or file access), so the CLI, the
 HTML report and CI scripts all reach the same verdicts:
 
-* :func:`compare_timing` — faster / slower / same within noise, from a rank test on the
-  samples or, with too few samples, from median confidence intervals (see :mod:`.stats`),
-  and a minimum effect size, because a 0.1 % shift measured over thousands of samples is
-  real in the statistical sense and meaningless for a work log;
+* :func:`compare_timing` — faster / slower / same within noise: the means (the statistic of every
+  figure) compared by Welch's t-test on the samples (see :mod:`.stats`), and a minimum effect
+  size, because a 0.1 % shift measured over thousands of samples is real in the statistical
+  sense and meaningless for a work log;
 * :func:`diff_runs` — the whole comparison: timing table, every figure and profiler metric
   both runs have (sorted by how far they moved), the code diff, the notes diff, and the
   warnings that say when two runs are not apples to apples.
@@ -31,7 +31,6 @@ from . import stats
 # clocks and temperature between sessions is of this order on a datacenter GPU, and the
 # samples of one session cannot see it. asv's default is coarser still (a factor of 1.1).
 MIN_EFFECT_PCT = 1.0
-_MIN_SAMPLES_FOR_CI = 3
 
 
 # --------------------------------------------------------------------------- timing verdict
@@ -55,23 +54,23 @@ def format_ms_range(low_ms: float, high_ms: float) -> str:
 
 
 def format_p(p: float) -> str:
-    return f"{p:.0e}" if p < 1e-3 else f"{p:.2g}"
+    """'p=3e-12', 'p=0.41'; a p that underflows to zero is 'p<1e-300'."""
+    if p < 1e-300:
+        return "p<1e-300"
+    return f"p={p:.0e}" if p < 1e-3 else f"p={p:.2g}"
 
 
 class Verdict(BaseModel):
-    """Is B faster than A? ``ratio`` is median_b / median_a (below 1: B is faster)."""
+    """Is B faster than A? ``ratio`` is mean_b / mean_a (below 1: B is faster): the same statistic as
+    every figure (:mod:`reporter.standing`), tested by Welch's t-test on the two runs' samples."""
 
     verdict: Literal["faster", "slower", "same"]
     ratio: float
     change_pct: float
     test: str
-    p_value: float | None
-    ci_a: tuple[float, float]
-    ci_b: tuple[float, float]
-    ci_coverage_a: float
-    ci_coverage_b: float
-    median_a_ms: float
-    median_b_ms: float
+    p_value: float | None  # None: too few samples to test
+    mean_a_ms: float
+    mean_b_ms: float
     n_a: int
     n_b: int
     significant: bool
@@ -81,64 +80,64 @@ class Verdict(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def sentence(self) -> str:
-        """'1.08× faster (median 23.14 → 21.45 ms; Mann–Whitney U p=3e-12)'."""
-        medians = f"median {self._pair()}"
-        if self.p_value is not None:
-            evidence = f"{self.test} p={format_p(self.p_value)}"
-        else:
-            evidence = f"{self.test} {'apart' if self.significant else 'overlap'}"
+        """'1.08× faster (mean 23.14 → 21.45 ms; Welch's t-test p=3e-12)'. The direction word always
+        follows the ratio it prints; the verdict only says whether the test makes it a change."""
+        means = f"mean {self._pair()}"
+        evidence = (f"{self.test} {format_p(self.p_value)}" if self.p_value is not None
+                    else f"not tested: {self.reason}")
         if self.verdict == "faster":
-            return f"{1 / self.ratio:.2f}× faster ({medians}; {evidence})"
+            return f"{1 / self.ratio:.2f}× faster ({means}; {evidence})"
         if self.verdict == "slower":
-            return f"{self.ratio:.2f}× slower ({medians}; {evidence})"
+            return f"{self.ratio:.2f}× slower ({means}; {evidence})"
+        direction = ratio_words(1 / self.ratio)
         if self.significant:  # a difference the test sees, smaller than the effect that counts
-            return (f"the same within {self.min_effect_pct:g}% ({medians}, {self.change_pct:+.1f}%; {evidence}: "
-                    f"measurable, but under the {self.min_effect_pct:g}% minimum effect that counts as a change)")
-        reason = f"; {self.reason}" if self.reason else ""
-        return f"same within noise ({medians}, {self.change_pct:+.1f}%; {evidence}{reason})"
+            return (f"{direction}, the same within {self.min_effect_pct:g} % ({means}; {evidence}: measurable, but "
+                    f"under the {self.min_effect_pct:g} % minimum effect that counts as a change)")
+        return f"{direction}, the same within noise ({means}; {evidence})"
 
     def _pair(self) -> str:
-        a, b = format_ms(self.median_a_ms), format_ms(self.median_b_ms)
+        a, b = format_ms(self.mean_a_ms), format_ms(self.mean_b_ms)
         unit_a, unit_b = a.split()[1], b.split()[1]
         return f"{a.split()[0]} → {b}" if unit_a == unit_b else f"{a} → {b}"
 
 
-def compare_timing(a: TimingStats, b: TimingStats, *, min_effect_pct: float = MIN_EFFECT_PCT,
-                   p_threshold: float = stats.P_THRESHOLD,
-                   confidence: float = stats.CI_CONFIDENCE) -> Verdict:
-    """Is B (after) faster or slower than A (before), or the same within noise?
+def ratio_words(speedup: float) -> str:
+    """'1.28× faster', '1.02× slower', '1.00×' (a ratio that rounds to one has no direction): how a time
+    compares with another, ``speedup`` being theirs / mine. The one wording of a ratio everywhere."""
+    if f"{speedup:.2f}" == "1.00" or f"{1 / speedup:.2f}" == "1.00":
+        return "1.00×"
+    return f"{speedup:.2f}× faster" if speedup > 1 else f"{1 / speedup:.2f}× slower"
 
-    The rank test runs whenever the sample sizes can reach ``p_threshold`` at all; with fewer
-    samples, non-overlapping median CIs count as a difference. Either way the medians must
-    also differ by at least ``min_effect_pct``.
+
+def compare_timing(a: TimingStats, b: TimingStats, *, min_effect_pct: float = MIN_EFFECT_PCT,
+                   p_threshold: float = stats.P_THRESHOLD) -> Verdict:
+    """Is B (after) faster or slower than A (before), or the same within noise? The one test every
+    comparison in every output uses.
+
+    The means are compared (the figures are means) with Welch's t-test on the samples; a change
+    counts when p < ``p_threshold`` and the means differ by at least ``min_effect_pct``. With
+    fewer than two samples on a side there is no spread to test against: the same within noise.
     """
-    sa, sb = list(a.samples_ms) or [a.median_ms], list(b.samples_ms) or [b.median_ms]
-    ci_a, ci_b = stats.median_ci(sa, confidence), stats.median_ci(sb, confidence)
-    ratio = b.median_ms / a.median_ms if a.median_ms > 0 else math.inf
+    sa, sb = list(a.samples_ms) or [a.mean_ms], list(b.samples_ms) or [b.mean_ms]
+    ma, mb = a.mean_ms, b.mean_ms
+    ratio = mb / ma if ma > 0 else math.inf
     change_pct = (ratio - 1) * 100
     p_value: float | None = None
-    if stats.min_p_value(len(sa), len(sb)) < p_threshold:
-        p_value = stats.mann_whitney_u(sa, sb).p_value
+    reason = ""
+    if min(len(sa), len(sb)) >= 2:
+        p_value = stats.welch_t_test(sa, sb).p_value
         significant = p_value < p_threshold
-        test = "Mann–Whitney U"
     else:
-        # under 3 samples even [min, max] covers the median at most half the time: no evidence
-        significant = min(len(sa), len(sb)) >= _MIN_SAMPLES_FOR_CI and not ci_a.overlaps(ci_b)
-        test = f"median CIs {_coverage(ci_a, ci_b)}"
+        significant = False
+        reason = f"{min(len(sa), len(sb))} sample on one side, no spread to test against"
     too_small = significant and abs(change_pct) < min_effect_pct
+    if too_small:
+        reason = f"{change_pct:+.2f} % is under the {min_effect_pct:g} % minimum effect"
     verdict: Literal["faster", "slower", "same"] = (
         "same" if not significant or too_small else "faster" if ratio < 1 else "slower")
-    return Verdict(verdict=verdict, ratio=ratio, change_pct=change_pct, test=test, p_value=p_value,
-                   ci_a=(ci_a.low_ms, ci_a.high_ms), ci_b=(ci_b.low_ms, ci_b.high_ms),
-                   ci_coverage_a=ci_a.coverage, ci_coverage_b=ci_b.coverage,
-                   median_a_ms=a.median_ms, median_b_ms=b.median_ms, n_a=len(sa), n_b=len(sb),
-                   significant=significant, min_effect_pct=min_effect_pct,
-                   reason=f"{change_pct:+.2f}% is under the {min_effect_pct:g}% minimum effect" if too_small else "")
-
-
-def _coverage(ci_a: stats.MedianCI, ci_b: stats.MedianCI) -> str:
-    ca, cb = f"{ci_a.coverage:.0%}", f"{ci_b.coverage:.0%}"
-    return f"({ca})" if ca == cb else f"({ca} / {cb})"
+    return Verdict(verdict=verdict, ratio=ratio, change_pct=change_pct, test="Welch's t-test", p_value=p_value,
+                   mean_a_ms=ma, mean_b_ms=mb, n_a=len(sa), n_b=len(sb), significant=significant,
+                   min_effect_pct=min_effect_pct, reason=reason)
 
 
 # --------------------------------------------------------------------------- the whole diff
@@ -274,8 +273,9 @@ def diff_runs(a: Run, b: Run, *, logs: Path, notes_a: str | None = None, notes_b
 
 
 def _timing_rows(a: TimingStats, b: TimingStats) -> list[FigureDelta]:
-    rows = [FigureDelta(group="timing", name="median", unit="ms", a=a.median_ms, b=b.median_ms),
-            FigureDelta(group="timing", name="mean", unit="ms", a=a.mean_ms, b=b.mean_ms),
+    rows = [FigureDelta(group="timing", name="mean", unit="ms", a=a.mean_ms, b=b.mean_ms),
+            FigureDelta(group="timing", name="standard error", unit="ms", a=a.stderr_ms, b=b.stderr_ms),
+            FigureDelta(group="timing", name="median", unit="ms", a=a.median_ms, b=b.median_ms),
             FigureDelta(group="timing", name="min", unit="ms", a=a.min_ms, b=b.min_ms)]
     for q in ("p05", "p95"):
         if q in a.quantiles_ms and q in b.quantiles_ms:
@@ -311,8 +311,8 @@ def _figures(a: Run, b: Run) -> tuple[list[FigureDelta], list[TextChange]]:
     for pa in a.peers:
         pb = peers_b.get(pa.name)
         if pb and pa.timing and pb.timing:
-            out.append(FigureDelta(group="peer", name=pa.name, label=f"{pa.name} median", unit="ms",
-                                   a=pa.timing.median_ms, b=pb.timing.median_ms))
+            out.append(FigureDelta(group="peer", name=pa.name, label=f"{pa.name} mean", unit="ms",
+                                   a=pa.timing.mean_ms, b=pb.timing.mean_ms))
     metrics, texts = _profile_figures(a, b)
     return out + metrics, texts
 
@@ -516,6 +516,6 @@ def _remarks(a: Run, b: Run, verdict: Verdict | None) -> list[str]:
         if not r.check.passed:
             out.append(f"{side} failed its check: {r.check.message or 'see the record'}")
     if verdict is not None and verdict.p_value is None:
-        out.append(f"few samples (n={verdict.n_a} / {verdict.n_b}): no rank test can reach "
-                   f"p < {stats.P_THRESHOLD:g}, so the verdict rests on whether the median CIs overlap")
+        out.append(f"few samples (n={verdict.n_a} / {verdict.n_b}): {verdict.reason}, so no verdict but the same "
+                   "within noise")
     return out

@@ -26,11 +26,17 @@ class BindingError(Exception):
 
 
 class Number(float):
-    """A float that prints with 4 significant figures (3 decimals under 1, thousands separators)."""
+    """A float that prints with 4 significant figures (3 decimals under 1, thousands separators).
 
-    def __new__(cls, value: float, digits: int = 4) -> Number:
+    ``key`` and ``unit``, when set, say what the number stands for in the report's consistency check
+    (reporter.render.ledger): 'fig|v05_persistent|benchmark' in 'ms', 'cmp|v05|v04|benchmark' as a
+    'speedup'. Arithmetic on it gives a plain float, which is not checked."""
+
+    def __new__(cls, value: float, digits: int = 4, *, key: str | None = None, unit: str = "") -> Number:
         obj = super().__new__(cls, value)
         obj.digits = digits  # type: ignore[attr-defined]
+        obj.key = key  # type: ignore[attr-defined]
+        obj.unit = unit  # type: ignore[attr-defined]
         return obj
 
     def __str__(self) -> str:
@@ -79,14 +85,18 @@ class TimingFacts(_Facts):
             raise BindingError(f"{self._what} has no timed run on the benchmark case")
         return self._run.timing
 
+    def _key(self) -> str | None:
+        """What this run's mean stands for in the consistency check: a run of its own (a figure: VersionFacts)."""
+        return f"run|{self._run.run_id}" if self._run is not None else None
+
     @property
     def ms(self) -> Number:
         """The figure: the run's mean (see reporter.standing)."""
-        return Number(self._t().mean_ms)
+        return Number(self._t().mean_ms, key=self._key(), unit="ms")
 
     @property
     def us(self) -> Number:
-        return Number(self._t().mean_ms * 1e3)
+        return Number(self._t().mean_ms * 1e3, key=self._key(), unit="µs")
 
     @property
     def median_ms(self) -> Number:
@@ -98,7 +108,7 @@ class TimingFacts(_Facts):
 
     @property
     def mean_ms(self) -> Number:
-        return Number(self._t().mean_ms)
+        return Number(self._t().mean_ms, key=self._key(), unit="ms")
 
     @property
     def stderr_ms(self) -> Number:
@@ -149,7 +159,8 @@ class TimingFacts(_Facts):
 
     def peer_ms(self, name: str) -> Number:
         """A peer's figure (its mean) timed in this same run."""
-        return Number(self._peer_timing(name).mean_ms)
+        key = f"peer|{self._run.run_id}|{name}" if self._run is not None else None
+        return Number(self._peer_timing(name).mean_ms, key=key, unit="ms")
 
     def peer_median_ms(self, name: str) -> Number:
         """A peer's median timed in this same run."""
@@ -236,6 +247,9 @@ class PeerFacts(TimingFacts):
         self._peer = peer
         self._what = f"peer '{peer.name}'"
 
+    def _key(self) -> str | None:
+        return None  # which run timed it is not known here
+
     def _t(self):
         if self._peer.timing is None:
             raise BindingError(f"{self._what} was not timed ({self._peer.error or 'no timing'})")
@@ -254,6 +268,9 @@ class ProbeFacts(TimingFacts):
     def __init__(self, probe: ProbeResult, owner: str) -> None:
         self._probe = probe
         self._what = f"{owner}'s probe '{probe.name}'"
+
+    def _key(self) -> str | None:
+        return None
 
     def _t(self):
         if self._probe.timing is None:
@@ -287,6 +304,11 @@ class VersionFacts(TimingFacts):
         pinned._pinned = True
         return pinned
 
+    def _key(self) -> str | None:
+        if self._run is not None and self._run is self._v.bench:
+            return f"fig|{self._v.name}|{self._v.benchmark_case}"
+        return super()._key()
+
     def _find(self, run_id: str, label: str) -> Run:
         found = [r for r in self._v.all_runs if r.run_id.startswith(run_id)]
         if len(found) != 1:
@@ -303,19 +325,23 @@ class VersionFacts(TimingFacts):
         return self._v.short
 
     def speedup_over(self, other: str) -> Number:
-        """How many times faster this version is than another version or a peer (×): another version on
-        the runs that compare the two (their figures when one session timed both, else one session's
-        pair: reporter.standing.pairing, as the report's steps table); a peer from this version's own
-        run when it timed that peer the same way."""
+        """How many times faster this version is than another version or a peer (×): another version by
+        the one comparison (reporter.analysis.compare: their figures when one session timed both, else one
+        session's pair, as the report prints it); a peer from this version's own run when it timed that
+        peer the same way."""
         mine = float(self.ms)
+        pinned = self._run is not self._v.bench
         try:
             them = self._s.get(other)
-            if self._run is not self._v.bench:  # pinned by at(): the other version's run of that session
+            if pinned:  # pinned by at(): the other version's run of that session
                 return Number(self._same_session(them, other) / mine, 3)
-            pair = self._v.against(them)
-            if pair is None:
+            from .compare import compare_versions
+
+            c = compare_versions(self._v, them)
+            if c is None:
                 raise BindingError(f"speedup_over('{other}'): {other} or {self.short} has no figure on the case")
-            return Number(pair.speedup, 3)
+            return Number(c.speedup, 3, key=f"cmp|{self._v.name}|{them.name}|{self._v.benchmark_case}",
+                          unit="speedup")
         except KeyError:
             own = next((p for p in (self._run.peers if self._run else []) if p.name == other and p.timing
                         and self._run.timing and self._run.timing.timed_like(p.timing)), None)  # type: ignore[union-attr]
@@ -323,7 +349,8 @@ class VersionFacts(TimingFacts):
             if peer is None:
                 raise BindingError(f"speedup_over('{other}'): no version or peer named '{other}'") from None
             theirs = float(PeerFacts(peer).ms)
-        return Number(theirs / mine, 3)
+        key = (f"cmp|{self._v.name}|{other}|{self._v.benchmark_case}" if own is not None and not pinned else None)
+        return Number(theirs / mine, 3, key=key, unit="speedup")
 
     def _same_session(self, them: VersionSummary, label: str) -> float:
         """The time of ``them`` in the session of this (pinned) run, timed the same way."""

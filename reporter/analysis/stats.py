@@ -1,18 +1,17 @@
-"""Is a difference between two timings real? Order statistics and rank tests, in pure Python.
+"""Is a difference between two timings real? The one test every comparison uses, and the spread
+of a median, in pure Python.
 
-Two tools, chosen the way asv chooses them:
-
-* the **Mann–Whitney U test** on the raw samples, used whenever the two sample sizes can
-  reach the significance threshold at all (the smallest two-sided p of n₁ against n₂
-  samples is 2 / C(n₁+n₂, n₁)). The p-value is exact (the null distribution of U counted
-  with a Gaussian binomial coefficient) while one side has fewer than 20 samples, so a small
-  sample against a large one, where the normal tail is badly off, is judged right; from 20
-  a side it comes from the normal approximation with tie and continuity correction.
+* **Welch's t-test** on the two samples' means (:func:`welch_t_test`). Every figure in a report is
+  a mean (the course harness's statistic, :mod:`reporter.standing`), so the test that decides
+  whether two figures differ asks about means too: one statistic for the ratio and for its verdict.
+  Welch's form does not assume the two runs share a variance (a run that met a power-cap dip has
+  a much wider spread than one that did not). The p-value is two-sided, from Student's t
+  distribution with the Welch–Satterthwaite degrees of freedom; the t distribution's tail is the
+  regularized incomplete beta function, evaluated by its continued fraction.
 * **confidence intervals of the median** from order statistics (a binomial argument that
-  assumes nothing about the distribution), used when the samples are too few for the test:
-  non-overlapping intervals count as a difference. With n samples no interval wider than
-  [min, max] exists, whose coverage is 1 − 2·0.5ⁿ (75 % for n = 3); the coverage actually
-  achieved is reported with the interval.
+  assumes nothing about the distribution), shown beside a run's figure as its spread. With n
+  samples no interval wider than [min, max] exists, whose coverage is 1 − 2·0.5ⁿ (75 % for
+  n = 3); the coverage actually achieved is reported with the interval.
 
 Why not scipy: ``import scipy.stats`` alone takes about 0.9 s, more than the whole budget
 of ``report diff``. The tests check these functions against scipy.
@@ -28,10 +27,6 @@ from dataclasses import dataclass
 P_THRESHOLD = 0.002
 # asv's fallback intervals are 99 % ones as well.
 CI_CONFIDENCE = 0.99
-# The exact U distribution costs about min(n1, n2)² · max(n1, n2) big-integer additions
-# (0.14 s at 100 against 100); from 20 samples a side the normal approximation is accurate.
-_EXACT_MAX_SMALLER = 20
-_EXACT_BUDGET = 2_000_000
 # Above this n the binomial tail of the median CI uses the normal approximation.
 _EXACT_BINOMIAL_MAX_N = 1000
 
@@ -50,10 +45,10 @@ class MedianCI:
 
 
 @dataclass(frozen=True)
-class MannWhitneyResult:
-    u: float  # U of the first sample: pairs (a, b) with a > b, ties counted one half
+class WelchResult:
+    t: float  # (mean of b − mean of a) / its standard error
+    df: float  # Welch–Satterthwaite degrees of freedom
     p_value: float  # two-sided
-    method: str  # 'exact' or 'normal approximation'
 
 
 # --------------------------------------------------------------------------- median CI
@@ -91,74 +86,78 @@ def median_ci(samples: list[float], confidence: float = CI_CONFIDENCE) -> Median
     return MedianCI(low_ms=s[k - 1], high_ms=s[n - k], coverage=coverage, n=n)
 
 
-# --------------------------------------------------------------------------- Mann–Whitney U
+# --------------------------------------------------------------------------- Welch's t-test
 
 
-def _ranks(values: list[float]) -> tuple[list[float], list[int]]:
-    """Mid-ranks (1-based) of ``values``, and the sizes of the groups of tied values."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    ties: list[int] = []
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        mid = (i + j) / 2 + 1
-        for t in range(i, j + 1):
-            ranks[order[t]] = mid
-        if j > i:
-            ties.append(j - i + 1)
-        i = j + 1
-    return ranks, ties
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz's method)."""
+    tiny, eps = 1e-300, 1e-15
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 10_000):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < eps:
+            break
+    return h
 
 
-def _u_counts(m: int, n: int) -> list[int]:
-    """How many of the C(m+n, m) arrangements give U = 0, 1, …, m·n (no ties).
-
-    These are the coefficients of the Gaussian binomial [m+n choose m]_q
-    = Π_{i=1..m} (1 − q^{n+i}) / (1 − q^i); each factor is one pass over the polynomial.
-    """
-    degree = m * n
-    c = [0] * (degree + 1)
-    c[0] = 1
-    for i in range(1, m + 1):
-        shift = n + i
-        for k in range(degree, shift - 1, -1):  # × (1 − q^shift)
-            c[k] -= c[k - shift]
-        for k in range(i, degree + 1):  # ÷ (1 − q^i): a running sum with stride i
-            c[k] += c[k - i]
-    return c
+def incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), for a, b > 0 and 0 ≤ x ≤ 1."""
+    if not (a > 0 and b > 0):
+        raise ValueError(f"incomplete_beta: a and b must be positive, got {a}, {b}")
+    if not 0.0 <= x <= 1.0:
+        raise ValueError(f"incomplete_beta: x must be in [0, 1], got {x}")
+    if x in (0.0, 1.0):
+        return x
+    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    front = math.exp(log_front)
+    if x < (a + 1) / (a + b + 2):  # the fraction converges fast on this side; use the symmetry on the other
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
 
 
-def min_p_value(n1: int, n2: int) -> float:
-    """The smallest two-sided p the rank test can give with these sample sizes."""
-    if n1 == 0 or n2 == 0:
-        return 1.0
-    return min(1.0, 2 / math.comb(n1 + n2, min(n1, n2)))
+def t_two_sided_p(t: float, df: float) -> float:
+    """P(|T| ≥ |t|) for Student's t distribution with ``df`` degrees of freedom (any real df > 0)."""
+    if df <= 0:
+        raise ValueError(f"t_two_sided_p: df must be positive, got {df}")
+    if math.isinf(t):
+        return 0.0
+    return min(1.0, incomplete_beta(df / 2, 0.5, df / (df + t * t)))
 
 
-def mann_whitney_u(a: list[float], b: list[float]) -> MannWhitneyResult:
-    """Two-sided Mann–Whitney U test of ``a`` against ``b`` (scipy's ``mannwhitneyu`` with
-    ``method='auto'``-like choices, but exact for lopsided sizes as long as that is cheap)."""
-    n1, n2 = len(a), len(b)
-    if n1 == 0 or n2 == 0:
-        raise ValueError("mann_whitney_u: both samples need at least one value")
-    ranks, ties = _ranks(list(a) + list(b))
-    u1 = sum(ranks[:n1]) - n1 * (n1 + 1) / 2
-    small, large = sorted((n1, n2))
-    if small < _EXACT_MAX_SMALLER and small * small * large <= _EXACT_BUDGET:
-        counts = _u_counts(n1, n2)
-        total = math.comb(n1 + n2, n1)
-        below = sum(counts[: math.floor(u1) + 1])
-        above = sum(counts[math.ceil(u1):])
-        p = min(1.0, 2 * min(below, above) / total)
-        return MannWhitneyResult(u=u1, p_value=p, method="exact")
-    n = n1 + n2
-    mean_u = n1 * n2 / 2
-    tie_term = sum(t**3 - t for t in ties) / (n * (n - 1))
-    var_u = n1 * n2 / 12 * ((n + 1) - tie_term)
-    if var_u <= 0:  # every value identical
-        return MannWhitneyResult(u=u1, p_value=1.0, method="normal approximation")
-    z = max(abs(u1 - mean_u) - 0.5, 0.0) / math.sqrt(var_u)
-    return MannWhitneyResult(u=u1, p_value=min(1.0, math.erfc(z / math.sqrt(2))), method="normal approximation")
+def _mean_var(xs: list[float]) -> tuple[float, float]:
+    m = math.fsum(xs) / len(xs)
+    return m, math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+
+
+def welch_t_test(a: list[float], b: list[float]) -> WelchResult:
+    """Two-sided Welch's t-test: do ``a`` and ``b`` have different means? Both need two samples or
+    more. Two samples with no spread at all differ with certainty when their means differ."""
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"welch_t_test: both samples need at least two values (got {len(a)} and {len(b)})")
+    ma, va = _mean_var(list(a))
+    mb, vb = _mean_var(list(b))
+    sa, sb = va / len(a), vb / len(b)
+    se2 = sa + sb
+    if se2 == 0:
+        same = ma == mb
+        return WelchResult(t=0.0 if same else math.copysign(math.inf, mb - ma), df=float(len(a) + len(b) - 2),
+                           p_value=1.0 if same else 0.0)
+    t = (mb - ma) / math.sqrt(se2)
+    df = se2 * se2 / ((sa * sa / (len(a) - 1) if sa else 0.0) + (sb * sb / (len(b) - 1) if sb else 0.0))
+    return WelchResult(t=t, df=df, p_value=t_two_sided_p(t, df))

@@ -1,10 +1,10 @@
 """What a sweep decided: the fastest configuration, and every one that cannot be told apart from it.
 
-A sweep's minimum median is only a choice when the others are measurably slower. Each timed
-configuration is compared with the fastest by the test `report diff` uses
-(:func:`reporter.analysis.diff.compare_timing`: Mann–Whitney U where the sample sizes allow,
-median confidence intervals otherwise, and a minimum effect); those it calls "same" are tied
-with the fastest, and a report says so instead of crowning the minimum.
+A sweep's lowest mean is only a choice when the others are measurably slower. Each timed
+configuration is compared with the fastest by the one test every comparison uses
+(:func:`reporter.analysis.diff.compare_timing`: Welch's t-test on the means, and a minimum
+effect); those it calls "same" are tied with the fastest, and a report says so instead of
+crowning the minimum.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def standings(sw: Sweep) -> list[SweepStanding]:
 def tied_with_fastest(sw: Sweep) -> list[SweepPoint]:
     """The fastest configuration and every one the test cannot tell apart from it, fastest first."""
     tied = [s.point for s in standings(sw) if s.tied]
-    return sorted(tied, key=lambda p: p.timing.median_ms if p.timing else float("inf"))
+    return sorted(tied, key=lambda p: p.timing.mean_ms if p.timing else float("inf"))
 
 
 def decision(sw: Sweep) -> str:
@@ -59,7 +59,7 @@ def decision(sw: Sweep) -> str:
     if best is None:
         return "no configuration was timed"
     ties = [s for s in ranked if s.tied and not s.fastest]
-    head = f"{config_name(best.point.config)} has the lowest median"
+    head = f"{config_name(best.point.config)} has the lowest mean"
     if not ties:
         timed = sum(1 for s in ranked if s.point.timing is not None)
         return head + (f", measurably ahead of the other {timed - 1}" if timed > 1 else "")
@@ -86,4 +86,4 @@ def note(s: SweepStanding) -> str:
         return f"tied with the fastest: {abs(v.change_pct):.1f} % apart, under the {v.min_effect_pct:g} % that counts ({why})"
     if v.verdict == "same":
         return f"tied with the fastest ({v.reason or why})"
-    return f"slower, {v.ratio:.2f}× ({why})"
+    return f"{v.ratio:.2f}× slower ({why})"

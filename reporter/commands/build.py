@@ -45,6 +45,9 @@ def command(
     only: Annotated[str | None, typer.Option("--only", help="the versions to show, e.g. v01,v05,v14 (the report "
                                                             "says which it leaves out)")] = None,
     anonymous: Annotated[bool, typer.Option(help="leave the authors out (for blind grading)")] = False,
+    warn_contradictions: Annotated[bool, typer.Option(
+        "--warn-contradictions", help="print a figure, ratio or verdict printed with two values as a warning "
+                                      "instead of failing the build")] = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Build the hand-in report (HTML and PDF) from the records and worklog.md. No GPU needed."""
@@ -67,7 +70,8 @@ def command(
             return
         with console.status(f"building the {assignment} report"):
             result = _build_one(a, repo, logs_dir, (out or repo / "reports" / assignment).resolve(), gpu=gpu,
-                                pdf=write_pdf, html=write_html, anonymous=anonymous, case=case, only=_only(only))
+                                pdf=write_pdf, html=write_html, anonymous=anonymous, case=case, only=_only(only),
+                                strict=not warn_contradictions)
         if isinstance(result, str):
             fail(result)
             return
@@ -77,19 +81,19 @@ def command(
             raise typer.Exit(1)
         return
     _build_all(repo, kernels, logs_dir, (out or repo / "reports").resolve(), gpu=gpu, pdf=write_pdf, html=write_html,
-               anonymous=anonymous, t0=t0)
+               anonymous=anonymous, strict=not warn_contradictions, t0=t0)
 
 
 def _build_one(a, repo: Path, logs_dir: Path, out_dir: Path, *, workers: list[Worker] | None = None,
                **options) -> BuildResult | str:
     """The build's result, or the one-line reason it could not be built."""
     from ..analysis.summary import SummaryError
-    from ..render.report import build
+    from ..render.report import ContradictionError, build
     from ..render.worklog import WorklogError
 
     try:
         return build(a, repo, logs_dir, out_dir, workers=workers, **options)
-    except (AssignmentError, RecordError, SummaryError, WorklogError) as e:
+    except (AssignmentError, RecordError, SummaryError, WorklogError, ContradictionError) as e:
         return str(e)
     except OSError as e:
         return f"{e.filename or out_dir}: {e.strerror or e}"

@@ -16,6 +16,7 @@ from ..analysis.summary import AssignmentSummary, VersionSummary
 from ..ncu_metrics import CS149_BLOCK, DURATION
 from ..records import Run
 from ..standing import figure
+from . import ledger
 from .numbers import ms, pct
 from .text import device_lines, short_kernel_name
 
@@ -24,7 +25,7 @@ from .text import device_lines, short_kernel_name
 class CaseRow:
     version: str
     case: str
-    figure: str
+    figure: str  # marked (reporter.render.ledger)
     kind: str
     median: str
     spread: str  # fastest – slowest
@@ -67,7 +68,7 @@ def case_rows(s: AssignmentSummary) -> list[CaseRow]:
             rate = ("–" if d is None else f"{fmt_number(d.tflops, 4)} TFLOP/s" if r.work.flops
                     else f"{fmt_number(d.gbps, 4)} GB/s")
             out.append(CaseRow(
-                version=v.name, case=case, figure=ms(fig.ms) if fig else "–", kind=fig.kind if fig else "–",
+                version=v.name, case=case, figure=ledger.mark(f"fig|{v.name}|{case}", ms(fig.ms)) if fig else "–", kind=fig.kind if fig else "–",
                 median=ms(t.median_ms) if t else "–", spread=f"{ms(t.min_ms)} – {ms(t.max_ms)}" if t else "–",
                 n=t.n if t else "–", rate=rate, roof=pct(d.fraction_of_ceiling) if d else "–",
                 check=_check(r), check_ok=r.check.passed, bench=case == s.benchmark_case))
@@ -211,12 +212,12 @@ def sweep_view(v: VersionSummary) -> dict[str, Any] | None:
     ran = v.runs.get(sw.case_name) or v.bench
     runs_with = ran.code.config if ran is not None else {}
     rows = []
-    ranked = sorted(standings(sw), key=lambda st: st.point.timing.median_ms if st.point.timing else float("inf"))
+    ranked = sorted(standings(sw), key=lambda st: st.point.timing.mean_ms if st.point.timing else float("inf"))
     for st in ranked:
         p = st.point
         runs_this = bool(runs_with) and p.config == runs_with
         rows.append({"config": ", ".join(f"{k}={val}" for k, val in p.config.items()),
-                     "median": ms(p.timing.median_ms) if p.timing else "–",
+                     "mean": ms(p.timing.mean_ms) if p.timing else "–",
                      "n": p.timing.n if p.timing else "–",
                      "note": note(st) + ("; the version runs this" if runs_this else ""), "runs": runs_this})
     shown = rows[:8] + [r for r in rows[8:] if r["runs"]]  # the one the version runs is always shown

@@ -10,70 +10,114 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from markupsafe import Markup, escape
+
+from ..analysis.compare import compare_peer, compare_versions
+from ..analysis.diff import ratio_words
 from ..analysis.facts import fmt_number
 from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary
 from ..records import Run
-from ..standing import KIND_WORDS, peer_ms
-from .numbers import ms, pct, session_words, signed_pct, speedup_words, times
+from ..standing import peer_ms
+from . import ledger
+from .against import Against
+from .numbers import ms, pct, signed_pct, times
 
 
 @dataclass
 class Cover:
     best: str | None
-    figure: str = ""
+    figure: Markup | str = ""
     how: str = ""
     rate: str = ""
-    facts: list[str] = field(default_factory=list)  # 'against what', one sentence each
+    facts: list[Markup | str] = field(default_factory=list)  # 'against what', one sentence each
     roof: str = ""
 
 
 def cover(s: AssignmentSummary) -> Cover:
+    """Page 1: the best figure, and each 'against what' from the one comparison (reporter.analysis.compare),
+    with every figure and ratio marked for the consistency check."""
     best = s.best
     fig = best.figure if best is not None else None
     if best is None or fig is None:
         return Cover(best=None, facts=[f"No version has a timed run on {s.case_words} yet."])
     r, d = fig.run, fig.derived(s.ceilings)
     rate = f"{fmt_number(d.tflops, 4)} TFLOP/s" if r.work.flops else f"{fmt_number(d.gbps, 4)} GB/s"
-    facts = []
+    facts: list[Markup | str] = []
     first = next((v for v in s.versions if v.figure is not None), None)
-    pair = best.against(first) if first is not None and first is not best else None
-    if first is not None and pair is not None:
-        if pair.figures and pair.same_session:
-            facts.append(f"{speedup_words(pair.theirs_ms, pair.mine_ms)} than the first version, {first.name} "
-                         f"({ms(pair.theirs_ms)}, timed in the same session).")
-        elif pair.figures:
-            facts.append(f"{speedup_words(pair.theirs_ms, pair.mine_ms)} than the first version, {first.name} "
-                         f"({ms(pair.theirs_ms)}; no session timed both, so the card's state may differ).")
-        else:
-            facts.append(f"{speedup_words(pair.theirs_ms, pair.mine_ms)} than the first version, {first.name}, "
-                         f"in {session_words(pair.mine.session_id)}: {ms(pair.theirs_ms)} against "
-                         f"{ms(pair.mine_ms)}, both {KIND_WORDS[pair.kind]}.")
+    c = compare_versions(best, first) if first is not None and first is not best else None
+    if c is not None:
+        row = Against("first version", c)
+        where = f", {escape(c.where)}" if c.where else ", both figures of one session"
+        facts.append(Markup(f"Against the first version, {escape(c.theirs)}: {row.label} ({row.times}{where})."))
     peers = timed_peers(r)
     for p in sorted(peers, key=lambda p: peer_ms(p) or 0.0):
-        t = peer_ms(p)
-        assert t is not None
-        facts.append(f"{speedup_words(t, fig.ms)} than {p.name} ({p.description}): {ms(t)}, timed in the same run "
-                     "the same way.")
+        pc = compare_peer(r, p)
+        if pc is None:
+            continue
+        row = Against("peer, same run", pc)
+        facts.append(Markup(f"Against {escape(p.name)} ({escape(p.description)}), timed in the same run the same way: "
+                            f"{row.label} ({row.times})."))
     if not peers:
         facts.append("No peer was timed in the same run, so none is compared here.")
-    for ref in s.case_references:
-        card = (f"measured on another {ref.gpu} in another session" if ref.gpu.lower() == s.gpu.lower()
-                else f"measured on a {ref.gpu}, not this GPU")
-        facts.append(f"{ref.label}: {ms(ref.median_ms)}, {card} (not timed here; {speedup_words(ref.median_ms, fig.ms)}"
-                     " on paper).")
+    facts += leaderboard_facts(s)
     roof = ""
     if d.floor_ms and d.ceiling_value:
         roof = (f"It reaches {pct(d.fraction_of_ceiling)} of the measured ceiling ({d.ceiling}: "
                 f"{fmt_number(d.ceiling_value, 4)} {d.ceiling_unit or ''}): the work model's floor is {ms(d.floor_ms)}, "
                 f"so at most {ms(fig.ms - d.floor_ms)} ({pct(1 - d.floor_ms / fig.ms)} of its time) remain to be won.")
-    return Cover(best=best.name, figure=ms(fig.ms), how=fig.how, rate=rate, facts=facts, roof=roof)
+    return Cover(best=best.name, figure=ledger.mark(f"fig|{best.name}|{best.benchmark_case}", ms(fig.ms)), how=fig.how,
+                 rate=rate, facts=facts, roof=roof)
 
 
-def stopping_facts(s: AssignmentSummary) -> list[str]:
-    """Computed sentences for Part 2, beside what page 1 says (the roof, the peers of the run):
-    the best figure's spread, what the cross-checks measured, and the public results set beside
-    our export under the course's own harness."""
+def course_mean(s: AssignmentSummary, version: str) -> float | None:
+    """The course harness's mean of a version on the report's case, over its full runs, from the newest
+    cross-check that has one: the figure a course leaderboard ranks by."""
+    all_runs = {r.run_id: r for v in s.versions for r in v.all_runs}
+    return next((statistics.fmean(a.full_window_means())
+                 for check in reversed(s.crosschecks_of(version))
+                 for a in agreements_of(check, all_runs)
+                 if a.name == version and a.case == s.benchmark_case and a.full_window_means()), None)
+
+
+def leaderboard_facts(s: AssignmentSummary) -> list[Markup | str]:
+    """Where the best version stands against the public results: ranked by the course harness's mean
+    (the leaderboard's own measure), with one sentence on how that mean relates to our figure."""
+    best = s.best
+    if best is None or best.figure is None or not s.case_references:
+        return []
+    fig = best.figure.ms
+    course = course_mean(s, best.name)
+    out: list[Markup | str] = []
+    refs = sorted(s.case_references, key=lambda ref: ref.median_ms)
+    for ref in refs:
+        card = (f"on another {ref.gpu} in another session" if ref.gpu.lower() == s.gpu.lower()
+                else f"on a {ref.gpu}, not this GPU: not comparable as is")
+        if course is None:
+            out.append(f"{ref.label}: {ms(ref.median_ms)}, {card}. No course-harness run of {best.name} on this card "
+                       "over the full window yet, so no rank is claimed.")
+            continue
+        rank = 1 + sum(1 for x in refs if x.median_ms < course)
+        words = ratio_words(ref.median_ms / course)
+        out.append(Markup(
+            f"{escape(ref.label)}: {ms(ref.median_ms)}, {escape(card)}. Under the course's own harness, as the "
+            f"leaderboard measures, {escape(best.name)} took {ledger.mark(f'course|{best.name}|{s.benchmark_case}', ms(course))} "
+            f"on this card: {words} than that entry"
+            + (f", so it would rank #{rank} among the {len(refs)} public result{'s' if len(refs) > 1 else ''} listed"
+               if ref is refs[0] else "") + "."))
+    if course is not None:
+        gap = (course / fig - 1) * 100
+        side = "below" if gap < 0 else "above"
+        out.append(Markup(
+            f"That course-harness mean is {abs(gap):.1f} % {side} our figure "
+            f"({ledger.mark(f'fig|{best.name}|{best.benchmark_case}', ms(fig))}): both are means of the same calls, "
+            "taken by two timers in different sessions; Part 2 sets the two timers side by side in one session."))
+    return out
+
+
+def stopping_facts(s: AssignmentSummary) -> list[Markup | str]:
+    """Computed sentences for Part 2, beside what page 1 says (the roof, the peers of the run, the
+    leaderboard): the best figure's spread and what the cross-checks measured."""
     best = s.best
     fig = best.figure if best is not None else None
     if best is None or fig is None:
@@ -81,27 +125,12 @@ def stopping_facts(s: AssignmentSummary) -> list[str]:
     r = fig.run
     t = r.timing
     assert t is not None
-    out = [(f"The fastest version, {best.name}, runs {s.case_words} in {ms(fig.ms)}, the {fig.how} (standard "
-            f"error {ms(t.stderr_ms)}; its median, which the dips of a card at its power cap move less, "
-            f"{ms(t.median_ms)}).")]
+    figure = ledger.mark(f"fig|{best.name}|{best.benchmark_case}", ms(fig.ms))
+    out: list[Markup | str] = [Markup(
+        f"The fastest version, {escape(best.name)}, runs {escape(s.case_words)} in {figure}, the {escape(fig.how)} "
+        f"(standard error {ms(t.stderr_ms)}; its median, which the dips of a card at its power cap move less, "
+        f"{ms(t.median_ms)}).")]
     out += _crosscheck_sentences(s, best.name)
-    all_runs = {r.run_id: r for v in s.versions for r in v.all_runs}
-    course_mine = next((statistics.fmean(a.full_window_means())
-                        for check in reversed(s.crosschecks_of(best.name))
-                        for a in agreements_of(check, all_runs)
-                        if a.name == best.name and a.case == s.benchmark_case and a.full_window_means()), None)
-    for ref in s.case_references:
-        where = (f"a public result ({ref.source or 'source not named'}), measured on another {ref.gpu} in another "
-                 "session" if ref.gpu.lower() == s.gpu.lower() else
-                 f"a public result measured on a {ref.gpu}, not this GPU: not comparable as is")
-        if course_mine is not None:
-            rel = ref.median_ms / course_mine
-            out.append(f"{ref.label}: {ms(ref.median_ms)}, {where}. Our export under the same course harness "
-                       f"took {ms(course_mine)} on this card: {times(rel if rel > 1 else 1 / rel)} "
-                       f"{'faster' if rel > 1 else 'slower'} than that entry, with that caveat.")
-        else:
-            out.append(f"{ref.label}: {ms(ref.median_ms)}, {where}; no course-harness run of {best.name} over "
-                       "the full window on this card to set beside it.")
     return out
 
 

@@ -131,9 +131,7 @@ def _md_timing(d: RunDiff) -> list[str]:
         fa, fb = (format_ms(row.a, 5), format_ms(row.b, 5)) if row.unit == "ms" else (f"{row.a:g}", f"{row.b:g}")
         ratio = f"{row.b / row.a:.3f}" if row.a else "—"
         out.append(f"| {row.name} | {fa} | {fb} | {_pct(row.rel_change)} | {ratio} |")
-    out += [f"| median CI | {format_ms_range(*v.ci_a)} ({v.ci_coverage_a:.0%}) "
-            f"| {format_ms_range(*v.ci_b)} ({v.ci_coverage_b:.0%}) | | |", ""]
-    return out + remarks
+    return out + [""] + remarks
 
 
 def _md_figures(d: RunDiff, profile_limit: int) -> list[str]:

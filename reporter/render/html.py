@@ -21,16 +21,19 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
-from ..analysis.diff import MIN_EFFECT_PCT
+from ..analysis.compare import RULE as COMPARE_RULE
+from ..analysis.compare import compare_peer, compare_versions
 from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary, VersionSummary
 from ..records import DeviceCeilings, Run
-from ..standing import KIND_WORDS, Pairing, peer_ms
+from ..standing import KIND_WORDS
 from ..worklog_sections import PLACEHOLDER, headings
-from . import TEMPLATES, appendix, chart_cache, charts, code
+from . import TEMPLATES, appendix, chart_cache, charts, code, ledger
+from .against import Against
 from .cover import cover, stopping_facts
-from .numbers import ms, pct, session_words, speedup_words, times
+from .numbers import ms, pct, times
 from .worklog import Section, Worklog, WorklogError, markdown_to_html
 
 __all__ = ["Hooks", "build_context", "ms", "pct", "render_html", "times"]
@@ -38,21 +41,6 @@ __all__ = ["Hooks", "build_context", "ms", "pct", "render_html", "times"]
 #: Answers that hold a place instead of answering (the scaffold's mark, a pointer elsewhere).
 PLACEHOLDER_ANSWERS = re.compile(rf"{re.escape(PLACEHOLDER)}|^\s*(see below|see above|tbd|todo|\.\.\.|…)\s*\.?\s*$",
                                  re.IGNORECASE)
-
-
-@dataclass
-class Comparison:
-    against: str
-    kind: str  # 'previous version' | 'first version' | 'peer, same run'
-    theirs: str
-    speedup: str
-    faster: bool
-    verdict: str = ""  # the test's sentence on the two runs' samples (appendix B)
-    word: str = ""  # 'measurably' | 'within noise' | 'timed differently' | 'not in one session'
-    where: str = ""  # where the two times come from, when not both figures of one session
-    session: str = ""  # 'the 22 Nov 18:33 session': where both were timed, when the pair is not the figures
-    by_figures: str = ""  # then the ratio of the two figures, from two sessions ('1.02× slower')
-    host: str = ""  # 'host-bound: v15, v16': the sides whose samples follow the host's queuing time
 
 
 @dataclass
@@ -74,13 +62,13 @@ class Step:
     structure_html: str
     change_html: str
     change_caption: str
-    figure: str  # '12.93 ms' or '–'
+    figure: str  # '12.93 ms' (marked) or '–'
     result: str  # the figure with how it was taken and its rate
-    comparisons: list[Comparison]
+    comparisons: list[Against]
     questions: list[Question]
     preface_html: str  # worklog text before the first question
     observations: list[str]
-    vs_previous: str = ""  # '1.05× faster' (steps table)
+    vs_previous: Against | None = None  # the steps table's cell: the comparison with the previous version
     why_html: str = ""  # one line from the work log (steps table)
     failed: str | None = None
     notes_missing: bool = False
@@ -139,7 +127,6 @@ class Hooks:
     """Optional analysis plugged in by the caller (kept optional so the renderer never
     depends on which analyses exist)."""
 
-    verdict: Any = None  # (TimingStats, TimingStats) -> (word, sentence)
     observations: Any = None  # (Run, Run | None, DeviceCeilings | None) -> list[(rule, text)]
     profile_chart: Callable[[AssignmentSummary], str | None] | None = None
 
@@ -199,38 +186,13 @@ def _concluded(qs: list[Question], section: Section | None) -> str:
 
 # --------------------------------------------------------------------------- one step
 
-VERDICT_WORDS = {"faster": "measurably", "slower": "measurably", "same": "within noise",
-                 "under the minimum effect": f"under {MIN_EFFECT_PCT:g} %", "timed differently": "timed differently"}
-
-
-def _pair_words(pair: Pairing, mine: str, theirs: str) -> str:
-    """Where a comparison's two times come from, when they are not both figures of one session."""
-    if pair.figures and pair.same_session:
-        return ""
-    if pair.figures:
-        return (f"the figures come from different sessions ({session_words(pair.theirs.session_id)[4:]} and "
-                f"{session_words(pair.mine.session_id)[4:]}): no session timed both")
-    return (f"in {session_words(pair.mine.session_id)}, both {KIND_WORDS[pair.kind]}: {ms(pair.theirs_ms)}, "
-            f"against {ms(pair.mine_ms)} for {mine}")
-
-
-def _against(v: VersionSummary, other: VersionSummary, kind: str, verdict_fn: Any) -> Comparison | None:
-    """``v`` against another version, on the runs that compare them (reporter.standing.pairing)."""
-    pair = v.against(other)
-    if pair is None:
+def _against(v: VersionSummary, other: VersionSummary, kind: str) -> Against | None:
+    """``v`` against another version (reporter.analysis.compare: the one comparison)."""
+    c = compare_versions(v, other)
+    if c is None:
         return None
-    word = sentence = ""
-    if not pair.same_session:
-        word, sentence = "not in one session", "not tested: " + _pair_words(pair, v.short, other.short)
-    elif verdict_fn and pair.mine.timing and pair.theirs.timing:
-        word, sentence = verdict_fn(pair.theirs.timing, pair.mine.timing)
-    return Comparison(other.name, kind, ms(pair.theirs_ms), speedup_words(pair.theirs_ms, pair.mine_ms),
-                      pair.speedup > 1, sentence, VERDICT_WORDS.get(word, word),
-                      where=_pair_words(pair, v.short, other.short) if pair.same_session else "",
-                      session=session_words(pair.mine.session_id, short=True) if not pair.figures else "",
-                      by_figures=speedup_words(other.figure_ms, v.figure_ms)
-                      if not pair.figures and v.figure_ms and other.figure_ms else "",
-                      host=_host_words([(other.short, pair.theirs), (v.short, pair.mine)]))
+    assert c.pair is not None
+    return Against(kind, c, host=_host_words([(other.short, c.pair.theirs), (v.short, c.pair.mine)]))
 
 
 def _host_words(sides: list[tuple[str, Run]]) -> str:
@@ -244,38 +206,35 @@ def _host_words(sides: list[tuple[str, Run]]) -> str:
     return f"host-bound: {', '.join(names)}"
 
 
-def _comparisons(v: VersionSummary, s: AssignmentSummary, verdict_fn: Any) -> tuple[list[Comparison], str]:
-    """The version against the previous one (with the verdict on their samples), the first one,
-    each on the runs of one session that timed both, and the peers of its own run. Returns the
-    rows and the 'vs previous' cell."""
+def _comparisons(v: VersionSummary, s: AssignmentSummary) -> list[Against]:
+    """The version against the previous one, the first one, and the peers of its own run: the first
+    row, when there is a previous version, is the steps table's."""
     if v.figure_ms is None or v.bench is None:
-        return [], ""
-    out: list[Comparison] = []
-    vs_prev = ""
+        return []
+    out: list[Against] = []
     prev = s.previous(v)
-    if prev is not None and (c := _against(v, prev, "previous version", verdict_fn)) is not None:
+    if prev is not None and (c := _against(v, prev, "previous version")) is not None:
         out.append(c)
-        vs_prev = c.speedup
     first = next((x for x in s.versions if x.figure_ms), None)
     if first is not None and first is not v and first is not prev:
-        if (c := _against(v, first, "first version", None)) is not None:
+        if (c := _against(v, first, "first version")) is not None:
             out.append(c)
     for p in timed_peers(v.bench):
-        t = peer_ms(p)
-        assert t is not None
-        out.append(Comparison(p.name, "peer, same run", ms(t), speedup_words(t, v.figure_ms), t > v.figure_ms))
-    return out, vs_prev
+        if (pc := compare_peer(v.bench, p)) is not None:
+            out.append(Against("peer, same run", pc))
+    return out
 
 
-def _result(v: VersionSummary, ceilings: DeviceCeilings | None, case_words: str) -> str:
+def _result(v: VersionSummary, ceilings: DeviceCeilings | None, case_words: str) -> Markup | str:
     fig = v.figure
     if fig is None:
         return ""
     d = fig.derived(ceilings)
     rate = f"{d.tflops:,.1f} TFLOP/s" if fig.run.work.flops else f"{d.gbps:,.0f} GB/s"
     roof = f", {pct(d.fraction_of_ceiling)} of the measured roof" if d.fraction_of_ceiling is not None else ""
-    return f"{ms(fig.ms)} on {case_words} ({KIND_WORDS[fig.kind]}, mean of {fig.run.timing.n} calls): " \
-           f"{rate}{roof}."  # type: ignore[union-attr]
+    figure = ledger.mark(f"fig|{v.name}|{v.benchmark_case}", ms(fig.ms))
+    return Markup(f"{figure} on {escape(case_words)} ({KIND_WORDS[fig.kind]}, mean of {fig.run.timing.n} calls): "
+                  f"{rate}{roof}.")  # type: ignore[union-attr]
 
 
 def _provenance(r: Run | None) -> str:
@@ -322,7 +281,7 @@ def _observations(s: AssignmentSummary, hooks: Hooks) -> dict[str, list[str]]:
 
 
 def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
-          observations: list[str], compared: tuple[list[Comparison], str]) -> Step:
+          observations: list[str], compared: list[Against]) -> Step:
     earlier = [x.version for x in s.versions if x.version.number < v.version.number]
     change = code.key_change(v.version, earlier, repo_root)
     if change.excerpt is not None and change.against is not None:
@@ -348,7 +307,8 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
         failed = f"no run on {s.case_words} recorded for this GPU"
     elif not bench.ok:
         failed = bench.error or bench.check.message
-    comps, vs_prev = compared
+    comps = compared
+    vs_prev = comps[0] if comps and comps[0].kind == "previous version" else None
     try:
         doc_path = str(v.version.path.resolve().relative_to(repo_root.resolve()))
     except ValueError:
@@ -358,7 +318,7 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
         name=v.name, short=v.short, anchor=v.name,
         structure_html=markdown_to_html(doc or "*(no docstring)*"),
         change_html=change.html(), change_caption=caption,
-        figure=ms(v.figure_ms) if v.figure_ms else "–", result=_result(v, s.ceilings, s.case_words), comparisons=comps,
+        figure=ledger.mark(f"fig|{v.name}|{v.benchmark_case}", ms(v.figure_ms)) if v.figure_ms else "–", result=_result(v, s.ceilings, s.case_words), comparisons=comps,
         questions=qs, preface_html=markdown_to_html(preface) if preface else "", observations=observations, vs_previous=vs_prev,
         why_html=_concluded(qs, section), failed=failed, notes_missing=section is None,
         provenance=_provenance(bench),
@@ -461,11 +421,12 @@ def appendix_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: 
     previous one, the first and its run's peers) is reused by :func:`build_context`."""
     hooks = hooks or Hooks()
     flops = any(v.figure is not None and v.figure.run.work.flops for v in s.versions)
-    compared = {v.name: _comparisons(v, s, hooks.verdict) for v in s.versions}
+    compared = {v.name: _comparisons(v, s) for v in s.versions}
     return {
         **head_context(s, wl, repo_root, anonymous=anonymous),
         "compared": compared,
-        "verdicts": {name: [c for c in comps if c.verdict] for name, (comps, _) in compared.items()},
+        "verdicts": {name: [c for c in comps if c.kind != "peer, same run"] for name, comps in compared.items()},
+        "compare_rule": COMPARE_RULE,
         "case_rows": appendix.case_rows(s),
         "rate_unit": "TFLOP/s" if flops else "GB/s",
         "how_taken": appendix.how_taken(s),

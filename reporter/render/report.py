@@ -11,12 +11,17 @@ from ..analysis.facts import binding_context
 from ..analysis.summary import summarize
 from ..assignments import Assignment
 from ..records import gpu_slug
+from . import ledger
 from .book import APPENDIX, BODY, Book, Part, PartCache
 from .cover import Cover
 from .html import (Hooks, appendix_context, body_chunks, build_context, render_footers, render_html, steps_context,
                    worklog_warnings)
 from .pdf import PdfError, Worker
 from .worklog import Worklog, WorklogError, parse, read_meta
+
+
+class ContradictionError(Exception):
+    """The report would print one figure, ratio or verdict with two values (reporter.render.ledger)."""
 
 
 @dataclass
@@ -34,18 +39,6 @@ class BuildResult:
 def default_hooks(chart_cache_dir: Path | None = None) -> Hooks:
     """Wire in the optional analyses that exist in this installation."""
     hooks = Hooks()
-    try:
-        from ..analysis.diff import compare_timing
-
-        def verdict(a, b) -> tuple[str, str]:
-            if not a.timed_like(b):  # held vs plain, ranked vs back to back: no test between them
-                return "timed differently", f"not compared: timed differently ({a.way} vs {b.way})"
-            v = compare_timing(a, b)
-            return ("under the minimum effect" if v.verdict == "same" and v.significant else v.verdict), v.sentence
-
-        hooks.verdict = verdict
-    except ImportError:
-        pass
     try:
         from ..analysis.diagnose import observe
 
@@ -97,10 +90,15 @@ def _stale_note(pdf_path: Path) -> str:
 
 def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str | None = None,
           pdf: bool = True, html: bool = True, hooks: Hooks | None = None, anonymous: bool = False,
-          case: str | None = None, only: list[str] | None = None, workers: list[Worker] | None = None) -> BuildResult:
+          case: str | None = None, only: list[str] | None = None, workers: list[Worker] | None = None,
+          strict: bool = True) -> BuildResult:
     """Write ``worklog.html`` (unless ``html`` is false) and ``worklog.pdf`` (unless ``pdf`` is
     false) for one assignment into ``out_dir``: about ``case`` (default the benchmark case), for
-    the versions in ``only`` (default all). ``workers`` lay out the PDF (default: started here)."""
+    the versions in ``only`` (default all). ``workers`` lay out the PDF (default: started here).
+
+    Before anything is written, the whole document is read back by the consistency check
+    (:mod:`reporter.render.ledger`): a thing printed with two values raises :class:`ContradictionError`
+    naming each (``strict``), or becomes a warning (not ``strict``)."""
     if not a.worklog_path.is_file():
         raise WorklogError(f"{a.worklog_path}: no worklog.md; `report new {a.name} <version>` creates one")
     # WeasyPrint's start-up overlaps the analysis below, in child processes on the other cores
@@ -134,7 +132,14 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
                              cover=ctx["cover"], gpu=ctx["gpu"])
         if book is not None:
             book.add(Part(f"body-{last}", render_html(ctx, "body", chunk=last), BODY, position=1 + last))
-        page = render_html(ctx) if html else None
+        page = render_html(ctx)
+        found = ledger.contradictions(page)
+        if found and strict:
+            raise ContradictionError(f"{a.name}: the report would contradict itself ({len(found)}): "
+                                     + "; ".join(str(c) for c in found)
+                                     + " (report build --warn-contradictions builds it anyway)")
+        result.warnings += [f"contradiction: {c}" for c in found]
+        page = page if html else None
         if book is not None:
             pdf_path = out_dir / "worklog.pdf"
             try:

@@ -252,7 +252,6 @@ def timing_table(d: RunDiff) -> Table:
         is_ms = row.unit == "ms"
         a, b = (format_ms(row.a, 5), format_ms(row.b, 5)) if is_ms else (f"{row.a:g}", f"{row.b:g}")
         table.add_row(row.name, a, b, rel_change_text(row.rel_change), f"{row.b / row.a:.3f}" if row.a else "—")
-    table.add_row("median CI", ci_text(v.ci_a, v.ci_coverage_a), ci_text(v.ci_b, v.ci_coverage_b), "", "")
     return table
 
 

@@ -119,10 +119,10 @@ def sweep_table(s: Sweep) -> Table:
     """The configurations of a sweep, fastest first, each against the fastest."""
     t = Table(title=f"sweep of {s.version} on {s.case_name} ({s.timing_order})")
     t.add_column("config")
-    t.add_column("median ms", justify="right")
+    t.add_column("mean ms", justify="right")
     t.add_column("against the fastest")
-    for st in sorted(standings(s), key=lambda st: st.point.timing.median_ms if st.point.timing else float("inf")):
-        t.add_row(config_name(st.point.config), f"{st.point.timing.median_ms:.3f}" if st.point.timing else "-",
+    for st in sorted(standings(s), key=lambda st: st.point.timing.mean_ms if st.point.timing else float("inf")):
+        t.add_row(config_name(st.point.config), f"{st.point.timing.mean_ms:.3f}" if st.point.timing else "-",
                   note(st))
     return t
 

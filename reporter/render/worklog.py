@@ -79,12 +79,23 @@ _BIND_ERRORS = (jinja2.TemplateError, BindingError, TypeError, ValueError, Arith
                 AttributeError, RecursionError)
 
 
+def _marked(value: Any) -> Any:
+    """A bound number that says what it stands for is printed marked for the report's consistency check
+    (reporter.render.ledger); everything else as it is."""
+    from ..analysis.facts import Number
+    from .ledger import mark
+
+    key = getattr(value, "key", None) if isinstance(value, Number) else None
+    return str(mark(key, value, unit=value.unit)) if key else value  # type: ignore[attr-defined]
+
+
 def bind(text: str, context: dict[str, Any], path: Path, first_line: int = 1) -> str:
     """Evaluate the {{ }} expressions in a sandbox (no attribute that starts with '_', no calls
     to unsafe methods); every error names file:line and the expression."""
     from jinja2.sandbox import SandboxedEnvironment
 
-    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                               finalize=_marked)
     try:
         template = env.from_string(text)
     except jinja2.TemplateSyntaxError as e:
