@@ -14,6 +14,8 @@ from reporter import store
 from reporter.analysis import metrics as M
 from reporter.analysis.diagnose import Observation, observe, timing_crosscheck
 from reporter.harness.profile import profile_from_output
+from reporter.analysis.summary import summarize
+from reporter.assignments import get_assignment
 from reporter.records import DeviceCeilings, Metric, Profile, Run
 from reporter.standing import standing_runs
 
@@ -288,6 +290,18 @@ def test_plain_samples_that_follow_the_host_are_called_host_bound():
     q = shuffled.timing.enqueue_ms
     shuffled.timing.enqueue_ms = q[len(q) // 2:] + q[:len(q) // 2]
     assert not [o for o in observe(shuffled, None, None) if o.rule == "host"]
+
+
+def test_a_kernel_whose_time_dwarfs_its_launch_is_never_host_bound():
+    """histogram v01 takes 6.7 ms a call and the host queues it in about 0.2 ms: its samples follow the host's
+    queuing time closely, but the launch is a few percent of the call, so no host-bound note is drafted."""
+    from reporter.analysis.diagnose import HOST_CORRELATION, host_bound, host_correlation
+
+    s = summarize(get_assignment(ROOT / "kernels", "histogram"), LOGS, "h100")
+    v01, v05 = s.get("v01").bench, s.get("v05").bench
+    assert host_correlation(v01) >= HOST_CORRELATION and not host_bound(v01)
+    assert not [o for o in observe(v01, None, None) if o.rule == "host"]
+    assert host_bound(v05)
 
 
 def test_power_capped_runs_are_flagged_and_steady_ones_are_not():

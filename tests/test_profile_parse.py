@@ -335,7 +335,7 @@ def test_format_metric_block():
     lines = {ln.split(":")[0].strip(): ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("  ")}
     assert list(lines)[:13] == [label for label, _ in N.CS149_BLOCK]
     block1 = text.split("Kernel 1:")[1]
-    assert "Duration            : 118.62 us" in block1
+    assert "Duration            : 118.62 µs" in block1
     assert "DRAM_Read           : 52.43 MB" in block1
     assert "L2_Cache_Hit_Rate   : 88.40 %" in block1
     assert "L2_to_L1_Traffic    : 553.65 MB" in block1
@@ -357,7 +357,7 @@ def test_format_metric_block_without_profile():
 
 
 @pytest.mark.parametrize("v,unit,shown", [
-    (850.0, "ns", "850 ns"), (118_620.0, "ns", "118.62 us"), (23_139_071.0, "ns", "23.139 ms"),
+    (850.0, "ns", "850 ns"), (118_620.0, "ns", "118.62 µs"), (23_139_071.0, "ns", "23.139 ms"),
     (512.0, "byte", "512 B"), (12_290.0, "byte", "12.29 KB"), (1.61e9, "byte", "1.61 GB"), (45.123, "%", "45.12 %"),
     (3.0e12, "byte/second", "3,000.0 GB/s"), (1_048_576.0, "sector", "1,048,576 sector"),
 ])

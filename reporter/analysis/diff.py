@@ -85,11 +85,9 @@ class Verdict(BaseModel):
         means = f"mean {self._pair()}"
         evidence = (f"{self.test} {format_p(self.p_value)}" if self.p_value is not None
                     else f"not tested: {self.reason}")
-        if self.verdict == "faster":
-            return f"{1 / self.ratio:.2f}× faster ({means}; {evidence})"
-        if self.verdict == "slower":
-            return f"{self.ratio:.2f}× slower ({means}; {evidence})"
         direction = ratio_words(1 / self.ratio)
+        if self.verdict != "same":
+            return f"{direction} ({means}; {evidence})"
         if self.significant:  # a difference the test sees, smaller than the effect that counts
             return (f"{direction}, the same within {self.min_effect_pct:g} % ({means}; {evidence}: measurable, but "
                     f"under the {self.min_effect_pct:g} % minimum effect that counts as a change)")
@@ -102,11 +100,16 @@ class Verdict(BaseModel):
 
 
 def ratio_words(speedup: float) -> str:
-    """'1.28× faster', '1.02× slower', '1.00×' (a ratio that rounds to one has no direction): how a time
-    compares with another, ``speedup`` being theirs / mine. The one wording of a ratio everywhere."""
-    if f"{speedup:.2f}" == "1.00" or f"{1 / speedup:.2f}" == "1.00":
+    """'1.28× faster', '1.02× slower', '32.9× faster', '1.00×' (a ratio that rounds to one has no
+    direction): how a time compares with another, ``speedup`` being theirs / mine, to three significant
+    digits. The one wording of a ratio everywhere."""
+    from .facts import fmt_number
+
+    factor = speedup if speedup >= 1 else 1 / speedup
+    text = fmt_number(factor, 3)
+    if text == "1.00":
         return "1.00×"
-    return f"{speedup:.2f}× faster" if speedup > 1 else f"{1 / speedup:.2f}× slower"
+    return f"{text}× faster" if speedup > 1 else f"{text}× slower"
 
 
 def compare_timing(a: TimingStats, b: TimingStats, *, min_effect_pct: float = MIN_EFFECT_PCT,

@@ -240,7 +240,7 @@ def format_duration_ns(ns: float) -> str:
     if ns >= 1e6:
         return f"{ns / 1e6:.3f} ms"
     if ns >= 1e3:
-        return f"{ns / 1e3:.2f} us"
+        return f"{ns / 1e3:.2f} µs"
     return f"{ns:.0f} ns"
 
 

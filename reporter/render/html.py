@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 
 from ..analysis.compare import RULE as COMPARE_RULE
 from ..analysis.compare import compare_peer, compare_versions
+from ..analysis.diagnose import HOST_BOUND_WORDS
 from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary, VersionSummary
 from ..records import DeviceCeilings, Run
@@ -34,7 +35,7 @@ from . import TEMPLATES, appendix, chart_cache, charts, code, ledger
 from .against import Against
 from .cover import cover, stopping_facts
 from .numbers import ms, pct, times
-from .worklog import Section, Worklog, WorklogError, markdown_to_html
+from .worklog import Section, Worklog, WorklogError, inline_markdown, markdown_to_html
 
 __all__ = ["Hooks", "build_context", "ms", "pct", "render_html", "times"]
 
@@ -319,7 +320,8 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
         structure_html=markdown_to_html(doc or "*(no docstring)*"),
         change_html=change.html(), change_caption=caption,
         figure=ledger.mark(f"fig|{v.name}|{v.benchmark_case}", ms(v.figure_ms)) if v.figure_ms else "–", result=_result(v, s.ceilings, s.case_words), comparisons=comps,
-        questions=qs, preface_html=markdown_to_html(preface) if preface else "", observations=observations, vs_previous=vs_prev,
+        questions=qs, preface_html=markdown_to_html(preface) if preface else "",
+        observations=[Markup(inline_markdown(o)) for o in observations], vs_previous=vs_prev,
         why_html=_concluded(qs, section), failed=failed, notes_missing=section is None,
         provenance=_provenance(bench),
     )
@@ -427,6 +429,7 @@ def appendix_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: 
         "compared": compared,
         "verdicts": {name: [c for c in comps if c.kind != "peer, same run"] for name, comps in compared.items()},
         "compare_rule": COMPARE_RULE,
+        "host_bound_words": HOST_BOUND_WORDS,
         "case_rows": appendix.case_rows(s),
         "rate_unit": "TFLOP/s" if flops else "GB/s",
         "how_taken": appendix.how_taken(s),

@@ -219,3 +219,10 @@ def markdown_to_html(md: str) -> str:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark", {"typographer": True}).enable(["table", "replacements", "smartquotes"]).render(md)
+
+
+def inline_markdown(md: str) -> str:
+    """One line of markdown as inline HTML (code spans as code, no paragraph around it)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"typographer": True}).enable(["replacements", "smartquotes"]).renderInline(md)
