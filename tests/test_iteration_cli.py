@@ -21,7 +21,8 @@ from reporter.analysis.diff import compare_timing, diff_runs, format_ms
 from reporter.cli import app
 from reporter.records import Run
 from reporter.scaffold import PLACEHOLDER
-from reporter.standing import standing_runs
+from reporter.analysis.facts import fmt_number
+from reporter.standing import pairing, standing_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "logs"
@@ -108,9 +109,10 @@ def test_list_shows_every_version_per_gpu():
             run = latest.get((version, "benchmark"))
             if run is None:
                 assert "not run" in line
-            elif run.ok:  # its own median, and the speedup over the first version on the same GPU
-                speedup = first.timing.mean_ms / run.timing.mean_ms  # the figure (reporter.standing)
-                assert format_ms(run.timing.mean_ms) in line and f"{speedup:.2f}×" in line, line
+            elif run.ok:  # its figure, and the report's ratio against the first version on the same GPU
+                pair = pairing([x for x in runs if x.version == version and x.device.slug == gpu],
+                               [x for x in runs if x.version == first.version and x.device.slug == gpu], "benchmark")
+                assert format_ms(run.timing.mean_ms) in line and f"{fmt_number(pair.speedup, 3)}×" in line, line
                 assert run.created_utc.strftime("%m-%d %H:%M") in line  # the year only from 100 columns
     assert "v02_fused_triton" in r.stdout and "histogram" in r.stdout
 
@@ -127,7 +129,7 @@ def test_list_figures_of_pinned_runs(tmp_path):
     runs = {v: store.load(LOGS / ASSIGNMENT / v / f"{rid}.json")
             for v, rid in (("v01_naive", V01_WITH_PEERS), ("v02_fused_triton", V02_WITH_PEERS))}
     v01, v02_run = runs["v01_naive"], runs["v02_fused_triton"]
-    assert format_ms(v02_run.timing.mean_ms) in v02 and f"{v01.timing.mean_ms / v02_run.timing.mean_ms:.2f}×" in v02
+    assert format_ms(v02_run.timing.mean_ms) in v02 and f"{fmt_number(v01.timing.mean_ms / v02_run.timing.mean_ms, 3)}×" in v02
     assert "sdpa_cudnn" in v02 and "*" not in v02
     assert "not run" in next(line for line in r.stdout.splitlines() if line.startswith("v03_tuned"))
 
@@ -147,7 +149,7 @@ def test_list_takes_peers_from_an_earlier_run_when_the_latest_timed_none(tmp_pat
     assert r.exit_code == 0, r.output
     line = next(line for line in r.stdout.splitlines() if line.startswith("v02_fused_triton"))
     assert format_ms(later.timing.mean_ms) in line and f"{best.name}*" in line
-    assert f"{best.timing.mean_ms / with_peers.timing.mean_ms:.2f}×" in line
+    assert f"{fmt_number(best.timing.mean_ms / with_peers.timing.mean_ms, 3)}×" in line
     assert "* that run timed no peers" in r.stdout
     # other code in the latest run: the earlier run's peers say nothing about it
     text = "# another version of the code\n"

@@ -10,7 +10,7 @@ from .. import store
 from ..assignments import benchmark_case, legacy_keys
 from ..lookup import IterationError, check_assignment, known_assignments, known_versions
 from ..records import Run
-from ..standing import standing_runs
+from ..standing import pairing, standing_runs
 
 
 @dataclass
@@ -20,7 +20,7 @@ class ListRow:
     case: str
     gpu: str | None  # GPU slug of the table the row belongs to; None when nothing ran
     run: Run | None
-    speedup_vs_first: float | None = None  # first version's median / this median, same GPU
+    speedup_vs_first: float | None = None  # against the first version: the report's ratio (reporter.analysis.compare)
     first_version: str | None = None
     best_peer: str | None = None
     speedup_vs_best_peer: float | None = None  # fastest peer's median / the version's median, same run
@@ -86,14 +86,17 @@ def list_rows(kernels: Path, logs: Path, assignment: str | None = None, case: st
 def _assignment_rows(assignment: str, case: str, gpu: str | None, versions: list[str],
                      latest: dict[str, Run], on_gpu: list[Run]) -> list[ListRow]:
     rows = [ListRow(assignment, v, case, gpu, latest.get(v)) for v in versions]
+    by_version: dict[str, list[Run]] = {}
+    for r in on_gpu:
+        by_version.setdefault(r.version, []).append(r)
     first = next((r for r in rows if r.run is not None and r.run.ok), None)
     for row in rows:
         run = row.run
         if run is None or not run.ok:
             continue
-        mine = run.timing.mean_ms  # type: ignore[union-attr]  # the figure (reporter.standing)
-        if first is not None:
-            row.speedup_vs_first = first.run.timing.mean_ms / mine  # type: ignore[union-attr]
+        if first is not None:  # the one comparison's runs and ratio (reporter.analysis.compare), as the report's
+            pair = pairing(by_version.get(row.version, []), by_version.get(first.version, []), case)
+            row.speedup_vs_first = pair.speedup if pair is not None else None
             row.first_version = first.version
         source = latest_run_with_peers(on_gpu, run)
         if source is not None:

@@ -99,17 +99,21 @@ def leaderboard_facts(s: AssignmentSummary) -> list[Markup | str]:
             continue
         rank = 1 + sum(1 for x in refs if x.median_ms < course)
         words = ratio_words(ref.median_ms / course)
+        if ref is not refs[0]:
+            place = ""
+        elif len(refs) == 1:
+            place = f", so it would place #{rank}, {'ahead of' if rank == 1 else 'behind'} that entry"
+        else:
+            place = f", so it would place #{rank} against the {len(refs)} public results listed"
         out.append(Markup(
             f"{escape(ref.label)}: {ms(ref.median_ms)}, {escape(card)}. Under the course's own harness, as the "
             f"leaderboard measures, {escape(best.name)} took {ledger.mark(f'course|{best.name}|{s.benchmark_case}', ms(course))} "
-            f"on this card: {words} than that entry"
-            + (f", so it would rank #{rank} among the {len(refs)} public result{'s' if len(refs) > 1 else ''} listed"
-               if ref is refs[0] else "") + "."))
+            f"on this card: {words} than that entry{place}."))
     if course is not None:
         gap = (course / fig - 1) * 100
-        side = "below" if gap < 0 else "above"
+        side = "the same as" if abs(gap) < 0.05 else f"{abs(gap):.1f} % {'below' if gap < 0 else 'above'}"
         out.append(Markup(
-            f"That course-harness mean is {abs(gap):.1f} % {side} our figure "
+            f"That course-harness mean is {side} our figure "
             f"({ledger.mark(f'fig|{best.name}|{best.benchmark_case}', ms(fig))}): both are means of the same calls, "
             "taken by two timers in different sessions; Part 2 sets the two timers side by side in one session."))
     return out

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+from ..analysis.facts import fmt_number
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -63,7 +64,8 @@ def list_table(rows: list[ListRow], width: int) -> Table:
     table = Table(title=f"[bold]{rows[0].assignment}[/bold]{on} · case {rows[0].case}", title_justify="left",
                   box=None, header_style="bold", pad_edge=False, padding=(0, 1),
                   caption=("time: each version's figure, the mean of the run that stands for it (rested runs "
-                           "first; report show VERSION says how it was taken)"
+                           "first; report show VERSION says how it was taken); vs: speedup (above 1: faster), the "
+                           "report's ratio, in one session that timed both where there is one"
                            + ("\n* that run timed no peers: best peer and vs peer come from the latest run of the "
                               "same code that did" if earlier else "")), caption_justify="left",
                   collapse_padding=width < 100)  # one space between columns keeps 80 columns on one line
@@ -82,8 +84,8 @@ def list_table(rows: list[ListRow], width: int) -> Table:
             continue
         check = Text("ok", style="green") if run.check.passed else Text("FAIL", style="bold red")
         median = format_ms(run.timing.mean_ms) if run.timing else "—"
-        vs_first = f"{row.speedup_vs_first:.2f}×" if row.speedup_vs_first else "—"
-        vs_peer = f"{row.speedup_vs_best_peer:.2f}×" if row.speedup_vs_best_peer else "—"
+        vs_first = f"{fmt_number(row.speedup_vs_first, 3)}×" if row.speedup_vs_first else "—"
+        vs_peer = f"{fmt_number(row.speedup_vs_best_peer, 3)}×" if row.speedup_vs_best_peer else "—"
         peer = row.best_peer or "—"
         if narrow and len(peer) > 12:
             peer = peer[:11] + "…"
