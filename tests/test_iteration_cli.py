@@ -265,9 +265,9 @@ def test_diff_text_shows_verdict_timing_figures_code_and_notes():
     assert a.run_id[:15] in out and b.run_id[:15] in out  # ids cut to (a prefix of) their time at 80 columns
     v = compare_timing(a.timing, b.timing)
     assert v.verdict == "faster"
-    assert f"× faster (median {_median_pair(a.timing.median_ms, b.timing.median_ms)}; {v.test}" in out
+    assert f"× faster (mean {_median_pair(a.timing.mean_ms, b.timing.mean_ms)}; {v.test}" in out
     assert v.sentence in out
-    assert "median CI" in out and "figures both runs have" in out
+    assert "standard error" in out and "figures both runs have" in out
     assert "+@triton.jit" in out  # the code diff
     if (ROOT / "kernels" / ASSIGNMENT / "worklog.md").is_file():
         assert "worklog.md § v01_naive" in out
@@ -305,7 +305,10 @@ def test_diff_html_is_self_contained(tmp_path):
     html = out.read_text()
     a, b = _bare_pair("v01_naive", "v02_fused_triton")
     assert html.startswith("<!DOCTYPE html>") and "</html>" in html
-    assert '<div class="verdict faster">' in html and compare_timing(a.timing, b.timing).test in html
+    import html as html_lib
+
+    assert '<div class="verdict faster">' in html
+    assert compare_timing(a.timing, b.timing).test in html_lib.unescape(html)
     assert "<script" not in html and "<link" not in html and "http" not in html.split("<body>")[0]
     assert '<span class="add">+@triton.jit</span>' in html
 
@@ -326,7 +329,7 @@ def test_diff_across_sessions_remarks_on_it_in_every_format(fmt):
     else:
         flat = " ".join(out.replace("&#39;", "'").split())  # the text format wraps long remarks
         assert remark in flat and "within-session noise understates between-session spread" in flat
-        assert "1.03× faster (median 23.14 → 22.36 ms; Mann–Whitney U p=" in flat
+        assert "1.03× faster (mean 23.71 → 22.96 ms; Welch's t-test p=" in flat
         assert "not apples to apples" not in out.lower()
         if fmt == "markdown":
             assert f"- {remark}" in out

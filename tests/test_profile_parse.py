@@ -238,7 +238,7 @@ def test_real_v02_small_keeps_only_requested_metrics_and_launch_stats():
         assert "launch__registers_per_thread" in names and N.DURATION in names
         block = format_metric_block(p)
         assert block.startswith("Kernel 0: attention_fwd_kernel\n  Duration            : ")
-        assert block.splitlines()[1].endswith(" us")
+        assert block.splitlines()[1].endswith(" µs")
         requested = {m for _, m in N.CS149_BLOCK}
         if requested <= names:  # a capture with the full metric list: nothing in the block is missing
             assert "n/a" not in block, path.name

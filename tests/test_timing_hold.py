@@ -238,16 +238,27 @@ def test_a_peer_failing_a_ranked_recheck_is_recorded_not_raised(monkeypatch):
 
 
 def test_only_timings_taken_the_same_way_are_compared():
-    from reporter.render.report import default_hooks
-
     plain = benchmark(lambda rep: rep, timer=EnqueueTimer(), rule=RULE)
     ranked = plain.model_copy(update={"ranked": True})
     held = plain.model_copy(update={"method": "cuda-events+hold"})
     assert plain.timed_like(plain.model_copy()) and not plain.timed_like(None)
     assert not plain.timed_like(ranked) and not plain.timed_like(held)
     assert ranked.way == "fake, ranked" and plain.way == "fake"
-    verdict = default_hooks().verdict
-    assert verdict(plain, ranked) == ("timed differently", "not compared: timed differently (fake vs fake, ranked)")
-    assert verdict(plain, held) == ("timed differently", "not compared: timed differently (fake vs cuda-events+hold)")
-    word, sentence = verdict(plain, plain.model_copy())
-    assert word == "same" and not sentence.startswith("not compared")
+    # the one comparison (reporter.analysis.compare) tests only runs timed the same way
+    from conftest import LOGS
+    from reporter import store
+    from reporter.analysis.compare import compare_pair
+    from reporter.standing import Pairing
+
+    base = next(r for r in store.runs(LOGS, "histogram", "v07_lean_launch") if r.timing is not None)
+
+    def pair(a, b):
+        return Pairing(base.model_copy(update={"timing": b}), base.model_copy(update={"timing": a}), figures=True)
+
+    c = compare_pair(pair(plain, ranked), "v07", "v07", "benchmark")
+    assert c.verdict is None and c.untested == "timed differently (fake against fake, ranked)"
+    assert c.label.endswith("not tested: timed differently (fake against fake, ranked)")
+    c = compare_pair(pair(plain, held), "v07", "v07", "benchmark")
+    assert c.verdict is None and c.untested == "timed differently (fake against cuda-events+hold)"
+    c = compare_pair(pair(plain, plain.model_copy()), "v07", "v07", "benchmark")
+    assert c.verdict is not None and c.tone == "same"

@@ -95,8 +95,11 @@ def _assignment_rows(assignment: str, case: str, gpu: str | None, versions: list
         if run is None or not run.ok:
             continue
         if first is not None:  # the one comparison's runs and ratio (reporter.analysis.compare), as the report's
-            pair = pairing(by_version.get(row.version, []), by_version.get(first.version, []), case)
-            row.speedup_vs_first = pair.speedup if pair is not None else None
+            if run.session_id == first.run.session_id:  # the figures, of one session (pairing's first rule)
+                row.speedup_vs_first = first.run.timing.mean_ms / run.timing.mean_ms  # type: ignore[union-attr]
+            else:
+                pair = pairing(by_version.get(row.version, []), by_version.get(first.version, []), case)
+                row.speedup_vs_first = pair.speedup if pair is not None else None
             row.first_version = first.version
         source = latest_run_with_peers(on_gpu, run)
         if source is not None:

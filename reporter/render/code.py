@@ -27,7 +27,7 @@ from ..assignments import Version
 # spans keeps the highlighting and halves the inline boxes WeasyPrint must lay out (~1 s per report).
 _PLAIN_TOKENS = re.compile(r'<span class="(?:n|p|o|w|nx|err)">([^<]*)</span>')
 
-MAX_LINES = 30  # the whole file is in the record; the report shows the heart of it
+MAX_LINES = 18  # the whole file is in the record; the report shows the heart of it
 
 
 @dataclass
@@ -107,8 +107,8 @@ def key_excerpt(v: Version, repo_root: Path) -> Excerpt:
             break
     if found is None and (m := _python_function(py, want_jit=True)):
         found = (v.path, m, "python")
-    if found is None and cu and (m := _cuda_kernel(cu)):
-        found = (cu_path, m, "cuda")
+    if found is None and cu and _cuda_kernel(cu):  # the loop of the kernel that most names the version's idea
+        return _kept(cu_path, idea_words(v), repo_root, name_words(v), loops_first=False)
     if found is None and (m := _python_function(py, want_jit=False)):
         found = (v.path, m, "python")
     if found is None:
@@ -130,7 +130,7 @@ def key_excerpt(v: Version, repo_root: Path) -> Excerpt:
 
 # --------------------------------------------------------------------------- the key change
 
-MAX_CHANGE_LINES = 20  # a step's excerpt: the lines that changed, with a little context
+MAX_CHANGE_LINES = 14  # a step's excerpt: the lines that changed, with a little context
 CONTEXT = 2
 
 
@@ -191,8 +191,10 @@ def _hunks(old: str, new: str, language: str) -> list[list[tuple[str, str, int]]
     skip_a, skip_b = _docstring_lines(old, language), _docstring_lines(new, language)
     a = ["" if i in skip_a else line for i, line in enumerate(old.splitlines())]
     b = ["" if i in skip_b else line for i, line in enumerate(new.splitlines())]
+    # lines are matched with their whitespace normalised: a re-indented block is not a change
+    na, nb = [" ".join(x.split()) for x in a], [" ".join(x.split()) for x in b]
     out = []
-    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(CONTEXT):
+    for group in difflib.SequenceMatcher(None, na, nb, autojunk=False).get_grouped_opcodes(CONTEXT):
         rows: list[tuple[str, str, int]] = []
         code_changed = False
         for tag, i1, i2, j1, j2 in group:
@@ -280,7 +282,17 @@ def _words(line: str) -> list[str]:
 
 
 def _names_idea(text: str, words: frozenset[str]) -> bool:
+    """A line of code (not a macro or an include: they configure the idea, the kernel body carries it)
+    whose identifiers name one of the idea words."""
+    if text.lstrip().startswith("#"):
+        return False
     return any(t.startswith(w) for t in _code_tokens(text) for w in words)
+
+
+def _preprocessor_only(h: list[tuple[str, str, int]]) -> bool:
+    """Every changed code line of the hunk is a preprocessor directive (a macro, an include)."""
+    changed = [t for k, t, _ in h if k in ("add", "del") and not _is_comment(t)]
+    return bool(changed) and all(t.lstrip().startswith("#") for t in changed)
 
 
 def _relevance(h: list[tuple[str, str, int]], words: frozenset[str]) -> int:
@@ -330,6 +342,7 @@ def _focus(h: list[tuple[str, str, int]], words: frozenset[str], budget: int) ->
     return h[start:start + budget]
 
 
+PRUNED_LINES = 30  # what a pruned source keeps: its whole loop, where the idea is the schedule it keeps
 PRUNED_EDITS = 3  # at most this many new code lines (an edited line is not new) ...
 PRUNED_RATIO = 4  # ... and this many times as many removed: the version is its predecessor pruned
 
@@ -353,7 +366,41 @@ def _pruned(hunks: list[tuple[Path, Path, list[tuple[str, str, int]]]]) -> tuple
     return removed, edited
 
 
-def _kept(path: Path, words: frozenset[str], repo_root: Path) -> Excerpt:
+def _inside_comments(text: str, language: str) -> set[int]:
+    """0-based lines inside a block comment or a docstring, its first line excepted: an excerpt never
+    starts there (its highlighting would read code as comment and comment as code)."""
+    lines = text.splitlines()
+    out: set[int] = set()
+    if language == "python":
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return out
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                out.update(range(node.lineno, node.end_lineno or node.lineno))
+        return out
+    opened = False
+    for i, line in enumerate(lines):
+        if opened:
+            out.add(i)
+        if "/*" in line and "*/" not in line.split("/*", 1)[1]:
+            opened = True
+        elif opened and "*/" in line:
+            opened = False
+    return out
+
+
+def name_words(v: Version) -> frozenset[str]:
+    """The words of a version's name after its number ('v06_wgmma' -> {'wgmma'}), as :func:`idea_words`
+    spells them: the idea the version is named for."""
+    name = v.name.split("_", 1)[1] if "_" in v.name else v.name
+    return frozenset(w[:-1] if len(w) > 4 and w.endswith("s") else w
+                     for w in name.lower().split("_") if len(w) >= 3 and w not in _STOP)
+
+
+def _kept(path: Path, words: frozenset[str], repo_root: Path, named: frozenset[str] = frozenset(), *,
+          loops_first: bool = True, n_lines: int = MAX_LINES) -> Excerpt:
     """What a pruned source keeps: the loop of its kernel (at most :data:`MAX_LINES` lines from it)
     that most names the version's idea, in its code or its comments, each idea word counting the
     less the more lines of the file it names (``softmax`` in five lines says more than ``tile`` in
@@ -367,11 +414,16 @@ def _kept(path: Path, words: frozenset[str], repo_root: Path) -> Excerpt:
     hits = [set() if i < body or i in skip else {w for w in words for tok in _words(t) if tok.startswith(w)}
             for i, t in enumerate(lines)]
     spread = Counter(w for h in hits for w in h)
-    weight = [sum(1 / spread[w] for w in h) for h in hits]
-    n = min(MAX_LINES, len(lines))
-    loops = [max(i - 2, 0) for i in range(body, len(lines)) if re.match(r"\s*(for|while)\s*\(", lines[i])]
-    starts = loops or list(range(len(lines) - n + 1))
-    best = max(starts, key=lambda i: (sum(weight[i:i + n]), -i))
+    # a word of the version's name counts in full on every line of code that uses it; the docstring's
+    # words the less the more lines they name
+    weight = [sum(1 / spread[w] for w in h) + sum(1 for w in named if any(t.startswith(w) for t in _code_tokens(t_)))
+              if i >= body and i not in skip else 0.0 for i, (h, t_) in enumerate(zip(hits, lines))]
+    n = min(n_lines, len(lines))
+    loops = {max(i - 2, 0) for i in range(body, len(lines)) if re.match(r"\s*(for|while)\s*\(", lines[i])}
+    inside = _inside_comments(text, "cuda" if path.suffix == ".cu" else "python")
+    starts = [i for i in range(body, max(len(lines) - n + 1, body + 1)) if i not in inside and i not in skip
+              and (not loops_first or not loops or i in loops)] or list(range(len(lines) - n + 1))
+    best = max(starts, key=lambda i: (round(sum(weight[i:i + n]), 6), i in loops, -i))
     try:
         shown = str(path.resolve().relative_to(repo_root.resolve()))
     except ValueError:
@@ -420,6 +472,9 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
             score[id(h)] = _relevance(h, fresh)
     if any(p.suffix == ".cu" for p, _, _ in hunks):  # a CUDA version's change is in its kernel source
         hunks = [t for t in hunks if t[0].suffix == ".cu"]
+    # a hunk that only changes preprocessor lines (#define, #include) is shown only when nothing else changed
+    code_hunks = [t for t in hunks if not _preprocessor_only(t[2])]
+    hunks = code_hunks or hunks
     if v.path.with_suffix(".cu") in new_files or not hunks:
         ex = key_excerpt(v, repo_root)
         return Change(path=ex.path, against=None, lines=[], shown=0, total=0, excerpt=ex)
@@ -427,7 +482,7 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
     pruned = _pruned([t for t in raw if t[0] == hunks[0][0]])
     if pruned is not None:  # the version keeps one of the earlier source's paths and removes the rest
         path, prev = hunks[0][0], hunks[0][1]
-        ex = _kept(path, words, repo_root)
+        ex = _kept(path, words, repo_root, name_words(v), n_lines=PRUNED_LINES)
         return Change(path=rel(path), against=rel(prev), lines=[], shown=0, total=total, excerpt=ex,
                       removed=pruned[0], edited=pruned[1])
 

@@ -54,6 +54,48 @@ class Question:
     def html(self) -> str:
         return markdown_to_html(self.markdown) if self.answered else ""
 
+    @functools.cached_property
+    def _split(self) -> tuple[str, str]:
+        return split_lead(self.markdown) if self.answered else ("", "")
+
+    @property
+    def lead_html(self) -> str:
+        """The answer's first paragraph (what the body prints; the rest is in the appendix)."""
+        return markdown_to_html(self._split[0]) if self.answered else ""
+
+    @property
+    def rest_html(self) -> str:
+        return markdown_to_html(self._split[1]) if self._split[1] else ""
+
+
+def _blocks(markdown: str) -> list[str]:
+    """Markdown split into its blocks at blank lines, a fenced code block kept whole."""
+    blocks: list[str] = []
+    current: list[str] = []
+    fenced = False
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if not line.strip() and not fenced:
+            if current:
+                blocks.append("\n".join(current))
+                current = []
+            continue
+        current.append(line)
+    if current:
+        blocks.append("\n".join(current))
+    return blocks
+
+
+def split_lead(markdown: str) -> tuple[str, str]:
+    """An answer's lead (its first block, with the next when the first ends with a colon and
+    introduces it) and the rest: the body prints the lead, the appendix the rest."""
+    blocks = _blocks(markdown.strip())
+    if not blocks:
+        return "", ""
+    n = 2 if len(blocks) > 1 and blocks[0].rstrip().endswith(":") else 1
+    return "\n\n".join(blocks[:n]), "\n\n".join(blocks[n:])
+
 
 @dataclass
 class Step:
@@ -236,6 +278,25 @@ def _result(v: VersionSummary, ceilings: DeviceCeilings | None, case_words: str)
     figure = ledger.mark(f"fig|{v.name}|{v.benchmark_case}", ms(fig.ms))
     return Markup(f"{figure} on {escape(case_words)} ({KIND_WORDS[fig.kind]}, mean of {fig.run.timing.n} calls): "
                   f"{rate}{roof}.")  # type: ignore[union-attr]
+
+
+@dataclass
+class Detail:
+    """Appendix G: one step's notes beyond the answers' leads."""
+
+    name: str
+    anchor: str
+    parts: list[tuple[str, str]]  # (question, the rest of its answer as HTML)
+
+
+def _details(s: AssignmentSummary, wl: Worklog) -> list[Detail]:
+    out = []
+    for v in s.versions:
+        _, qs = questions_of(wl.versions.get(v.short))
+        parts = [(q.title, q.rest_html) for q in qs if q.rest_html]
+        if parts:
+            out.append(Detail(v.name, v.name, parts))
+    return out
 
 
 def _provenance(r: Run | None) -> str:
@@ -433,6 +494,7 @@ def appendix_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: 
         "case_rows": appendix.case_rows(s),
         "rate_unit": "TFLOP/s" if flops else "GB/s",
         "how_taken": appendix.how_taken(s),
+        "details": _details(s, wl),
         "profile_headers": appendix.PROFILE_HEADERS,
         "profile_rows": appendix.profile_rows(s),
         "sweeps": [sv for v in s.versions if (sv := appendix.sweep_view(v)) is not None],
