@@ -199,51 +199,115 @@ def trajectory_data(s: AssignmentSummary) -> TrajectoryData:
         lines=tuple(lines), gpu=s.gpu, case_words=s.case_words)
 
 
+#: A trajectory whose slowest version is more than this many times its best is drawn zoomed: the later
+#: versions on a linear axis that shows their differences, every version in a small log panel beside it.
+ZOOM_RANGE = 3.0
+#: The zoomed panel shows the versions within this factor of the best (and the lines in that range).
+ZOOM_WITHIN = 1.6
+#: ... when at least this many versions crowd into that range (fewer read well on the log axis).
+ZOOM_CROWD = 6
+
+
+def zoom_top(points: Sequence[float], best: float) -> float | None:
+    """The top of the zoomed panel, or None when every version fits one readable axis: from the first
+    version within :data:`ZOOM_WITHIN` of the best on, every version is shown."""
+    if not points or max(points) <= ZOOM_RANGE * best or sum(y <= ZOOM_WITHIN * best for y in points) < ZOOM_CROWD:
+        return None
+    start = next(i for i, y in enumerate(points) if y <= ZOOM_WITHIN * best)
+    return max(points[start:]) * 1.04
+
+
 def trajectory_figure(d: TrajectoryData) -> Figure:
-    """The versions' figures on a log axis, joined in order, the best one green; the lines of
-    :class:`TrajectoryData` dashed (peers), dash-dot (references) and dotted (the floor), labelled
-    in a column at the right. The first, the best and the last version carry their times."""
+    """The versions' figures joined in order, the best one green; the lines of :class:`TrajectoryData`
+    dashed (peers), dash-dot (references) and dotted (the floor), labelled in a column at the right.
+
+    When the first versions are many times slower than the last (:data:`ZOOM_RANGE`), the main panel
+    is linear and zoomed to the versions near the best (:func:`zoom_top`); the versions above it are
+    marked at its top edge with their times, and a small log panel at the left shows every version."""
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    fig, ax = plt.subplots(figsize=(6.6, 3.0))
     if not d.points:
+        fig, ax = plt.subplots(figsize=(6.6, 3.0))
         ax.text(0.5, 0.5, "no timed runs", ha="center", va="center", transform=ax.transAxes)
         return fig
     px = [i for i, _ in d.points]
     py = [ms for _, ms in d.points]
+    best_ms = py[d.best] if d.best is not None else min(py)
+    top = zoom_top(py, best_ms)
+    n = len(d.ticks)
+    if top is None:
+        fig, ax = plt.subplots(figsize=(6.6, 3.0))
+        overview = None
+    else:
+        fig, (overview, ax) = plt.subplots(1, 2, figsize=(6.6, 3.0), gridspec_kw={"width_ratios": [1, 3.2],
+                                                                                  "wspace": 0.32})
     ax.plot(px, py, "-", color=VERSION_COLOR, lw=1.0, zorder=2)
     ax.plot(px, py, "o", color=VERSION_COLOR, ms=4, zorder=3)
     if d.best is not None:
         ax.plot([px[d.best]], [py[d.best]], "o", color=FLOOR_COLOR, ms=7, zorder=4)
-    for y, _, kind in d.lines:
+    if top is None:
+        shown_lines = list(d.lines)
+        ax.set_yscale("log")
+        every = [y for y, _, _ in d.lines] + py
+        ax.set_ylim(min(every) / 1.6, max(every) * 1.6)
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylabel(f"time on {d.case_words} (log)")
+    else:
+        shown_lines = [ln for ln in d.lines if ln[0] <= top]
+        low = min([y for y, _, _ in shown_lines] + py) * 0.96
+        ax.set_ylim(low, top)
+        ax.set_ylabel(f"time on {d.case_words}")
+        above = [(x, y) for x, y in zip(px, py) if y > top]
+        for x, y in above:  # off the panel: a mark at its top edge, the time beside it
+            ax.plot([x], [top], marker="^", color=VERSION_COLOR, ms=5, zorder=3, clip_on=False)
+    for y, _, kind in shown_lines:
         color, ls, lw = LINE_STYLES[kind]
         ax.axhline(y, color=color, ls=ls, lw=lw, zorder=1)
-    ax.set_yscale("log")
-    every = [y for y, _, _ in d.lines] + py
-    ax.set_ylim(min(every) / 1.6, max(every) * 1.6)
-    n = len(d.ticks)
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_xticks(list(range(n)), list(d.ticks), fontsize=7 if n > 12 else 8, rotation=90 if n > 24 else 0)
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    if top is not None and n > 12:
+        for label in ax.get_xticklabels():
+            label.set_rotation(90)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_ms(v)))
-    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, axis="y", which="major", lw=0.3, color="#ccc")
-    ax.set_ylabel(f"time on {d.case_words} (log)")
-    ax.set_title(f"Time per version on the {d.gpu.upper()}, lower is better")
-    # the first, the best and the last version carry their times, above or below their point
-    named = {0, len(py) - 1} | ({d.best} if d.best is not None else set())
+    ax.set_title(f"Time per version on the {d.gpu.upper()}, lower is better" if top is None else
+                 f"Time per version on the {d.gpu.upper()} (zoomed), lower is better", loc="left" if top else "center")
+    # the best and the last version carry their times (and the first, when it is on the panel)
+    named = {len(py) - 1} | ({d.best} if d.best is not None else set()) | ({0} if top is None else set())
     for i in sorted(named):
         y = py[i]
-        above = i == 0 or y >= py[i - 1]
+        if top is not None and y > top:
+            continue
+        above_prev = i == 0 or y >= py[i - 1] or i == d.best  # the best's time above it: the floor and
+        # the peers it is compared with lie below
         last = i == len(py) - 1 and i != 0
         first = i == 0  # beside its point, inward: centred, it would sit on the y axis
-        dx, dy = (-5 if last else 5 if first else 0), (2 if first else 7 if above else -8)
+        dx, dy = (-5 if last else 5 if first else 0), (2 if first else 7 if above_prev else -8)
         ax.annotate(_fmt_ms(y), (px[i], y), xytext=(dx, dy),
                     textcoords="offset points", ha="right" if last else "left" if first else "center",
-                    va="bottom" if above else "top", fontsize=7, color=VERSION_COLOR)
-    _label_column(ax, [(y, text, LINE_STYLES[kind][0]) for y, text, kind in d.lines])
+                    va="bottom" if above_prev else "top", fontsize=7, color=VERSION_COLOR)
+    if overview is not None:
+        overview.plot(px, py, "-o", color=VERSION_COLOR, lw=0.8, ms=2.5)
+        overview.set_yscale("log")
+        overview.axhspan(ax.get_ylim()[0], top, color="#e8eef7", zorder=0)
+        overview.set_xticks([px[0], px[-1]], [d.ticks[px[0]], d.ticks[px[-1]]], fontsize=7)
+        overview.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        overview.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_ms(v)))
+        overview.yaxis.set_minor_formatter(NullFormatter())
+        overview.tick_params(axis="y", labelsize=6.5)
+        overview.set_title("every version (log)", fontsize=7.5, fontweight="normal")
+        overview.set_xlabel("shaded: the range at right", fontsize=6.5)
+        overview.grid(True, axis="y", which="major", lw=0.3, color="#ccc")
+    _label_column(ax, [(y, text, LINE_STYLES[kind][0]) for y, text, kind in shown_lines])
     return fig
+
+
+def zoomed(d: TrajectoryData) -> bool:
+    """Whether the trajectory is drawn zoomed (:func:`zoom_top`)."""
+    py = [ms for _, ms in d.points]
+    return bool(py) and zoom_top(py, py[d.best] if d.best is not None else min(py)) is not None
 
 
 def trajectory(d: TrajectoryData) -> str:

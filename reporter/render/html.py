@@ -388,7 +388,7 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
     )
 
 
-STRUCTURE_CHARS = 900  # a step's "how the code is structured": the docstring's opening, about ten lines
+STRUCTURE_CHARS = 450  # a step's "how the code is structured": the docstring's opening, about five lines
 
 
 def _structure(doc: str, path: str, limit: int = STRUCTURE_CHARS) -> str:
@@ -488,7 +488,7 @@ def appendix_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: 
     return {
         **head_context(s, wl, repo_root, anonymous=anonymous),
         "compared": compared,
-        "verdicts": {name: [c for c in comps if c.kind != "peer, same run"] for name, comps in compared.items()},
+        "verdicts": compared,
         "compare_rule": COMPARE_RULE,
         "host_bound_words": HOST_BOUND_WORDS,
         "case_rows": appendix.case_rows(s),
@@ -551,14 +551,17 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
         overview.append({"svg": chart_cache.svg("bandwidth", charts.bandwidth_data(s), charts.bandwidth,
                                                 chart_cache_dir), "caption": (
             "Bandwidth of each version (the work model's bytes over its figure) against the measured copy "
-            "ceiling; the peers are those timed in the best version's own run. The work has no floating-point "
-            "operations, so there is no FLOP roofline.")})
+            "ceiling; the peers are those timed in the best version's own run. The work model counts the bytes "
+            "moved; the arithmetic done on each element on the way through (transcendental functions included) "
+            "is real work that the model does not count, so each version is set against the copy ceiling rather "
+            "than a FLOP roofline.")})
+    traj = charts.trajectory_data(s)
     return {
         **ctx,
         "cover": c,
         "stop_summary": stop_summary,
-        "chart_trajectory": chart_cache.svg("trajectory", charts.trajectory_data(s), charts.trajectory,
-                                            chart_cache_dir),
+        "chart_trajectory": chart_cache.svg("trajectory", traj, charts.trajectory, chart_cache_dir),
+        "trajectory_zoomed": charts.zoomed(traj),
         "stopped_html": markdown_to_html(wl.stopped.markdown) if wl.stopped else "",
         "llms_html": markdown_to_html(wl.llms.markdown) if wl.llms else "",
         "stop": stopping_facts(s),

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 STYLE: Any = {**BASE_STYLE, "font.size": 9,  # matplotlib types rc keys as literals: a plain dict
                 "figure.facecolor": "white", "axes.facecolor": "white", "savefig.facecolor": "white"}
-FIGSIZE_IN = (6.7, 4.5)  # A4 text width, room for the legend
+FIGSIZE_IN = (6.7, 3.6)  # A4 text width; the keys go below the axes
 VERSION_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
                   "#7f7f7f", "#bcbd22", "#393b79", "#ad494a")  # distinct: tab10 and two more
 LEVEL_MARKERS = {"DRAM": "o", "L2": "s", "L1": "^"}
@@ -46,11 +46,15 @@ def _limits(h: HierarchicalRoofline) -> tuple[float, float, float, float]:
     ys = [v.tflops for v in h.versions]
     compute = [r.value for r in h.roofs if r.kind == "compute"]
     memory = [r.value for r in h.roofs if r.kind == "memory"]
-    ridges = [c * 1e3 / m for c in compute for m in memory]  # TFLOP/s over GB/s → flop/byte
-    x_lo = min(xs + ridges) / 8
-    x_hi = max(xs + ridges) * 8
-    y_hi = max(ys + compute) * 2.5
-    y_lo = min(ys) / 20
+    # zoomed to where the points are: from the ridge of the main compute roof on the slowest memory level
+    # (where a kernel turns compute-bound) to past the points, and from under the slowest point to above
+    # the roofs
+    ridge = max(compute) * 1e3 / min(memory) if compute and memory else min(xs)
+    x_lo = min(xs + [ridge]) / 4
+    x_hi = max(xs + [ridge]) * 4
+    y_hi = max(ys + compute) * 1.3
+    y_lo = min(ys) / 1.5  # a compute roof far below every point (fp32 under fp16 work) is left out
+
     return x_lo, x_hi, y_lo, y_hi
 
 
@@ -80,6 +84,8 @@ def _draw_roofs(ax, roofs: tuple[Roof, ...], lims: tuple[float, float, float, fl
         ax.plot(grid, [min(top, x * tb_s) for x in grid], color=color, ls=ls, lw=lw, zorder=1)
         handles.append(Line2D([], [], color=color, ls=ls, lw=lw, label=f"{r.label}: {r.value:,.0f} GB/s"))
     for i, r in enumerate(compute):
+        if r.value < lims[2]:  # under the axes' range: not a roof these kernels meet
+            continue
         main = i == 0
         ridge = min(r.value / (m.value / 1e3) for m in roofs if m.kind == "memory") if any(
             m.kind == "memory" for m in roofs) else x_lo
@@ -94,19 +100,23 @@ def _draw_versions(ax, h: HierarchicalRoofline) -> list[Line2D]:
     from matplotlib.lines import Line2D
 
     handles: list[Line2D] = []
+    best = max(range(len(h.versions)), key=lambda i: h.versions[i].tflops)  # the fastest profiled launch
     for i, v in enumerate(h.versions):
         color = VERSION_COLORS[i % len(VERSION_COLORS)]
+        big = 2.5 if i == best else 0.0
         for p in v.points:
             binds = p.level == v.binding  # ringed: the level closest to its own roof
-            ax.plot([p.intensity], [p.tflops], marker=LEVEL_MARKERS.get(p.level, "D"), ms=7.5 if binds else 6.5,
-                    color=color, mec="black" if binds else "white", mew=1.0 if binds else 0.6, ls="none", zorder=4)
+            ax.plot([p.intensity], [p.tflops], marker=LEVEL_MARKERS.get(p.level, "D"), ms=(7.5 if binds else 6.5) + big,
+                    color=color, mec="black" if binds else "white", mew=1.0 if binds else 0.6, ls="none",
+                    zorder=5 if i == best else 4)
         xs = [p.intensity for p in v.points]
         if len(xs) > 1:  # a faint bar tying the version's levels together
             ax.plot([min(xs), max(xs)], [v.tflops, v.tflops], color=color, lw=0.6, alpha=0.5, zorder=3)
         bind = f"{v.binding} binds, {v.binding_fraction:.0%} of its roof" if v.binding_fraction is not None else \
             "binding level unknown"
-        handles.append(Line2D([], [], color=color, marker="o", ls="none", ms=6,
-                              label=f"{v.version}: {v.tflops:,.1f} TFLOP/s in its profiled launch; {bind}"))
+        handles.append(Line2D([], [], color=color, marker="o", ls="none", ms=6 + big,
+                              label=f"{v.version}: {v.tflops:,.1f} TFLOP/s in its profiled launch; {bind}"
+                              + (" (the fastest, drawn larger)" if i == best else "")))
     for prev, nxt in zip(h.versions, h.versions[1:], strict=False):
         for p in prev.points:
             q = nxt.point(p.level)
@@ -151,11 +161,18 @@ def hierarchical_roofline_figure(h: HierarchicalRoofline, gpu: str) -> Any:
                   for lvl, m in LEVEL_MARKERS.items() if any(v.point(lvl) for v in h.versions)]
         levels.append(Line2D([], [], color="#444444", marker="o", ls="none", ms=7, mfc="white", mec="black", mew=1.0,
                              label="ringed: the level that binds"))
-        # the key inside, top left: above every memory roof, a region no kernel reaches
-        ax.add_artist(ax.legend(handles=levels + roof_handles, loc="upper left", fontsize=6.5, frameon=True,
-                                framealpha=0.92, edgecolor="#cccccc", borderaxespad=0.4))
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1, fontsize=7.5,
-                  frameon=False, handletextpad=0.4)
+        # the keys below the axes, never over a roof or a point: the markers and roofs, then the versions
+        key = ax.legend(handles=levels + roof_handles, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3,
+                        fontsize=6.5, frameon=False, handletextpad=0.4, columnspacing=1.2)
+        ax.add_artist(key)
+        rows = math.ceil(len(levels + roof_handles) / 3)
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.075 * rows), ncol=1,
+                  fontsize=7, frameon=False, handletextpad=0.4)
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.grid(True, which="major", color="#eeeeee", lw=0.6, zorder=0)
         ax.set_xlabel("arithmetic intensity at each memory level [FLOP/byte]")
         ax.set_ylabel("achieved [TFLOP/s] (flops / ncu duration)")
