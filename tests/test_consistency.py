@@ -30,34 +30,34 @@ def _doc(*marks: tuple[str, str, str]) -> str:
 
 
 def test_rounding_is_the_only_allowed_difference():
-    same = _doc(("fig|v1|b", "13.72 ms", ""), ("fig|v1|b", "13.7241", "ms"), ("fig|v1|b", "13,724 µs", ""))
+    same = _doc(("fig:v1:b", "13.72 ms", ""), ("fig:v1:b", "13.7241", "ms"), ("fig:v1:b", "13,724 µs", ""))
     assert ledger.contradictions(same) == []
-    two = _doc(("fig|v1|b", "13.72 ms", ""), ("fig|v1|b", "13.85 ms", ""))
+    two = _doc(("fig:v1:b", "13.72 ms", ""), ("fig:v1:b", "13.85 ms", ""))
     (c,) = ledger.contradictions(two)
-    assert c.key == "fig|v1|b" and "'13.72 ms'" in str(c) and "'13.85 ms'" in str(c)
+    assert c.key == "fig:v1:b" and "'13.72 ms'" in str(c) and "'13.85 ms'" in str(c)
 
 
 def test_ratios_compare_as_speedups_whatever_their_wording():
-    ok = _doc(("cmp|a|b|x", "1.28× faster", ""), ("cmp|a|b|x", "1.283", "speedup"),
-              ("cmp|a|b|x", "1.28× faster", ""))
+    ok = _doc(("cmp:a:b:x", "1.28× faster", ""), ("cmp:a:b:x", "1.283", "speedup"),
+              ("cmp:a:b:x", "1.28× faster", ""))
     assert ledger.contradictions(ok) == []
-    slower = _doc(("cmp|a|b|x", "1.05× slower", ""), ("cmp|a|b|x", "0.952", "speedup"))
+    slower = _doc(("cmp:a:b:x", "1.05× slower", ""), ("cmp:a:b:x", "0.952", "speedup"))
     assert ledger.contradictions(slower) == []
-    backwards = _doc(("cmp|a|b|x", "1.05× slower", ""), ("cmp|a|b|x", "1.05× faster", ""))
+    backwards = _doc(("cmp:a:b:x", "1.05× slower", ""), ("cmp:a:b:x", "1.05× faster", ""))
     assert len(ledger.contradictions(backwards)) == 1
-    level = _doc(("cmp|a|b|x", "1.00×", ""), ("cmp|a|b|x", "1.003", "speedup"))
+    level = _doc(("cmp:a:b:x", "1.00×", ""), ("cmp:a:b:x", "1.003", "speedup"))
     assert ledger.contradictions(level) == []
-    other = _doc(("cmp|a|b|x", "14.8× faster", ""), ("cmp|a|b|x", "15.0× faster", ""))
+    other = _doc(("cmp:a:b:x", "14.8× faster", ""), ("cmp:a:b:x", "15.0× faster", ""))
     assert len(ledger.contradictions(other)) == 1
 
 
 def test_verdict_words_must_match_exactly():
-    assert len(ledger.contradictions(_doc(("tone|a|b|x", "within noise", ""), ("tone|a|b|x", "under 1 %", "")))) == 1
-    assert ledger.contradictions(_doc(("tone|a|b|x", "within noise", ""), ("tone|a|b|x", "within noise", ""))) == []
+    assert len(ledger.contradictions(_doc(("tone:a:b:x", "within noise", ""), ("tone:a:b:x", "under 1 %", "")))) == 1
+    assert ledger.contradictions(_doc(("tone:a:b:x", "within noise", ""), ("tone:a:b:x", "within noise", ""))) == []
 
 
 def test_plain_leaves_the_printed_text():
-    doc = "took " + _doc(("fig|v1|b", "13.72", "ms")) + " ms"
+    doc = "took " + _doc(("fig:v1:b", "13.72", "ms")) + " ms"
     assert ledger.plain(doc) == "took 13.72 ms"
 
 
@@ -90,10 +90,10 @@ def test_committed_reports_say_each_thing_one_way(built, name):
     keys = {m.key for m in ledger.marks(page)}
     s = summarize(get_assignment(ROOT / "kernels", name), ROOT / "logs", "h100")
     for v in s.measured:  # every figure, and every comparison with the previous version, is checked
-        assert f"fig|{v.name}|{s.benchmark_case}" in keys
+        assert f"fig:{v.name}:{s.benchmark_case}" in keys
         prev = s.previous(v)
         if prev is not None:
-            assert f"cmp|{v.name}|{prev.name}|{s.benchmark_case}" in keys
+            assert f"cmp:{v.name}:{prev.name}:{s.benchmark_case}" in keys
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
@@ -137,13 +137,13 @@ def test_a_contradiction_fails_the_build_and_names_both_values(tmp_path, monkeyp
     out = tmp_path / "histogram"
     result = CliRunner().invoke(app, ["build", "histogram", "--html-only", "--out", str(out)])
     assert result.exit_code != 0
-    assert "would contradict itself" in result.output and "fig|v01_global_atomics|benchmark" in result.output
+    assert "would contradict itself" in result.output and "fig:v01_global_atomics:benchmark" in result.output
     assert re.search(r"'6\.738 ms' and as '7\.412 ms'", result.output), result.output
     assert not (out / "worklog.html").exists()
     result = CliRunner().invoke(app, ["build", "histogram", "--html-only", "--out", str(out),
                                       "--warn-contradictions"])
     assert result.exit_code == 0, result.output
-    assert "contradiction: fig|v01_global_atomics|benchmark" in result.output
+    assert "contradiction: fig:v01_global_atomics:benchmark" in result.output
     assert (out / "worklog.html").is_file()
 
 
@@ -151,7 +151,7 @@ def test_the_teams_bound_numbers_are_checked_too(built):
     """Figures and ratios the worklog binds ({{ v02.ms }}, {{ v02.speedup_over('v01') }}) are marked like
     the page's own and agree with them: flashattn's text quotes v02 against v01, as its steps table does."""
     page = built["flashattn"]
-    bound = re.findall(r'<span data-k="(cmp\|v02_fused_triton\|v01_naive\|benchmark)" data-u="speedup">', page)
-    printed = [m for m in ledger.marks(page) if m.key == "cmp|v02_fused_triton|v01_naive|benchmark"]
+    bound = re.findall(r'<span data-k="(cmp:v02_fused_triton:v01_naive:benchmark)" data-u="speedup">', page)
+    printed = [m for m in ledger.marks(page) if m.key == "cmp:v02_fused_triton:v01_naive:benchmark"]
     assert bound and len(printed) > len(bound)
     assert ledger.contradictions(page) == []

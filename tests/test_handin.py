@@ -79,8 +79,8 @@ def test_every_figure_of_a_version_is_its_standing_figure(report):
         want = ms(v.figure_ms) if v.figure_ms else "–"
         assert rows[v.name] == want, v.name
         if v.figure_ms:
-            result = soup.find("section", id=v.name).find("p", class_="result").get_text(" ", strip=True)
-            assert result.startswith(f"{want} on the benchmark case"), v.name
+            result = _squeeze(soup.find("section", id=v.name).find("p", class_="result").get_text(" ", strip=True))
+            assert result.startswith(f"{want}:"), v.name
     bench_rows = [tr.find_all("td") for tr in soup.select("table.measure tbody tr.bench")]
     assert {r[0].get_text(strip=True): r[2].get_text(strip=True) for r in bench_rows} == {
         v.name: ms(v.figure_ms) for v in s.versions if v.bench is not None and v.figure_ms}
@@ -98,10 +98,10 @@ def test_each_version_is_compared_with_its_own_runs_peers_only(report):
         # the section gives the previous version; appendix B every comparison, the peers of its own run
         text = _squeeze(soup.find("div", id=f"how-{v.name}").get_text(" ", strip=True))
         own = {p.name: p for p in v.bench.peers if p.timing is not None and v.bench.timing.timed_like(p.timing)}
+        line = text[text.index("Against the peers timed in the same run"):] if own else ""
         for p in own.values():
-            assert f"Against {p.name} (peer, same run):" in text and f"(mean {ms(p.timing.mean_ms)} against" in text, \
-                (v.name, p.name)
-        named = set(re.findall(r"Against (\S+) \(peer, same run\)", text))
+            assert f"{p.name} {ms(p.timing.mean_ms)} against {ms(v.figure_ms)}" in line, (v.name, p.name)
+        named = set(re.findall(r"[:;] (\S+) [\d.,]+ (?:ms|µs) against", line))
         assert named <= set(own), (v.name, named - set(own))
 
 

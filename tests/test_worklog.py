@@ -27,8 +27,8 @@ def test_bound_numbers_come_from_the_records(ctx):
     marked = bind("{{ v02.median_ms }} ms; {{ v02.ms }} ms; {{ v02.speedup_over('v01') }}x", ctx, Path("w.md"))
     # the figure and the ratio are marked with what they stand for, for the report's consistency check
     assert [(m.key, m.text) for m in ledger.marks(marked)] == [
-        ("fig|v02_fused_triton|benchmark", f"{fmt_number(ctx['v02'].ms)} ms"),
-        ("cmp|v02_fused_triton|v01_naive|benchmark", f"{fmt_number(ctx['v02'].speedup_over('v01'), 3)}×")]
+        ("fig:v02_fused_triton:benchmark", f"{fmt_number(ctx['v02'].ms)} ms"),
+        ("cmp:v02_fused_triton:v01_naive:benchmark", f"{fmt_number(ctx['v02'].speedup_over('v01'), 3)}×")]
     text = ledger.plain(marked)
     assert text == (f"{fmt_number(v02.median_ms)} ms; {fmt_number(v02.figure_ms)} ms; "
                     f"{fmt_number(s.get('v01').figure_ms / v02.figure_ms, 3)}x")

@@ -358,7 +358,9 @@ def _coalescing(fig: M.Figures) -> list[Observation]:
         if actual is None or actual <= 4.0:
             continue
         cited = {f"global_{kind}_sectors_per_request": actual}
-        if ideal is not None and ideal > 0:
+        if ideal is not None and ideal < 1:
+            continue  # under one sector per request the profiler's ideal is not a per-request count: no premise
+        if ideal is not None:
             use = ideal / actual
             if use >= COALESCING_POOR:
                 continue

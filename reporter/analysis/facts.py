@@ -29,7 +29,7 @@ class Number(float):
     """A float that prints with 4 significant figures (3 decimals under 1, thousands separators).
 
     ``key`` and ``unit``, when set, say what the number stands for in the report's consistency check
-    (reporter.render.ledger): 'fig|v05_persistent|benchmark' in 'ms', 'cmp|v05|v04|benchmark' as a
+    (reporter.render.ledger): 'fig:v05_persistent:benchmark' in 'ms', 'cmp:v05:v04:benchmark' as a
     'speedup'. Arithmetic on it gives a plain float, which is not checked."""
 
     def __new__(cls, value: float, digits: int = 4, *, key: str | None = None, unit: str = "") -> Number:
@@ -87,7 +87,7 @@ class TimingFacts(_Facts):
 
     def _key(self) -> str | None:
         """What this run's mean stands for in the consistency check: a run of its own (a figure: VersionFacts)."""
-        return f"run|{self._run.run_id}" if self._run is not None else None
+        return f"run:{self._run.run_id}" if self._run is not None else None
 
     @property
     def ms(self) -> Number:
@@ -159,7 +159,7 @@ class TimingFacts(_Facts):
 
     def peer_ms(self, name: str) -> Number:
         """A peer's figure (its mean) timed in this same run."""
-        key = f"peer|{self._run.run_id}|{name}" if self._run is not None else None
+        key = f"peer:{self._run.run_id}:{name}" if self._run is not None else None
         return Number(self._peer_timing(name).mean_ms, key=key, unit="ms")
 
     def peer_median_ms(self, name: str) -> Number:
@@ -306,7 +306,7 @@ class VersionFacts(TimingFacts):
 
     def _key(self) -> str | None:
         if self._run is not None and self._run is self._v.bench:
-            return f"fig|{self._v.name}|{self._v.benchmark_case}"
+            return f"fig:{self._v.name}:{self._v.benchmark_case}"
         return super()._key()
 
     def _find(self, run_id: str, label: str) -> Run:
@@ -340,7 +340,7 @@ class VersionFacts(TimingFacts):
             c = compare_versions(self._v, them)
             if c is None:
                 raise BindingError(f"speedup_over('{other}'): {other} or {self.short} has no figure on the case")
-            return Number(c.speedup, 3, key=f"cmp|{self._v.name}|{them.name}|{self._v.benchmark_case}",
+            return Number(c.speedup, 3, key=f"cmp:{self._v.name}:{them.name}:{self._v.benchmark_case}",
                           unit="speedup")
         except KeyError:
             own = next((p for p in (self._run.peers if self._run else []) if p.name == other and p.timing
@@ -349,7 +349,7 @@ class VersionFacts(TimingFacts):
             if peer is None:
                 raise BindingError(f"speedup_over('{other}'): no version or peer named '{other}'") from None
             theirs = float(PeerFacts(peer).ms)
-        key = (f"cmp|{self._v.name}|{other}|{self._v.benchmark_case}" if own is not None and not pinned else None)
+        key = (f"cmp:{self._v.name}:{other}:{self._v.benchmark_case}" if own is not None and not pinned else None)
         return Number(theirs / mine, 3, key=key, unit="speedup")
 
     def _same_session(self, them: VersionSummary, label: str) -> float:

@@ -27,7 +27,7 @@ from ..assignments import Version
 # spans keeps the highlighting and halves the inline boxes WeasyPrint must lay out (~1 s per report).
 _PLAIN_TOKENS = re.compile(r'<span class="(?:n|p|o|w|nx|err)">([^<]*)</span>')
 
-MAX_LINES = 18  # the whole file is in the record; the report shows the heart of it
+MAX_LINES = 14  # the whole file is in the record; the report shows the heart of it
 
 
 @dataclass

@@ -67,6 +67,15 @@ class Question:
     def rest_html(self) -> str:
         return markdown_to_html(self._split[1]) if self._split[1] else ""
 
+    @property
+    def lead_inline(self) -> str:
+        """The lead as the inside of one paragraph, when it is one (the body then runs the question into
+        it: 'What we concluded. The ping-pong …'); '' when it is a list, a table or several blocks."""
+        html = self.lead_html.strip()
+        if html.startswith("<p>") and html.endswith("</p>") and html.count("<p>") == 1:
+            return html[3:-4]
+        return ""
+
 
 def _blocks(markdown: str) -> list[str]:
     """Markdown split into its blocks at blank lines, a fenced code block kept whole."""
@@ -275,9 +284,8 @@ def _result(v: VersionSummary, ceilings: DeviceCeilings | None, case_words: str)
     d = fig.derived(ceilings)
     rate = f"{d.tflops:,.1f} TFLOP/s" if fig.run.work.flops else f"{d.gbps:,.0f} GB/s"
     roof = f", {pct(d.fraction_of_ceiling)} of the measured roof" if d.fraction_of_ceiling is not None else ""
-    figure = ledger.mark(f"fig|{v.name}|{v.benchmark_case}", ms(fig.ms))
-    return Markup(f"{figure} on {escape(case_words)} ({KIND_WORDS[fig.kind]}, mean of {fig.run.timing.n} calls): "
-                  f"{rate}{roof}.")  # type: ignore[union-attr]
+    figure = ledger.mark(f"fig:{v.name}:{v.benchmark_case}", ms(fig.ms))
+    return Markup(f"{figure}: {rate}{roof}.")
 
 
 @dataclass
@@ -346,21 +354,19 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
           observations: list[str], compared: list[Against]) -> Step:
     earlier = [x.version for x in s.versions if x.version.number < v.version.number]
     change = code.key_change(v.version, earlier, repo_root)
+    name = Path(change.path).name
+    prev = Path(change.against).name if change.against else ""
     if change.excerpt is not None and change.against is not None:
         ex = change.excerpt
-        caption = (f"What changed: <code>{change.path}</code> against <code>{change.against}</code> removes "
-                   f"{change.removed} lines of code and edits {change.edited} in place: it keeps one path of "
-                   f"the earlier source. What it keeps, from line {ex.first_line}"
-                   + (" (shortened)" if ex.truncated else "") + ":")
+        caption = (f"<code>{name}</code> keeps one path of <code>{prev}</code> ({change.removed} lines removed, "
+                   f"{change.edited} edited); what it keeps, from line {ex.first_line}:")
     elif change.excerpt is not None:
         ex = change.excerpt
-        caption = (f"Key code: <code>{ex.path}</code> from line {ex.first_line}"
-                   + (" (shortened)" if ex.truncated else "") + ", a source new in this version.")
+        caption = f"Key code of <code>{Path(ex.path).name}</code>, new in this version, from line {ex.first_line}:"
     else:
-        caption = (f"What changed: <code>{change.path}</code> against <code>{change.against}</code>, "
-                   + (f"{change.shown} of {change.total} changed lines (the largest hunks)"
-                      if change.shown < change.total else f"all {change.total} changed lines")
-                   + "; comments and the description at the top left out.")
+        caption = (f"What changed in <code>{name}</code> against <code>{prev}</code>: "
+                   + (f"{change.shown} of {change.total} changed lines" if change.shown < change.total
+                      else f"all {change.total} changed lines") + ".")
     section = wl.versions.get(v.short)
     preface, qs = questions_of(section)
     bench = v.bench
@@ -380,7 +386,7 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
         name=v.name, short=v.short, anchor=v.name,
         structure_html=markdown_to_html(doc or "*(no docstring)*"),
         change_html=change.html(), change_caption=caption,
-        figure=ledger.mark(f"fig|{v.name}|{v.benchmark_case}", ms(v.figure_ms)) if v.figure_ms else "–", result=_result(v, s.ceilings, s.case_words), comparisons=comps,
+        figure=ledger.mark(f"fig:{v.name}:{v.benchmark_case}", ms(v.figure_ms)) if v.figure_ms else "–", result=_result(v, s.ceilings, s.case_words), comparisons=comps,
         questions=qs, preface_html=markdown_to_html(preface) if preface else "",
         observations=[Markup(inline_markdown(o)) for o in observations], vs_previous=vs_prev,
         why_html=_concluded(qs, section), failed=failed, notes_missing=section is None,
@@ -388,7 +394,7 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
     )
 
 
-STRUCTURE_CHARS = 450  # a step's "how the code is structured": the docstring's opening, about five lines
+STRUCTURE_CHARS = 360  # a step's "how the code is structured": the docstring's opening, about five lines
 
 
 def _structure(doc: str, path: str, limit: int = STRUCTURE_CHARS) -> str:
@@ -413,7 +419,6 @@ def _structure(doc: str, path: str, limit: int = STRUCTURE_CHARS) -> str:
             part = f"{part} {sentence}".strip()
         if part:
             kept.append(part)
-        kept.append(f"*(The docstring goes on in `{path}`.)*")
         break
     return "\n\n".join(kept)
 

@@ -3,11 +3,11 @@
 While rendering, every figure, run time, ratio and verdict placed in the document is printed
 through :func:`mark`, which wraps it in ``<span data-k="KEY">`` naming what it stands for:
 
-* ``fig|VERSION|CASE``: a version's figure on a case (:mod:`reporter.standing`);
-* ``run|RUN_ID``: the mean of one run, when a comparison quotes a run that is not a figure;
-* ``peer|RUN_ID|PEER``: a peer's mean in one run;
-* ``cmp|MINE|THEIRS|CASE``: one version against another, the ratio with its direction
-  ('1.28× faster'); ``tone|MINE|THEIRS|CASE``: the verdict's word.
+* ``fig:VERSION:CASE``: a version's figure on a case (:mod:`reporter.standing`);
+* ``run:RUN_ID``: the mean of one run, when a comparison quotes a run that is not a figure;
+* ``peer:RUN_ID:PEER``: a peer's mean in one run;
+* ``cmp:MINE:THEIRS:CASE``: one version against another, the ratio with its direction
+  ('1.28× faster'); ``tone:MINE:THEIRS:CASE``: the verdict's word.
 
 :func:`contradictions` reads the finished HTML back and groups the marks by key: two marks of one
 key must print the same value up to rounding (the intervals their printed digits stand for
@@ -32,8 +32,8 @@ _UNIT_MS = {"µs": 1e-3, "ms": 1.0, "s": 1e3}
 def mark(key: str, text: object, unit: str = "") -> Markup:
     """``text`` as printed, registered as standing for ``key`` (see the module's list of keys). ``unit``
     names the unit of a bare number whose unit the prose around it types ('ms', 'µs', 'speedup')."""
-    if '"' in key or "<" in key:
-        raise ValueError(f"ledger key {key!r} holds a quote or '<'")
+    if any(c in key for c in '"<|'):  # '|' would split a markdown table's cell around a bound number
+        raise ValueError(f"ledger key {key!r} holds a quote, '<' or '|'")
     u = f' data-u="{escape(unit)}"' if unit else ""
     return Markup(f'<span data-k="{escape(key)}"{u}>{escape(text)}</span>')
 
@@ -105,7 +105,7 @@ def contradictions(document: str) -> list[Contradiction]:
             seen[p.key].append(p.text)
     out = []
     for key, texts in seen.items():
-        if key.startswith("tone|"):
+        if key.startswith("tone:"):
             bad = len(texts) > 1
         else:
             bad = any(not _agree(a, b) for i, a in enumerate(texts) for b in texts[i + 1:])
