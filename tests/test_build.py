@@ -192,9 +192,15 @@ def test_report_says_how_each_run_and_sweep_was_timed(built):
     how = {d.find("p", class_="how-name").get_text(): " ".join(d.get_text(" ", strip=True).split())
            for d in soup.select("div.how-item")}
     sweeps = " ".join(soup.find(id="app-sweeps").find_parent("section").get_text(" ", strip=True).split())
+    from reporter.render.appendix import common_how
+
+    usual = common_how(s)  # said once at the top of appendix B; a line repeats how only where it differs
+    note = " ".join(soup.find(id="app-how").find_next("p", class_="note").get_text(" ", strip=True).split())
+    assert f"Every figure is the {usual}" in note
     for v in s.versions:
         if v.bench is not None and v.bench.timing is not None:
-            assert f"The figure is the {figure(v.bench).how}" in how[v.name], v.name
+            assert f"Figure from run {v.bench.run_id}" in how[v.name], v.name
+            assert (figure(v.bench).how in how[v.name]) == (figure(v.bench).how != usual), v.name
         if v.sweep is not None:
             assert " ".join(decision(v.sweep).split()) in sweeps, v.name
     pairs = [(s.previous(v), v) for v in s.versions if s.previous(v) is not None]

@@ -82,14 +82,26 @@ METHOD_WORDS = {
 }
 
 
-def timing_note(r: Run | None) -> str:
-    """Which run the benchmark figure comes from, how it was timed, and the GPU's state meanwhile."""
+def common_how(s: AssignmentSummary) -> str:
+    """How most figures were taken ('mean of 100 calls timed alone from a rested card …'): appendix B says
+    it once, and a version's line repeats it only where its figure was taken otherwise."""
+    hows = [f.how for v in s.versions if (f := v.figure) is not None]
+    return max(set(hows), key=hows.count) if hows else ""
+
+
+def timing_note(r: Run | None, usual: str = "") -> str:
+    """Which run the benchmark figure comes from, how it was timed (unless as ``usual``), and the GPU's
+    state meanwhile."""
     fig = figure(r)
     if r is None or fig is None or r.timing is None:
         return ""
     t = r.timing
     method = "" if t.method == "cuda-events" else f", timed with {METHOD_WORDS.get(t.method, t.method)}"
-    parts = [f"The figure is the {fig.how} (run {r.run_id}, {r.created_utc:%Y-%m-%d}){method}"
+    how = "" if fig.how == usual else f", the {fig.how}"
+    commit = (r.code.git_commit or "")[:10]
+    code = f"; code {r.code.digest}" + (f", commit {commit}" if commit else "") + \
+        (" (uncommitted changes)" if r.code.git_dirty else "")
+    parts = [f"Figure from run {r.run_id} ({r.created_utc:%Y-%m-%d}{code}){how}{method}"
              + (", interleaved with the run's other versions and peers (one call of each per round, in a "
                 "rotating order)" if t.interleaved else "")]
     if t.start_temp_c is not None:
@@ -114,7 +126,7 @@ def ranked_line(r: Run) -> str:
     ok = sum(c.passed for c in r.ranked_checks)
     held = " with --hold" if t.method.endswith("+hold") else ""
     held += ", interleaved" if t.interleaved else ""
-    return (f"Ranked mode: {r.case_name}: median {ms(t.median_ms)} over {t.n} calls{held}, each on a fresh input "
+    return (f"Ranked mode: {r.case_name}: mean {ms(t.mean_ms)} over {t.n} calls{held}, each on a fresh input "
             f"(seed {r.seed} + 13·k), {ok} of {len(r.ranked_checks)} re-checks passed ({r.created_utc:%Y-%m-%d}, "
             f"run {r.run_id}).")
 
@@ -157,8 +169,9 @@ def profile_note(v: VersionSummary) -> str:
 
 def how_taken(s: AssignmentSummary) -> list[HowTaken]:
     out = []
+    usual = common_how(s)
     for v in s.versions:
-        lines = [x for x in [timing_note(v.bench)] if x]
+        lines = [x for x in [timing_note(v.bench, usual)] if x]
         lines += [ranked_line(rr) for c in s.assignment.case_order(list(v.runs)) if (rr := v.ranked(c)) is not None]
         lines += build_lines(v.bench)
         note = profile_note(v)
@@ -202,6 +215,9 @@ def profile_rows(s: AssignmentSummary, per_version: int = 3) -> list[dict[str, A
     return rows
 
 
+SWEEP_ROWS = 5  # of a sweep, the fastest configurations shown (and the one the version runs); all are in the record
+
+
 def sweep_view(v: VersionSummary) -> dict[str, Any] | None:
     sw = v.sweep
     if sw is None:
@@ -220,7 +236,7 @@ def sweep_view(v: VersionSummary) -> dict[str, Any] | None:
                      "mean": ms(p.timing.mean_ms) if p.timing else "–",
                      "n": p.timing.n if p.timing else "–",
                      "note": note(st) + ("; the version runs this" if runs_this else ""), "runs": runs_this})
-    shown = rows[:8] + [r for r in rows[8:] if r["runs"]]  # the one the version runs is always shown
+    shown = rows[:SWEEP_ROWS] + [r for r in rows[SWEEP_ROWS:] if r["runs"]]  # the one the version runs is always shown
     return {
         "version": v.name, "case": sw.case_name, "count": len(sw.points),
         "timed": sum(1 for p in sw.points if p.timing), "rows": shown, "all": len(rows),

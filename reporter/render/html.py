@@ -499,6 +499,8 @@ def appendix_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: 
         "case_rows": appendix.case_rows(s),
         "rate_unit": "TFLOP/s" if flops else "GB/s",
         "how_taken": appendix.how_taken(s),
+        "roofline": _roofline(s, hooks) if flops else None,
+        "common_how": appendix.common_how(s),
         "details": _details(s, wl),
         "profile_headers": appendix.PROFILE_HEADERS,
         "profile_rows": appendix.profile_rows(s),
@@ -527,6 +529,22 @@ def steps_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
     }
 
 
+def _roofline(s: AssignmentSummary, hooks: Hooks) -> dict[str, str] | None:
+    """The hierarchical roofline of the versions that set a new best time, with its caption (appendix C)."""
+    if hooks.profile_chart is None:
+        return None
+    svg = hooks.profile_chart(s)
+    if not svg:
+        return None
+    unprofiled = [v.name for v in s.new_bests() if v.profiled_run() is None]
+    return {"svg": svg, "caption": (
+        "Hierarchical roofline from Nsight Compute, for the versions that set a new best time"
+        + (f" and were profiled ({', '.join(unprofiled)} {'was' if len(unprofiled) == 1 else 'were'} not)"
+           if unprofiled else "") + ": each at its measured intensity at DRAM, L2 and L1 and at the rate of its "
+        "profiled launch (flops over the launch's duration under the profiler, one launch: higher than the "
+        "version's figure, which is a mean over back-to-back calls at the card's power cap).")}
+
+
 def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hooks | None = None, *,
                   anonymous: bool = False, chart_cache_dir: Path | None = None,
                   appendix_ctx: dict[str, Any] | None = None, steps_ctx: dict[str, Any] | None = None
@@ -541,17 +559,8 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
     if wl.stopped is not None:
         stop_summary = first_sentences(wl.stopped.markdown, at_least=120)
     overview = []
-    if ctx["rate_unit"] == "TFLOP/s" and hooks.profile_chart is not None:
-        svg = hooks.profile_chart(s)
-        unprofiled = [v.name for v in s.new_bests() if v.profiled_run() is None]
-        if svg:
-            overview.append({"svg": svg, "caption": (
-                "Hierarchical roofline from Nsight Compute, for the versions that set a new best time"
-                + (f" and were profiled ({', '.join(unprofiled)} {'was' if len(unprofiled) == 1 else 'were'} not)"
-                   if unprofiled else "") + ": each at its "
-                "measured intensity at DRAM, L2 and L1 and at the rate of its profiled launch (flops over the "
-                "launch's duration under the profiler, one launch: higher than the version's figure, which is a "
-                "mean over back-to-back calls at the card's power cap).")})
+    if ctx["rate_unit"] == "TFLOP/s":
+        pass  # the roofline is in appendix C, beside the profiles it is drawn from (_roofline)
     elif ctx["rate_unit"] != "TFLOP/s":
         overview.append({"svg": chart_cache.svg("bandwidth", charts.bandwidth_data(s), charts.bandwidth,
                                                 chart_cache_dir), "caption": (

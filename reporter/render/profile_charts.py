@@ -112,11 +112,11 @@ def _draw_versions(ax, h: HierarchicalRoofline) -> list[Line2D]:
         xs = [p.intensity for p in v.points]
         if len(xs) > 1:  # a faint bar tying the version's levels together
             ax.plot([min(xs), max(xs)], [v.tflops, v.tflops], color=color, lw=0.6, alpha=0.5, zorder=3)
-        bind = f"{v.binding} binds, {v.binding_fraction:.0%} of its roof" if v.binding_fraction is not None else \
+        bind = f"{v.binding} binds ({v.binding_fraction:.0%} of its roof)" if v.binding_fraction is not None else \
             "binding level unknown"
         handles.append(Line2D([], [], color=color, marker="o", ls="none", ms=6 + big,
-                              label=f"{v.version}: {v.tflops:,.1f} TFLOP/s in its profiled launch; {bind}"
-                              + (" (the fastest, drawn larger)" if i == best else "")))
+                              label=f"{v.version}: {v.tflops:,.0f} TFLOP/s, {bind}"
+                              + (", the fastest" if i == best else "")))
     for prev, nxt in zip(h.versions, h.versions[1:], strict=False):
         for p in prev.points:
             q = nxt.point(p.level)
@@ -166,8 +166,9 @@ def hierarchical_roofline_figure(h: HierarchicalRoofline, gpu: str) -> Any:
                         fontsize=6.5, frameon=False, handletextpad=0.4, columnspacing=1.2)
         ax.add_artist(key)
         rows = math.ceil(len(levels + roof_handles) / 3)
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.075 * rows), ncol=1,
-                  fontsize=7, frameon=False, handletextpad=0.4)
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.17 - 0.06 * rows), ncol=2,
+                  fontsize=6.6, frameon=False, handletextpad=0.3, columnspacing=1.0,
+                  title="each version at the rate of its profiled launch (the fastest drawn larger)", title_fontsize=6.6)
         from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)))
