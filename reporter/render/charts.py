@@ -240,7 +240,7 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
         fig, ax = plt.subplots(figsize=(6.6, 3.0))
         overview = None
     else:
-        fig, (overview, ax) = plt.subplots(1, 2, figsize=(6.6, 3.0), gridspec_kw={"width_ratios": [1, 3.2],
+        fig, (overview, ax) = plt.subplots(1, 2, figsize=(6.6, 3.0), gridspec_kw={"width_ratios": [1, 4.4],
                                                                                   "wspace": 0.32})
     ax.plot(px, py, "-", color=VERSION_COLOR, lw=1.0, zorder=2)
     ax.plot(px, py, "o", color=VERSION_COLOR, ms=4, zorder=3)
@@ -287,7 +287,8 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
         dx, dy = (-5 if last else 5 if first else 0), (2 if first else 7 if above_prev else -8)
         ax.annotate(_fmt_ms(y), (px[i], y), xytext=(dx, dy),
                     textcoords="offset points", ha="right" if last else "left" if first else "center",
-                    va="bottom" if above_prev else "top", fontsize=7, color=VERSION_COLOR)
+                    va="bottom" if above_prev else "top", fontsize=7, color=VERSION_COLOR, zorder=5,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6, "alpha": 0.9})  # no line strikes it
     if overview is not None:
         overview.plot(px, py, "-o", color=VERSION_COLOR, lw=0.8, ms=2.5)
         overview.set_yscale("log")
