@@ -23,6 +23,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e .
+	@# set-up work done once here, not in the first build: the package's bytecode, matplotlib's font cache
+	$(BIN)/python -m compileall -q reporter
+	$(BIN)/python -c "import matplotlib.pyplot" >/dev/null 2>&1 || true
 	@touch $@
 
 # tests also need torch: the CPU build first, so '.[test]' finds it satisfied
