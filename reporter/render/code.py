@@ -511,3 +511,43 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
     first = chosen[0]
     return Change(path=rel(first[0]), against=rel(first[1]), lines=lines,
                   shown=sum(changed(h) for _, _, h in chosen), total=total)
+
+
+def key_change_cached(v: Version, earlier: list[Version], repo_root: Path, cache: Path | None) -> Change:
+    """:func:`key_change`, kept in ``cache`` by the hash of every source it may read (the version's and the
+    earlier versions' .py and .cu) and of this module: an unchanged build does not diff the sources again."""
+    if cache is None:
+        return key_change(v, earlier, repo_root)
+    import hashlib
+    import pickle
+
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(v.name.encode() + str(repo_root.resolve()).encode())
+    for w in [v, *sorted(earlier, key=lambda w: w.number)]:
+        for suffix in (".py", ".cu"):
+            p = w.path.with_suffix(suffix)
+            h.update(p.name.encode())
+            if p.is_file():
+                h.update(p.read_bytes())
+    path = cache / f"change-{h.hexdigest()[:32]}.pickle"
+    try:
+        found = pickle.loads(path.read_bytes())
+        if isinstance(found, Change):
+            return found
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        pass
+    change = key_change(v, earlier, repo_root)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        from ..atomic import write_atomic
+
+        write_atomic(path, pickle.dumps(change))
+        kept = sorted(cache.glob("change-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in kept[CHANGES_KEPT:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next build the diff
+    return change
+
+
+CHANGES_KEPT = 256  # newest computed excerpts kept in the cache

@@ -63,7 +63,7 @@ class Question:
         """The answer's first paragraph (what the body prints; the rest is in the appendix)."""
         return markdown_to_html(self._split[0]) if self.answered else ""
 
-    @property
+    @functools.cached_property
     def rest_html(self) -> str:
         return markdown_to_html(self._split[1]) if self._split[1] else ""
 
@@ -181,6 +181,7 @@ class Hooks:
 
     observations: Any = None  # (Run, Run | None, DeviceCeilings | None) -> list[(rule, text)]
     profile_chart: Callable[[AssignmentSummary], str | None] | None = None
+    cache_dir: Path | None = None  # where computed excerpts are kept between builds (None: recomputed)
 
 
 # --------------------------------------------------------------------------- the work log's words
@@ -351,9 +352,9 @@ def _observations(s: AssignmentSummary, hooks: Hooks) -> dict[str, list[str]]:
 
 
 def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
-          observations: list[str], compared: list[Against]) -> Step:
+          observations: list[str], compared: list[Against], cache: Path | None = None) -> Step:
     earlier = [x.version for x in s.versions if x.version.number < v.version.number]
-    change = code.key_change(v.version, earlier, repo_root)
+    change = code.key_change_cached(v.version, earlier, repo_root, cache)
     name = Path(change.path).name
     prev = Path(change.against).name if change.against else ""
     if change.excerpt is not None and change.against is not None:
@@ -520,7 +521,8 @@ def steps_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
     hooks = hooks or Hooks()
     ctx = appendix_ctx if appendix_ctx is not None else appendix_context(s, wl, repo_root, hooks, anonymous=anonymous)
     observed = _observations(s, hooks)
-    steps = [_step(v, s, wl, repo_root, observed.get(v.name, []), ctx["compared"][v.name]) for v in s.versions]
+    steps = [_step(v, s, wl, repo_root, observed.get(v.name, []), ctx["compared"][v.name], hooks.cache_dir)
+             for v in s.versions]
     return {
         **ctx,
         "steps": steps,

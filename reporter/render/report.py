@@ -38,7 +38,7 @@ class BuildResult:
 
 def default_hooks(chart_cache_dir: Path | None = None) -> Hooks:
     """Wire in the optional analyses that exist in this installation."""
-    hooks = Hooks()
+    hooks = Hooks(cache_dir=chart_cache_dir)
     try:
         from ..analysis.diagnose import observe
 

@@ -9,6 +9,8 @@ does not resolve raises :class:`WorklogError` naming the file and line.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -215,14 +217,18 @@ def parse(path: Path, context: dict[str, Any]) -> Worklog:
     return wl
 
 
-def markdown_to_html(md: str) -> str:
+@functools.cache
+def _markdown() -> Any:
+    """One parser for the build (making one costs more than rendering a paragraph)."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"typographer": True}).enable(["table", "replacements", "smartquotes"]).render(md)
+    return MarkdownIt("commonmark", {"typographer": True}).enable(["table", "replacements", "smartquotes"])
+
+
+def markdown_to_html(md: str) -> str:
+    return _markdown().render(md)
 
 
 def inline_markdown(md: str) -> str:
     """One line of markdown as inline HTML (code spans as code, no paragraph around it)."""
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt("commonmark", {"typographer": True}).enable(["replacements", "smartquotes"]).renderInline(md)
+    return _markdown().renderInline(md)
