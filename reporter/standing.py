@@ -28,8 +28,9 @@ SM clock fell from 1515 to 1185 MHz for a few tenths of a second and calls took 
 instead of 13.3 ms. A 100-call run (the course's, and ours) spans that dip; the mean counts it,
 as the course's harness does, and the median does not: in one session the course harness gave
 13.70 and 13.75 ms, ``do_bench`` 13.91 ms, our mean 13.82 ms and our median 13.33 ms.
-``report crosscheck`` records all of them side by side. Verdicts between runs (`report diff`)
-test the whole samples and compare medians, which the dip moves less.
+``report crosscheck`` records all of them side by side. Comparisons between versions use the same
+statistic: the ratio of two means, tested by Welch's t-test on the samples
+(:mod:`reporter.analysis.compare`).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from .summary import VersionSummary
 
 Tone = Literal["faster", "slower", "same", "untested"]
 
-#: The rule, said once (appendix A and ``report diff --help`` print it).
+#: The rule, said once: the steps table's note prints it.
 RULE = (f"Two versions are compared on their means, in one session that timed both where there is one; the "
         f"difference counts as a change when Welch's t-test on the two runs' samples gives p < {P_THRESHOLD:g} "
         f"and the means differ by at least {MIN_EFFECT_PCT:g} %. Otherwise the two are the same within noise; "
@@ -98,34 +98,6 @@ class Comparison:
             return (f"{'the figures' if p.figures else 'runs'} of two sessions ({session_words(p.theirs.session_id)} "
                     f"and {session_words(p.mine.session_id)})" + (": no session timed both" if p.figures else ""))
         return f"both {KIND_WORDS[p.kind]} in the {session_words(p.mine.session_id)} session"
-
-    @property
-    def times(self) -> str:
-        """'313.1 → 243.9 µs': theirs, then mine."""
-        from .diff import format_ms
-
-        a, b = format_ms(self.theirs_ms), format_ms(self.mine_ms)
-        return f"{a.split()[0]} → {b}" if a.split()[1] == b.split()[1] else f"{a} → {b}"
-
-    @property
-    def sentence(self) -> str:
-        """The whole comparison: ratio, times, where, test."""
-        where = f", {self.where}" if self.where else ""
-        if self.verdict is None:
-            return f"{self.ratio} (mean {self.times}{where}; not tested: {self.untested})"
-        v = self.verdict
-        test = f"{v.test} {_p(v.p_value)}" if v.p_value is not None else f"not tested: {v.reason}"
-        if v.verdict == "same" and v.significant:
-            test += f": measurable, but under the {v.min_effect_pct:g} % minimum effect"
-        elif v.verdict == "same":
-            test += ": within noise"
-        return f"{self.ratio} (mean {self.times}{where}; {test})"
-
-
-def _p(p: float | None) -> str:
-    from .diff import format_p
-
-    return format_p(p) if p is not None else ""
 
 
 def session_words(session_id: str) -> str:

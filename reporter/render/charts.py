@@ -355,7 +355,10 @@ def bandwidth_figure(d: BandwidthData) -> Figure:
     ax.set_yticks(y, [r[0] for r in rows], fontsize=7.5)
     top = max([r[1] for r in rows] + ([d.copy_gbps] if d.copy_gbps is not None else []))
     for yi, (_, g, _) in zip(y, rows, strict=True):
-        ax.text(g + top * 0.01, yi, f"{g:,.0f}", va="center", fontsize=7)
+        if g >= 0.4 * top:  # inside the bar, at its end: the ceiling line near the longest bars never crosses it
+            ax.text(g - top * 0.012, yi, f"{g:,.0f}", va="center", ha="right", fontsize=7, color="white")
+        else:
+            ax.text(g + top * 0.01, yi, f"{g:,.0f}", va="center", fontsize=7)
     if d.copy_gbps is not None:
         ax.axvline(d.copy_gbps, color=ROOF_COLOR, lw=1.2)
     ax.set_xlim(0, top * 1.12)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from ..analysis.compare import RULE as COMPARE_RULE
 from ..analysis.compare import compare_peer, compare_versions
@@ -29,7 +29,6 @@ from ..analysis.diagnose import HOST_BOUND_WORDS
 from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary, VersionSummary
 from ..records import DeviceCeilings, Run
-from ..standing import KIND_WORDS
 from ..worklog_sections import PLACEHOLDER, headings
 from . import TEMPLATES, appendix, chart_cache, charts, code, ledger
 from .against import Against
