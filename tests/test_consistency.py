@@ -155,3 +155,17 @@ def test_the_teams_bound_numbers_are_checked_too(built):
     printed = [m for m in ledger.marks(page) if m.key == "cmp:v02_fused_triton:v01_naive:benchmark"]
     assert bound and len(printed) > len(bound)
     assert ledger.contradictions(page) == []
+
+
+def test_a_side_with_one_sample_is_not_tested_and_says_so():
+    """One call has no spread to test against: the label says 'not tested', never 'within noise'."""
+    from conftest import LOGS
+    from reporter import store
+    from reporter.analysis.compare import compare_pair
+    from reporter.standing import Pairing
+
+    base = next(r for r in store.runs(LOGS, "histogram", "v07_lean_launch") if r.timing is not None and r.timing.n > 2)
+    one = base.timing.model_copy(update={"samples_ms": [base.timing.mean_ms * 3], "n": 1,
+                                         "mean_ms": base.timing.mean_ms * 3})
+    c = compare_pair(Pairing(base, base.model_copy(update={"timing": one}), figures=True), "v07", "v06", "benchmark")
+    assert c.tone == "untested" and c.label.startswith("3.00× faster, not tested: 1 sample")

@@ -67,13 +67,17 @@ class Comparison:
     @property
     def tone(self) -> Tone:
         """What the test says: 'faster' / 'slower' (a change), 'same' (within noise), 'untested'."""
-        return self.verdict.verdict if self.verdict is not None else "untested"
+        if self.verdict is None or self.verdict.p_value is None:  # two sessions, or a side with one sample
+            return "untested"
+        return self.verdict.verdict
 
     @property
     def qualifier(self) -> str:
         """'' for a change; 'within noise', 'under 1 %', 'not tested: two sessions' otherwise."""
         if self.verdict is None:
             return f"not tested: {self.untested}"
+        if self.verdict.p_value is None:
+            return f"not tested: {self.verdict.reason}"
         if self.verdict.verdict != "same":
             return ""
         return f"under {MIN_EFFECT_PCT:g} %" if self.verdict.significant else "within noise"

@@ -110,6 +110,20 @@ def _print(result: BuildResult, prefix: str = "") -> None:
         err.print(f"[yellow]{prefix}warning:[/yellow] {result.pdf_error}")
 
 
+def _fresh(workers: list[Worker]) -> list[Worker]:
+    """The workers, each that is busy or has ended replaced by a new one (a busy one is stopped)."""
+    from ..render.pdf import Worker
+
+    out = []
+    for w in workers:
+        if w.usable:
+            out.append(w)
+        else:
+            w.close()
+            out.append(Worker())
+    return out
+
+
 def _build_all(repo: Path, kernels: Path, logs_dir: Path, out_dir: Path, *, t0: float, **options) -> None:
     """Every assignment that has a worklog.md and records, on one pair of PDF workers, then the index."""
     from ..render.index import Entry, render_index
@@ -131,12 +145,13 @@ def _build_all(repo: Path, kernels: Path, logs_dir: Path, out_dir: Path, *, t0: 
                 err.print(f"[bold red]{a.name}:[/bold red] {result}", highlight=False)
                 entries.append(Entry(a.name, a.title, error=result))
                 failed = True
+                workers = _fresh(workers)  # a build stopped early leaves its parts queued on them
                 continue
             _print(result, prefix=f"{a.name} ")
             failed |= result.pdf_error is not None
             entries.append(Entry(a.name, result.title, result.cover, result.gpu, html=result.html is not None,
                                  pdf=result.pdf is not None, pages=result.pages, pdf_error=result.pdf_error))
-            workers = [w if w.usable else Worker() for w in workers]  # a failed PDF step may have ended one
+            workers = _fresh(workers)  # a failed PDF step may have ended one
     finally:
         for w in workers:
             w.close()

@@ -61,11 +61,11 @@ class Against:
 
     @property
     def p_words(self) -> str:
-        """'= 3e-12', '< 1e-300': the test's p, for a compact line."""
+        """'p=3e-12', 'p<1e-300': the test's p, for a compact line."""
         v = self.c.verdict
         if v is None or v.p_value is None:
             return ""
-        return format_p(v.p_value).removeprefix("p")
+        return format_p(v.p_value)
 
     @property
     def sentence(self) -> Markup:

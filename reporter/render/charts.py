@@ -223,7 +223,8 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
 
     When the first versions are many times slower than the last (:data:`ZOOM_RANGE`), the main panel
     is linear and zoomed to the versions near the best (:func:`zoom_top`); the versions above it are
-    marked at its top edge with their times, and a small log panel at the left shows every version."""
+    marked ▲ at its top edge, the lines above it are named at the top of the label column, and a small
+    log panel at the left shows every version."""
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -273,7 +274,7 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_ms(v)))
     ax.grid(True, axis="y", which="major", lw=0.3, color="#ccc")
     ax.set_title(f"Time per version on the {d.gpu.upper()}, lower is better" if top is None else
-                 f"Time per version on the {d.gpu.upper()} (zoomed), lower is better", loc="left" if top else "center")
+                 f"Time per version on the {d.gpu.upper()}, zoomed", loc="left" if top else "center")
     # the best and the last version carry their times (and the first, when it is on the panel)
     named = {len(py) - 1} | ({d.best} if d.best is not None else set()) | ({0} if top is None else set())
     for i in sorted(named):
@@ -301,7 +302,9 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
         overview.set_title("every version (log)", fontsize=7.5, fontweight="normal")
         overview.set_xlabel("shaded: the range at right", fontsize=6.5)
         overview.grid(True, axis="y", which="major", lw=0.3, color="#ccc")
-    _label_column(ax, [(y, text, LINE_STYLES[kind][0]) for y, text, kind in shown_lines])
+    # a line above the zoomed range is still named, at the top of the column
+    off = [(top, f"{text} (above)", LINE_STYLES[kind][0]) for y, text, kind in d.lines if top is not None and y > top]
+    _label_column(ax, [(y, text, LINE_STYLES[kind][0]) for y, text, kind in shown_lines] + off)
     return fig
 
 

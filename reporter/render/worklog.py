@@ -229,6 +229,15 @@ def markdown_to_html(md: str) -> str:
     return _markdown().render(md)
 
 
+@functools.cache
+def _markdown_text() -> Any:
+    """A parser for the tool's own sentences: markdown, but any HTML in them is text ('attn<Cfg>')."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"typographer": True, "html": False}).enable(["replacements", "smartquotes"])
+
+
 def inline_markdown(md: str) -> str:
-    """One line of markdown as inline HTML (code spans as code, no paragraph around it)."""
-    return _markdown().renderInline(md)
+    """One line of the tool's markdown as inline HTML (code spans as code, no paragraph around it, any
+    HTML in it escaped)."""
+    return _markdown_text().renderInline(md)
