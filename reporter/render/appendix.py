@@ -10,6 +10,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from markupsafe import Markup, escape
+
 from ..analysis.facts import fmt_number
 from ..analysis.metrics import format_value, value
 from ..analysis.summary import AssignmentSummary, VersionSummary
@@ -187,6 +189,15 @@ PROFILE_HEADERS = ("time", "SM %", "busy %", "L1 %", "L2 %", "DRAM %", "L1 hit",
 PROFILE_METRICS = CS149_BLOCK[: len(PROFILE_HEADERS)]  # the write-back and cp.async columns are in the records
 
 
+def _breakable(name: str) -> Markup:
+    """A kernel name that a narrow column breaks after its underscores, commas and angle brackets, not in
+    the middle of a word."""
+    text = str(escape(name))
+    for mark in ("_", ",", "&lt;", "::"):
+        text = text.replace(mark, mark + "<wbr>")
+    return Markup(text)
+
+
 def profile_rows(s: AssignmentSummary, per_version: int = 3) -> list[dict[str, Any]]:
     """The CS149 metric block of each profiled version as table rows: its longest kernels (at
     most ``per_version``, in launch order), the rest counted."""
@@ -208,7 +219,7 @@ def profile_rows(s: AssignmentSummary, per_version: int = 3) -> list[dict[str, A
                     cells.append(format_value(m.value, m.unit))
                 else:
                     cells.append(format_value(m.value, m.unit).replace(" %", "").replace("%", ""))
-            rows.append({"version": v.name if i == 0 else "", "kernel": short_kernel_name(k.name, 48),
+            rows.append({"version": v.name if i == 0 else "", "kernel": _breakable(short_kernel_name(k.name, 48)),
                          "cells": cells,
                          "more": (f"+ {len(kernels) - len(shown)} shorter kernels"
                                   if i == len(shown) - 1 and len(kernels) > len(shown) else "")})
