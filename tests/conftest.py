@@ -32,6 +32,24 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.fixture(scope="session")
+def built_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The HTML of each committed report (flashattn, histogram, transform), built once per session by the
+    CLI as a user builds it, with the consistency check on: the build fails on a contradiction."""
+    from typer.testing import CliRunner
+
+    from reporter.cli import app
+
+    out = tmp_path_factory.mktemp("built-reports")
+    pages = {}
+    for name in ("flashattn", "histogram", "transform"):
+        result = CliRunner().invoke(app, ["build", name, "--html-only", "--out", str(out / name)])
+        assert result.exit_code == 0, result.output
+        assert "contradiction" not in result.output
+        pages[name] = (out / name / "worklog.html").read_text()
+    return pages
+
+
 @pytest.fixture
 def cuda():
     """torch, on a machine with a CUDA device; the test is skipped elsewhere (GPU tests, ``-m gpu``)."""

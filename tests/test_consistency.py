@@ -5,13 +5,12 @@ On the committed reports and on contradictions made on purpose."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
+from conftest import ROOT
 from typer.testing import CliRunner
 
-from conftest import ROOT
 from reporter.analysis.compare import compare_versions
 from reporter.analysis.diff import ratio_words
 from reporter.analysis.summary import summarize
@@ -70,22 +69,11 @@ def test_the_direction_word_follows_the_ratio():
 # --------------------------------------------------------------------------- the committed reports
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> dict[str, str]:
-    """Each committed report's HTML, built by the CLI with the check on (it fails on a contradiction)."""
-    out = tmp_path_factory.mktemp("reports")
-    pages = {}
-    for name in ASSIGNMENTS:
-        result = CliRunner().invoke(app, ["build", name, "--html-only", "--out", str(out / name)])
-        assert result.exit_code == 0, result.output
-        assert "contradiction" not in result.output
-        pages[name] = (out / name / "worklog.html").read_text()
-    return pages
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_committed_reports_say_each_thing_one_way(built, name):
-    page = built[name]
+def test_committed_reports_say_each_thing_one_way(built_reports, name):
+    page = built_reports[name]
     assert ledger.contradictions(page) == []
     keys = {m.key for m in ledger.marks(page)}
     s = summarize(get_assignment(ROOT / "kernels", name), ROOT / "logs", "h100")
@@ -97,10 +85,10 @@ def test_committed_reports_say_each_thing_one_way(built, name):
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_steps_table_labels_agree_with_their_numbers(built, name):
+def test_steps_table_labels_agree_with_their_numbers(built_reports, name):
     """The colour follows the verdict, the direction word the ratio, and the ratio is the times printed
     beside it (the figures, or the one session's pair the cell names)."""
-    soup = BeautifulSoup(built[name], "html.parser")
+    soup = BeautifulSoup(built_reports[name], "html.parser")
     s = summarize(get_assignment(ROOT / "kernels", name), ROOT / "logs", "h100")
     rows = soup.select("table.steps-table tbody tr")
     checked = 0
@@ -147,10 +135,10 @@ def test_a_contradiction_fails_the_build_and_names_both_values(tmp_path, monkeyp
     assert (out / "worklog.html").is_file()
 
 
-def test_the_teams_bound_numbers_are_checked_too(built):
+def test_the_teams_bound_numbers_are_checked_too(built_reports):
     """Figures and ratios the worklog binds ({{ v02.ms }}, {{ v02.speedup_over('v01') }}) are marked like
     the page's own and agree with them: flashattn's text quotes v02 against v01, as its steps table does."""
-    page = built["flashattn"]
+    page = built_reports["flashattn"]
     bound = re.findall(r'<span data-k="(cmp:v02_fused_triton:v01_naive:benchmark)" data-u="speedup">', page)
     printed = [m for m in ledger.marks(page) if m.key == "cmp:v02_fused_triton:v01_naive:benchmark"]
     assert bound and len(printed) > len(bound)
@@ -160,6 +148,7 @@ def test_the_teams_bound_numbers_are_checked_too(built):
 def test_a_side_with_one_sample_is_not_tested_and_says_so():
     """One call has no spread to test against: the label says 'not tested', never 'within noise'."""
     from conftest import LOGS
+
     from reporter import store
     from reporter.analysis.compare import compare_pair
     from reporter.standing import Pairing

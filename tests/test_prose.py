@@ -7,10 +7,7 @@ import re
 
 import pytest
 from bs4 import BeautifulSoup
-from typer.testing import CliRunner
-
 from conftest import ROOT
-from reporter.cli import app
 
 ASSIGNMENTS = ("flashattn", "histogram", "transform")
 
@@ -34,14 +31,8 @@ def _prose(markdown: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory) -> dict[str, BeautifulSoup]:
-    out = tmp_path_factory.mktemp("prose")
-    soups = {}
-    for name in ASSIGNMENTS:
-        result = CliRunner().invoke(app, ["build", name, "--html-only", "--out", str(out / name)])
-        assert result.exit_code == 0, result.output
-        soups[name] = BeautifulSoup((out / name / "worklog.html").read_text(), "html.parser")
-    return soups
+def pages(built_reports) -> dict[str, BeautifulSoup]:
+    return {name: BeautifulSoup(html, "html.parser") for name, html in built_reports.items()}
 
 
 def _text(soup: BeautifulSoup) -> str:

@@ -12,12 +12,12 @@ renderer turns into "file:line: ..." and a failed build.
 
 from __future__ import annotations
 
-import statistics
-
 import math
+import statistics
 from typing import Any
 
 from ..records import DeviceCeilings, PeerResult, ProbeRecord, ProbeResult, Run, Sweep, derive
+from . import keys
 from .summary import AssignmentSummary, VersionSummary
 
 
@@ -87,7 +87,7 @@ class TimingFacts(_Facts):
 
     def _key(self) -> str | None:
         """What this run's mean stands for in the consistency check: a run of its own (a figure: VersionFacts)."""
-        return f"run:{self._run.run_id}" if self._run is not None else None
+        return keys.run(self._run.run_id) if self._run is not None else None
 
     @property
     def ms(self) -> Number:
@@ -159,7 +159,7 @@ class TimingFacts(_Facts):
 
     def peer_ms(self, name: str) -> Number:
         """A peer's figure (its mean) timed in this same run."""
-        key = f"peer:{self._run.run_id}:{name}" if self._run is not None else None
+        key = keys.peer(self._run.run_id, name) if self._run is not None else None
         return Number(self._peer_timing(name).mean_ms, key=key, unit="ms")
 
     def peer_median_ms(self, name: str) -> Number:
@@ -306,7 +306,7 @@ class VersionFacts(TimingFacts):
 
     def _key(self) -> str | None:
         if self._run is not None and self._run is self._v.bench:
-            return f"fig:{self._v.name}:{self._v.benchmark_case}"
+            return keys.fig(self._v.name, self._v.benchmark_case)
         return super()._key()
 
     def _find(self, run_id: str, label: str) -> Run:
@@ -340,7 +340,7 @@ class VersionFacts(TimingFacts):
             c = compare_versions(self._v, them)
             if c is None:
                 raise BindingError(f"speedup_over('{other}'): {other} or {self.short} has no figure on the case")
-            return Number(c.speedup, 3, key=f"cmp:{self._v.name}:{them.name}:{self._v.benchmark_case}",
+            return Number(c.speedup, 3, key=keys.cmp(self._v.name, them.name, self._v.benchmark_case),
                           unit="speedup")
         except KeyError:
             own = next((p for p in (self._run.peers if self._run else []) if p.name == other and p.timing
@@ -349,7 +349,7 @@ class VersionFacts(TimingFacts):
             if peer is None:
                 raise BindingError(f"speedup_over('{other}'): no version or peer named '{other}'") from None
             theirs = float(PeerFacts(peer).ms)
-        key = (f"cmp:{self._v.name}:{other}:{self._v.benchmark_case}" if own is not None and not pinned else None)
+        key = keys.cmp(self._v.name, other, self._v.benchmark_case) if own is not None and not pinned else None
         return Number(theirs / mine, 3, key=key, unit="speedup")
 
     def _same_session(self, them: VersionSummary, label: str) -> float:

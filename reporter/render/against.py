@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
+from ..analysis import keys
 from ..analysis.compare import Comparison
 from ..analysis.diff import format_p
 from ..records import Run
@@ -35,8 +36,8 @@ class Against:
     @property
     def label(self) -> Markup:
         """'1.28× faster, within noise', the ratio marked."""
-        ratio = ledger.mark(f"cmp:{self.c.mine}:{self.c.theirs}:{self.c.case}", self.c.ratio)
-        tone = ledger.mark(f"tone:{self.c.mine}:{self.c.theirs}:{self.c.case}", self.c.qualifier) \
+        ratio = ledger.mark(keys.cmp(self.c.mine, self.c.theirs, self.c.case), self.c.ratio)
+        tone = ledger.mark(keys.tone(self.c.mine, self.c.theirs, self.c.case), self.c.qualifier) \
             if self.c.qualifier else ""
         return Markup(f"{ratio}, {tone}") if tone else ratio
 
@@ -45,12 +46,12 @@ class Against:
         """The two times the ratio divides, theirs then mine, each marked with what it is."""
         c = self.c
         if c.pair is None:
-            return Markup(f"{ledger.mark(f'peer:{c.run_id}:{c.theirs}', ms(c.theirs_ms))} against "
-                          f"{ledger.mark(f'fig:{c.mine}:{c.case}', ms(c.mine_ms))}")
+            return Markup(f"{ledger.mark(keys.peer(c.run_id, c.theirs), ms(c.theirs_ms))} against "
+                          f"{ledger.mark(keys.fig(c.mine, c.case), ms(c.mine_ms))}")
         p = c.pair
 
         def one(run: Run, value: float, version: str) -> Markup:
-            key = f"fig:{version}:{c.case}" if p.figures else f"run:{run.run_id}"
+            key = keys.fig(version, c.case) if p.figures else keys.run(run.run_id)
             return ledger.mark(key, ms(value))
 
         return Markup(f"{one(p.theirs, c.theirs_ms, c.theirs)} → {one(p.mine, c.mine_ms, c.mine)}")

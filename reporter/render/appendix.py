@@ -12,6 +12,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from ..analysis import keys
 from ..analysis.facts import fmt_number
 from ..analysis.metrics import format_value, value
 from ..analysis.summary import AssignmentSummary, VersionSummary
@@ -70,7 +71,7 @@ def case_rows(s: AssignmentSummary) -> list[CaseRow]:
             rate = ("–" if d is None else f"{fmt_number(d.tflops, 4)} TFLOP/s" if r.work.flops
                     else f"{fmt_number(d.gbps, 4)} GB/s")
             out.append(CaseRow(
-                version=v.name, case=case, figure=ledger.mark(f"fig:{v.name}:{case}", ms(fig.ms)) if fig else "–", kind=fig.kind if fig else "–",
+                version=v.name, case=case, figure=ledger.mark(keys.fig(v.name, case), ms(fig.ms)) if fig else "–", kind=fig.kind if fig else "–",
                 median=ms(t.median_ms) if t else "–", spread=f"{ms(t.min_ms)} – {ms(t.max_ms)}" if t else "–",
                 n=t.n if t else "–", rate=rate, roof=pct(d.fraction_of_ceiling) if d else "–",
                 check=_check(r), check_ok=r.check.passed, bench=case == s.benchmark_case))

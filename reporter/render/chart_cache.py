@@ -1,6 +1,6 @@
-"""Charts drawn once per content: the SVG text of a chart kept under the cache folder, keyed by the
-hash of the plain data it is drawn from (a frozen dataclass of numbers and strings), the source of
-the modules that draw it and matplotlib's version. A build whose charts did not change neither
+"""Work done once per content (:func:`kept`), charts first: the SVG text of a chart kept under the
+cache folder, keyed by the hash of the plain data it is drawn from (a frozen dataclass of numbers and
+strings), the source of the modules that draw it and matplotlib's version. A build whose charts did not change neither
 imports matplotlib nor draws (about two seconds of the build on the 2-core machine).
 """
 
@@ -52,16 +52,24 @@ def svg(kind: str, data: T, draw: Callable[[T], str], root: Path | None) -> str:
     if root is None:
         return draw(data)
     key = hashlib.sha256(json.dumps([kind, _salt(), _plain(data)], sort_keys=True).encode()).hexdigest()[:32]
-    path = root / f"chart-{key}.svg"
+    return kept(root, f"chart-{key}.svg", lambda: draw(data).encode("utf-8"), lambda b: b.decode("utf-8"),
+                "chart-*.svg", KEEP)
+
+
+def kept(root: Path, name: str, make: Callable[[], bytes], load: Callable[[bytes], T], family: str, keep: int) -> T:
+    """``load`` of the file ``root/name``, or, when it is missing or ``load`` raises ValueError, of what
+    ``make()`` returns, written there for the next build; of the files matching ``family``, the ``keep``
+    newest are kept. A cache that cannot be written only costs the next build the work."""
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return load((root / name).read_bytes())
+    except (OSError, ValueError):
         pass
-    text = draw(data)
+    data = make()
     try:
-        write_atomic(path, text)
-        for old in sorted(root.glob("chart-*.svg"), key=lambda p: p.stat().st_mtime, reverse=True)[KEEP:]:
+        root.mkdir(parents=True, exist_ok=True)
+        write_atomic(root / name, data)
+        for old in sorted(root.glob(family), key=lambda p: p.stat().st_mtime, reverse=True)[keep:]:
             old.unlink(missing_ok=True)
     except OSError:
-        pass  # a cache that cannot be written only costs the next build time
-    return text
+        pass
+    return load(data)

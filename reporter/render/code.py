@@ -521,6 +521,8 @@ def key_change_cached(v: Version, earlier: list[Version], repo_root: Path, cache
     import hashlib
     import pickle
 
+    from . import chart_cache
+
     h = hashlib.sha256(Path(__file__).read_bytes())
     h.update(v.name.encode() + str(repo_root.resolve()).encode())
     for w in [v, *sorted(earlier, key=lambda w: w.number)]:
@@ -529,25 +531,19 @@ def key_change_cached(v: Version, earlier: list[Version], repo_root: Path, cache
             h.update(p.name.encode())
             if p.is_file():
                 h.update(p.read_bytes())
-    path = cache / f"change-{h.hexdigest()[:32]}.pickle"
-    try:
-        found = pickle.loads(path.read_bytes())
-        if isinstance(found, Change):
-            return found
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-        pass
-    change = key_change(v, earlier, repo_root)
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        from ..atomic import write_atomic
 
-        write_atomic(path, pickle.dumps(change))
-        kept = sorted(cache.glob("change-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in kept[CHANGES_KEPT:]:
-            old.unlink(missing_ok=True)
-    except OSError:
-        pass  # a cache that cannot be written only costs the next build the diff
-    return change
+    def load(data: bytes) -> Change:
+        try:
+            found = pickle.loads(data)
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as e:
+            raise ValueError(str(e)) from e
+        if not isinstance(found, Change):
+            raise ValueError("not a Change")
+        return found
+
+    return chart_cache.kept(cache, f"change-{h.hexdigest()[:32]}.pickle",
+                            lambda: pickle.dumps(key_change(v, earlier, repo_root)), load, "change-*.pickle",
+                            CHANGES_KEPT)
 
 
 CHANGES_KEPT = 256  # newest computed excerpts kept in the cache

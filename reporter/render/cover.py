@@ -12,6 +12,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from ..analysis import keys
 from ..analysis.compare import compare_peer, compare_versions
 from ..analysis.diff import ratio_words
 from ..analysis.facts import fmt_number
@@ -21,7 +22,7 @@ from ..records import Run
 from ..standing import peer_ms
 from . import ledger
 from .against import Against
-from .numbers import ms, pct, signed_pct, times
+from .numbers import ms, pct, signed_pct
 
 
 @dataclass
@@ -66,7 +67,7 @@ def cover(s: AssignmentSummary) -> Cover:
         roof = (f"It reaches {pct(d.fraction_of_ceiling)} of the measured ceiling ({d.ceiling}: "
                 f"{fmt_number(d.ceiling_value, 4)} {d.ceiling_unit or ''}): the work model's floor is {ms(d.floor_ms)}, "
                 f"so at most {ms(fig.ms - d.floor_ms)} ({pct(1 - d.floor_ms / fig.ms)} of its time) remain to be won.")
-    return Cover(best=best.name, figure=ledger.mark(f"fig:{best.name}:{best.benchmark_case}", ms(fig.ms)), how=fig.how,
+    return Cover(best=best.name, figure=ledger.mark(keys.fig(best.name, best.benchmark_case), ms(fig.ms)), how=fig.how,
                  rate=rate, facts=facts, roof=roof)
 
 
@@ -107,14 +108,14 @@ def leaderboard_facts(s: AssignmentSummary) -> list[Markup | str]:
             place = f", so it would place #{rank} against the {len(refs)} public results listed"
         out.append(Markup(
             f"{escape(ref.label)}: {ms(ref.median_ms)}, {escape(card)}. Under the course's own harness, as the "
-            f"leaderboard measures, {escape(best.name)} took {ledger.mark(f'course:{best.name}:{s.benchmark_case}', ms(course))} "
+            f"leaderboard measures, {escape(best.name)} took {ledger.mark(keys.course(best.name, s.benchmark_case), ms(course))} "
             f"on this card: {words} than that entry{place}."))
     if course is not None:
         gap = (course / fig - 1) * 100
         side = "the same as" if abs(gap) < 0.05 else f"{abs(gap):.1f} % {'below' if gap < 0 else 'above'}"
         out.append(Markup(
             f"That course-harness mean is {side} our figure "
-            f"({ledger.mark(f'fig:{best.name}:{best.benchmark_case}', ms(fig))}): both are means of the same calls, "
+            f"({ledger.mark(keys.fig(best.name, best.benchmark_case), ms(fig))}): both are means of the same calls, "
             "taken by two timers in different sessions; Part 2 sets the two timers side by side in one session."))
     return out
 
@@ -129,7 +130,7 @@ def stopping_facts(s: AssignmentSummary) -> list[Markup | str]:
     r = fig.run
     t = r.timing
     assert t is not None
-    figure = ledger.mark(f"fig:{best.name}:{best.benchmark_case}", ms(fig.ms))
+    figure = ledger.mark(keys.fig(best.name, best.benchmark_case), ms(fig.ms))
     out: list[Markup | str] = [Markup(
         f"The fastest version, {escape(best.name)}, runs {escape(s.case_words)} in {figure}, the {escape(fig.how)} "
         f"(standard error {ms(t.stderr_ms)}; its median, which the dips of a card at its power cap move less, "
@@ -204,8 +205,7 @@ def _one_crosscheck(check: Any, runs: dict[str, Run], s: AssignmentSummary, vers
             rel = statistics.fmean(theirs) / statistics.fmean(ours_full)
             out.append(f"Submitted the same way (through a shim), peer {a.name} had a course-harness mean of "
                        f"{ms(statistics.fmean(theirs))} over its full runs: {version} is "
-                       f"{times(rel if rel > 1 else 1 / rel)} {'faster' if rel > 1 else 'slower'} under the "
-                       "course's own timer.")
+                       f"{ratio_words(rel)} under the course's own timer.")
     return out
 
 

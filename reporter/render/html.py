@@ -23,6 +23,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from ..analysis import keys
 from ..analysis.compare import RULE as COMPARE_RULE
 from ..analysis.compare import compare_peer, compare_versions
 from ..analysis.diagnose import HOST_BOUND_WORDS
@@ -33,10 +34,10 @@ from ..worklog_sections import PLACEHOLDER, headings
 from . import TEMPLATES, appendix, chart_cache, charts, code, ledger
 from .against import Against
 from .cover import cover, stopping_facts
-from .numbers import ms, pct, times
+from .numbers import ms, pct
 from .worklog import Section, Worklog, WorklogError, inline_markdown, markdown_to_html
 
-__all__ = ["Hooks", "build_context", "ms", "pct", "render_html", "times"]
+__all__ = ["Hooks", "build_context", "ms", "pct", "render_html"]
 
 #: Answers that hold a place instead of answering (the scaffold's mark, a pointer elsewhere).
 PLACEHOLDER_ANSWERS = re.compile(rf"{re.escape(PLACEHOLDER)}|^\s*(see below|see above|tbd|todo|\.\.\.|…)\s*\.?\s*$",
@@ -123,7 +124,6 @@ class Step:
     why_html: str = ""  # one line from the work log (steps table)
     failed: str | None = None
     notes_missing: bool = False
-    provenance: str = ""
 
 
 @dataclass
@@ -277,14 +277,14 @@ def _comparisons(v: VersionSummary, s: AssignmentSummary) -> list[Against]:
     return out
 
 
-def _result(v: VersionSummary, ceilings: DeviceCeilings | None, case_words: str) -> Markup | str:
+def _result(v: VersionSummary, ceilings: DeviceCeilings | None) -> Markup | str:
     fig = v.figure
     if fig is None:
         return ""
     d = fig.derived(ceilings)
     rate = f"{d.tflops:,.1f} TFLOP/s" if fig.run.work.flops else f"{d.gbps:,.0f} GB/s"
     roof = f", {pct(d.fraction_of_ceiling)} of the measured roof" if d.fraction_of_ceiling is not None else ""
-    figure = ledger.mark(f"fig:{v.name}:{v.benchmark_case}", ms(fig.ms))
+    figure = ledger.mark(keys.fig(v.name, v.benchmark_case), ms(fig.ms))
     return Markup(f"{figure}: {rate}{roof}.")
 
 
@@ -305,14 +305,6 @@ def _details(s: AssignmentSummary, wl: Worklog) -> list[Detail]:
         if parts:
             out.append(Detail(v.name, v.name, parts))
     return out
-
-
-def _provenance(r: Run | None) -> str:
-    if r is None:
-        return ""
-    commit = (r.code.git_commit or "")[:10]
-    return (f"Run {r.run_id}, code {r.code.digest}" + (f", commit {commit}" if commit else "")
-            + (" (uncommitted changes)" if r.code.git_dirty else "") + ".")
 
 
 def _observations(s: AssignmentSummary, hooks: Hooks) -> dict[str, list[str]]:
@@ -377,30 +369,25 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
         failed = bench.error or bench.check.message
     comps = compared
     vs_prev = comps[0] if comps and comps[0].kind == "previous version" else None
-    try:
-        doc_path = str(v.version.path.resolve().relative_to(repo_root.resolve()))
-    except ValueError:
-        doc_path = v.version.path.name
-    doc = _structure(v.version.docstring() or "", doc_path)
+    doc = _structure(v.version.docstring() or "")
     return Step(
         name=v.name, short=v.short, anchor=v.name,
         structure_html=markdown_to_html(doc or "*(no docstring)*"),
         change_html=change.html(), change_caption=caption,
-        figure=ledger.mark(f"fig:{v.name}:{v.benchmark_case}", ms(v.figure_ms)) if v.figure_ms else "–", result=_result(v, s.ceilings, s.case_words), comparisons=comps,
+        figure=ledger.mark(keys.fig(v.name, v.benchmark_case), ms(v.figure_ms)) if v.figure_ms else "–", result=_result(v, s.ceilings), comparisons=comps,
         questions=qs, preface_html=markdown_to_html(preface) if preface else "",
         observations=[Markup(inline_markdown(o)) for o in observations], vs_previous=vs_prev,
         why_html=_concluded(qs, section), failed=failed, notes_missing=section is None,
-        provenance=_provenance(bench),
     )
 
 
 STRUCTURE_CHARS = 360  # a step's "how the code is structured": the docstring's opening, about five lines
 
 
-def _structure(doc: str, path: str, limit: int = STRUCTURE_CHARS) -> str:
+def _structure(doc: str, limit: int = STRUCTURE_CHARS) -> str:
     """A docstring as the step's structure: Sphinx roles as code, without the paragraphs that state
     a hypothesis (the work log's Hypothesis says it, once), and cut at a sentence after about
-    ``limit`` characters, saying where the rest is."""
+    ``limit`` characters (the whole docstring is in the source the excerpt names)."""
     doc = re.sub(r":(?:class|func|data|mod|meth|attr):`~?([^`]+)`", r"`\1`", doc)
     paras = [p for p in re.split(r"\n\s*\n", doc.strip())
              if not re.match(r"\s*(the )?hypothes[ie]s\b", p, re.IGNORECASE)]

@@ -1,13 +1,9 @@
 """The report's consistency check: everything it prints about a measurement, said one way.
 
 While rendering, every figure, run time, ratio and verdict placed in the document is printed
-through :func:`mark`, which wraps it in ``<span data-k="KEY">`` naming what it stands for:
-
-* ``fig:VERSION:CASE``: a version's figure on a case (:mod:`reporter.standing`);
-* ``run:RUN_ID``: the mean of one run, when a comparison quotes a run that is not a figure;
-* ``peer:RUN_ID:PEER``: a peer's mean in one run;
-* ``cmp:MINE:THEIRS:CASE``: one version against another, the ratio with its direction
-  ('1.28× faster'); ``tone:MINE:THEIRS:CASE``: the verdict's word.
+through :func:`mark`, which wraps it in ``<span data-k="KEY">`` naming what it stands for, with a key
+from :mod:`reporter.analysis.keys` (a version's figure on a case, one run's mean, a peer's mean in a
+run, one version against another and the verdict's word, a version's course-harness mean).
 
 :func:`contradictions` reads the finished HTML back and groups the marks by key: two marks of one
 key must print the same value up to rounding (the intervals their printed digits stand for
