@@ -76,6 +76,26 @@ def test_html_is_self_contained_and_parses(built):
         assert a["href"][1:] in ids, f"dangling link {a['href']}"
 
 
+def test_pdf_is_set_in_the_report_fonts_charts_included(built):
+    """The PDF draws every glyph from report_templates/fonts (reporter.render.fonts), the charts' labels
+    too: none from whatever fonts the machine has. The HTML names them first and DejaVu after them."""
+    from pypdf import PdfReader
+
+    out, _, _ = built
+    reader = PdfReader(str(out / "worklog.pdf"))
+    names = set()
+    for page in reader.pages:
+        fonts = page["/Resources"].get_object().get("/Font", {})
+        names |= {str(f.get_object()["/BaseFont"]) for f in fonts.values()}
+        for form in page["/Resources"].get_object().get("/XObject", {}).values():  # the stamped footer
+            inner = form.get_object().get("/Resources", {}).get_object().get("/Font", {})
+            names |= {str(f.get_object()["/BaseFont"]) for f in inner.values()}
+    assert names and all(re.fullmatch(r"/[A-Z]{6}\+Report-(Sans|Mono)(-Bold)?(-Italic)?", n) for n in names), names
+    assert {"Report-Sans", "Report-Mono"} <= {n.split("+")[1] for n in names}
+    html = (out / "worklog.html").read_text()
+    assert "font-family: 'Report Sans', 'DejaVu Sans'" in html  # a chart's labels, in a browser as in the PDF
+
+
 def test_no_unbound_template_text_left(built):
     out, _, _ = built
     html = (out / "worklog.html").read_text()

@@ -153,6 +153,9 @@ def test_contents_have_page_numbers_and_bookmarks_nest_part_step_question(report
         assert v.name in pages[labels.index(m.group(1))], (v.name, m.group(1))
     m = re.search(r"A\. Every measurement\s*\.*\s*(A-\d+)", contents)
     assert m and "A. Every measurement" in pages[labels.index(m.group(1))]
+    # the steps table is in the contents' own document, the cover in another before it
+    m = re.search(r"The steps at a glance\s*\.*\s*([ivxlc]+)\b", contents)
+    assert m and "against the previous" in pages[labels.index(m.group(1))], m
     # the contents links into the body and the appendix, which are other documents until bound
     dests = {str(a.get_object().get("/Dest")) for a in reader.pages[contents_at].get("/Annots", [])}
     assert {v.name for v in s.versions} | {"app-measurements"} <= dests
@@ -250,6 +253,18 @@ def test_overlap_check_catches_colliding_labels():
     ax.text(0.5, 0.5, "one label")
     ax.text(0.52, 0.5, "another label")
     assert charts.text_overlaps(fig) == [("one label", "another label")]
+    plt.close(fig)
+
+
+def test_overlap_check_catches_a_leader_through_a_label():
+    import matplotlib.pyplot as plt
+
+    from reporter.render import charts
+
+    fig, ax = plt.subplots()
+    ax.text(0.5, 0.5, "struck label", ha="center", va="center")
+    ax.annotate("pointed-at", xy=(0.1, 0.5), xytext=(0.9, 0.5), arrowprops={"arrowstyle": "-"})
+    assert ("leader of pointed-at", "struck label") in charts.text_overlaps(fig)
     plt.close(fig)
 
 

@@ -1,13 +1,14 @@
-"""The PDF as a book of three parts, laid out in parallel and bound into one file.
+"""The PDF as a book of parts, laid out in parallel and bound into one file.
 
 WeasyPrint lays a document out on one core, about a quarter of a second per page. The report's
-PDF is therefore three documents: the front matter (cover, contents, the steps table), the body
-(the problem, Part 1–3) and the appendix. Each is numbered on its own, as books are (front matter
-i, ii …; body 1, 2 …; appendix A-1, A-2 …), so none waits for another's page count, and two
-:class:`~reporter.render.pdf.Worker` processes lay out the body and the appendix at once. The
-contents page needs the others' page numbers: it is laid out with the numbers of the last build
-while they run and again only if they moved. A part whose HTML did not change since an earlier
-build comes from the cache (:class:`PartCache`) without being laid out.
+PDF is therefore several documents: the cover, the rest of the front matter (contents, the steps
+table), the body (the problem, Part 1–3, in chunks) and the appendix. Each series is numbered on
+its own, as books are (front matter i, ii …; body 1, 2 …; appendix A-1, A-2 …), so no part waits
+for another's page count, and two :class:`~reporter.render.pdf.Worker` processes lay parts out as
+they are given, each taking the next as soon as it is free. The contents needs the others' page
+numbers (a :class:`LabelledPart`): it is laid out with the numbers of the last build while they
+run and again only if they moved; on a first build, once they are done. A part whose HTML did not
+change since an earlier build comes from the cache (:class:`PartCache`) without being laid out.
 
 Binding (pypdf): the parts' pages in order, their bookmarks, the links from one part into another
 (WeasyPrint drops them, :mod:`reporter.render.pdf` reports them), page labels so a PDF viewer
@@ -27,7 +28,7 @@ from typing import Any
 from pathlib import Path
 
 from ..store import write_atomic
-from .pdf import PdfError, Rendered, Worker
+from .pdf import PdfError, Rendered, Worker, first_answer
 
 FORMAT = "book-4"  # part of every cache key: bump when the way a part is rendered changes
 CACHE_ENTRIES = 160  # newest parts kept (a report has a dozen: its chunks, front matter, footers, the book)
@@ -67,10 +68,35 @@ def _roman(n: int) -> str:
 
 @dataclass(frozen=True)
 class Part:
-    name: str  # 'body', 'appendix': its file names and cache entries
+    name: str  # 'cover', 'body-0', 'appendix': its file names and cache entries
     html: str
     numbering: Numbering
-    position: int  # its place in the book, after the front matter (parts may be ready in another order)
+    position: int  # its place in the book (parts may be ready in another order)
+
+
+@dataclass(frozen=True)
+class LabelledPart:
+    """A part that prints the page numbers of anchors in the others (a table of contents): laid out
+    from ``html(labels)`` once those are known. ``anchors``: its own anchors, which others may print."""
+
+    name: str
+    html: Callable[[dict[str, str]], str]
+    numbering: Numbering
+    position: int
+    anchors: tuple[str, ...] = ()
+
+
+def _labels(rendered: list[tuple[Rendered, Numbering]]) -> dict[str, str]:
+    """The printed page number of every anchor of the parts, given in book order (the first of two
+    equal anchors wins)."""
+    labels: dict[str, str] = {}
+    offset: dict[Numbering, int] = {}  # pages of the series before each part
+    for r, numbering in rendered:
+        start = offset.get(numbering, 0)
+        for anchor, (page, _, _) in r.anchors.items():
+            labels.setdefault(anchor, numbering.label(start + page))
+        offset[numbering] = start + r.pages
+    return labels
 
 
 class PartCache:
@@ -81,6 +107,9 @@ class PartCache:
         self.root = root
         self._salt = FORMAT
         if root is not None:
+            from .fonts import digest
+
+            self._salt += digest()
             try:
                 from importlib.metadata import version
 
@@ -141,10 +170,12 @@ def _digest(text: str) -> str:
 
 
 class _Pool:
-    """Parts to render on the workers, each on the first that is free, or from the cache."""
+    """Parts to render on the workers, each on the first that is free, or from the cache. When a
+    part waits and every worker is busy, another is started, up to ``most`` (the list given grows,
+    so whoever started the first ones closes these too)."""
 
-    def __init__(self, workers: list[Worker], cache: PartCache, tmp: Path, base_url: Path) -> None:
-        self.workers, self.cache, self.tmp, self.base_url = workers, cache, tmp, base_url
+    def __init__(self, workers: list[Worker], cache: PartCache, tmp: Path, base_url: Path, most: int) -> None:
+        self.workers, self.cache, self.tmp, self.base_url, self.most = workers, cache, tmp, base_url, most
         self.done: dict[str, Rendered] = {}
         self.keys: dict[str, str] = {}  # job name -> cache key of its HTML
         self.running: dict[int, tuple[str, str]] = {}  # worker index -> (job name, cache key)
@@ -159,6 +190,8 @@ class _Pool:
         self._start()
 
     def _start(self) -> None:
+        if self.waiting and len(self.running) == len(self.workers) and len(self.workers) < self.most:
+            self.workers.append(Worker())
         for i, w in enumerate(self.workers):
             if not self.waiting:
                 return
@@ -171,13 +204,14 @@ class _Pool:
             self.running[i] = (name, key)
 
     def wait(self, *names: str) -> None:
-        """Until every named job is done (the workers answer in the order they were given jobs)."""
+        """Until every named job is done, giving a worker its next job as soon as it answers."""
         while any(n not in self.done for n in names):
             if not self.running:
                 raise PdfError(f"nothing renders {[n for n in names if n not in self.done]}")
-            i = min(self.running)  # the jobs are short; wait for them in worker order
+            first = first_answer([self.workers[i] for i in self.running])
+            i = self.workers.index(first)
             name, key = self.running.pop(i)
-            r = self.workers[i].result()
+            r = first.result()
             self.cache.put(key, r)
             self.done[name] = r
             self._start()
@@ -185,51 +219,58 @@ class _Pool:
 
 class Book:
     """Parts given as they are ready (:meth:`add`: laid out at once on a free worker, or taken from
-    the cache), then the front matter and the binding (:meth:`finish`)."""
+    the cache), then the contents and the binding (:meth:`finish`). ``workers``: those started
+    already; up to ``most`` are used, the others started when parts wait for them."""
 
-    def __init__(self, workers: list[Worker], cache: PartCache, base_url: Path) -> None:
+    def __init__(self, workers: list[Worker], cache: PartCache, base_url: Path, most: int = 2) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="report-book-")
         self.cache = cache
-        self.pool = _Pool(workers, cache, Path(self._tmp.name), base_url)
+        self.pool = _Pool(workers, cache, Path(self._tmp.name), base_url, max(most, len(workers)))
         self.parts: list[Part] = []
 
     def add(self, part: Part) -> None:
         self.parts.append(part)
         self.pool.add(part.name, part.html)
 
-    def finish(self, front: Callable[[dict[str, str]], str], footers: Callable[[list[str]], str], out: Path) -> int:
-        """Lay out ``front(labels)``, given the printed page number of every anchor in the parts, and
+    def finish(self, labelled: LabelledPart, footers: Callable[[list[str]], str], out: Path) -> int:
+        """Lay out ``labelled`` once the printed page number of every anchor is known, and
         ``footers(texts)``, a document of one page per page of the book holding only that page's
         footer, and bind everything into ``out`` with the footers stamped on. Returns the page count."""
         try:
-            return self._finish(front, footers, out)
+            return self._finish(labelled, footers, out)
         finally:
             self._tmp.cleanup()
 
-    def _finish(self, front: Callable[[dict[str, str]], str], footers: Callable[[list[str]], str], out: Path) -> int:
+    def _finish(self, labelled: LabelledPart, footers: Callable[[list[str]], str], out: Path) -> int:
         pool, cache, parts = self.pool, self.cache, sorted(self.parts, key=lambda p: p.position)
         guess = cache.labels(str(out))
-        front_html = None
+        laid = None  # the labelled part's HTML given to a worker
         if guess is not None and any(p.name not in pool.done for p in parts):
-            front_html = front(guess)  # laid out now on a free worker, again below only if the numbers moved
-            pool.add("front", front_html)
+            laid = labelled.html(guess)  # laid out now on a free worker, again below only if the numbers moved
+            pool.add(labelled.name, laid)
         pool.wait(*(p.name for p in parts))
-        labels: dict[str, str] = {}
-        offset: dict[Numbering, int] = {}  # pages of the series before each part
-        for p in parts:
-            start = offset.get(p.numbering, 0)
-            for anchor, (page, _, _) in pool.done[p.name].anchors.items():
-                labels.setdefault(anchor, p.numbering.label(start + page))
-            offset[p.numbering] = start + pool.done[p.name].pages
-        final_html = front(labels)
-        if final_html != front_html:
-            if front_html is not None:
-                pool.wait("front")  # the worker answers in order; the stale front matter is dropped
-                del pool.done["front"]
-            pool.add("front", final_html)
-        pool.wait("front")
+        # its own length and anchors move the numbers of what follows it in its series: until it is
+        # laid out, it is taken to be one page with its anchors on that page
+        own: Rendered = Rendered(Path(), 1, {a: (0, 0.0, 0.0) for a in labelled.anchors}, [])
+        for _ in range(3):
+            labels = _labels([(own if p is labelled else pool.done[p.name], p.numbering)
+                              for p in sorted([*parts, labelled], key=lambda p: p.position)])
+            html = labelled.html(labels)
+            if html != laid:
+                if laid is not None:
+                    pool.wait(labelled.name)  # a stale layout is dropped
+                    del pool.done[labelled.name]
+                pool.add(labelled.name, html)
+                laid = html
+            pool.wait(labelled.name)
+            done = pool.done[labelled.name]
+            if done.pages == own.pages and {a: v[0] for a, v in done.anchors.items()} == \
+                    {a: v[0] for a, v in own.anchors.items()}:
+                break
+            own = done
         cache.save_labels(str(out), labels)
-        book = [("front", FRONT)] + [(p.name, p.numbering) for p in parts]
+        ordered = sorted([*parts, labelled], key=lambda p: p.position)
+        book = [(p.name, p.numbering) for p in ordered]
         rendered = [(pool.done[name], numbering) for name, numbering in book]
         count: dict[Numbering, int] = {}
         for r, numbering in rendered:

@@ -21,6 +21,7 @@ from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary
 from ..records import derive
 from ..standing import peer_ms
+from . import fonts
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -37,7 +38,7 @@ LINE_STYLES = {"peer": (PEER_COLOR, "--", 0.8), "reference": (REF_COLOR, "-.", 0
 #: The report's chart style; profile_charts builds on it. The SVG's ids are salted with a fixed
 #: string, so the same chart is the same text in every build (and its part of the PDF is cached).
 STYLE = {
-    "font.size": 8.5, "font.family": "DejaVu Sans", "axes.spines.top": False, "axes.spines.right": False,
+    "font.size": 8.5, "font.family": [fonts.SANS, "DejaVu Sans"], "axes.spines.top": False, "axes.spines.right": False,
     "svg.fonttype": "none", "svg.hashsalt": "report", "axes.titlesize": 9.5, "axes.titleweight": "bold",
     "figure.dpi": 100,
 }
@@ -50,7 +51,10 @@ def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.font_manager
     import matplotlib.pyplot as plt
+
+    fonts.register_with_matplotlib(matplotlib.font_manager)
 
     plt.rcParams.update(STYLE)
     return plt
@@ -121,41 +125,53 @@ def visible_texts(fig: Figure) -> list[Text]:
 
 
 def text_overlaps(fig: Figure, slack_px: float = 0.5) -> list[tuple[str, str]]:
-    """Pairs of drawn texts whose boxes overlap (by more than ``slack_px`` on both axes)."""
-    from matplotlib.text import Text
+    """Pairs of drawn texts whose boxes overlap (by more than ``slack_px`` on both axes), and an
+    annotation's leader line that crosses another text, as ``("leader of <its text>", <the text>)``."""
+    from matplotlib.text import Annotation, Text
+    from matplotlib.transforms import Bbox
 
     texts = visible_texts(fig)
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    boxes = [(t.get_text(), Text.get_window_extent(t, renderer)) for t in texts]
+    boxes = [(t, Text.get_window_extent(t, renderer)) for t in texts]
     out = []
     for i in range(len(boxes)):
         for j in range(i + 1, len(boxes)):
             (a, p), (b, q) = boxes[i], boxes[j]
             if min(p.x1, q.x1) - max(p.x0, q.x0) > slack_px and min(p.y1, q.y1) - max(p.y0, q.y0) > slack_px:
-                out.append((a, b))
+                out.append((a.get_text(), b.get_text()))
+    for a, _ in boxes:
+        arrow = a.arrow_patch if isinstance(a, Annotation) else None
+        if arrow is None or not arrow.get_visible():
+            continue
+        path = arrow.get_path()  # in display coordinates once drawn
+        for b, q in boxes:
+            inner = Bbox.from_extents(q.x0 + slack_px, q.y0 + slack_px, q.x1 - slack_px, q.y1 - slack_px)
+            if b is not a and inner.width > 0 and inner.height > 0 and path.intersects_bbox(inner, filled=False):
+                out.append((f"leader of {a.get_text()}", b.get_text()))
     return out
 
 
-def _label_column(ax, items: list[tuple[float, str, str]], x_axes: float = 1.01, fontsize: float = 7.0) -> None:
+def _label_column(ax, items: list[tuple[float, str, str, bool]], x_axes: float = 1.01, fontsize: float = 7.0) -> None:
     """Labels at the right edge of the axes for horizontal lines at data heights ``y`` (log or
-    linear), spread so that none overlaps another."""
+    linear), spread so that none overlaps another; each ``(y, text, color, leader)``, with a leader
+    line from the line's end to its label where ``leader`` (not for a line off the panel, which
+    has no end to point at)."""
     if not items:
         return
     fig = ax.figure
     fig.canvas.draw()  # the transforms must know the final limits
     to_px = ax.transData.transform
-    ys_px = [to_px((1.0, y))[1] for y, _, _ in items]
+    ys_px = [to_px((1.0, y))[1] for y, _, _, _ in items]
     gap = fontsize * 1.35 * fig.dpi / 72
     bbox = ax.get_window_extent()
     placed = spread(ys_px, gap, bbox.y0 + gap / 2, bbox.y1 + gap * 3)
     inv = ax.transAxes.inverted()
-    for (y, text, color), y_px in zip(items, placed):
+    for (y, text, color, leader), y_px in zip(items, placed, strict=True):
         y_ax = inv.transform((bbox.x0, y_px))[1]
+        arrow = {"arrowstyle": "-", "color": color, "lw": 0.5, "alpha": 0.6, "shrinkA": 0, "shrinkB": 0}
         ax.annotate(text, xy=(1.0, y), xycoords=("axes fraction", "data"), xytext=(x_axes, y_ax),
                     textcoords="axes fraction", va="center", ha="left", fontsize=fontsize, color=color,
-                    annotation_clip=False,
-                    arrowprops={"arrowstyle": "-", "color": color, "lw": 0.5, "alpha": 0.6, "shrinkA": 0,
-                                "shrinkB": 0})
+                    annotation_clip=False, arrowprops=arrow if leader else None)
 
 
 # --------------------------------------------------------------------------- the trajectory
@@ -303,8 +319,9 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
         overview.set_xlabel("shaded: the range at right", fontsize=6.5)
         overview.grid(True, axis="y", which="major", lw=0.3, color="#ccc")
     # a line above the zoomed range is still named, at the top of the column
-    off = [(top, f"{text} (above)", LINE_STYLES[kind][0]) for y, text, kind in d.lines if top is not None and y > top]
-    _label_column(ax, [(y, text, LINE_STYLES[kind][0]) for y, text, kind in shown_lines] + off)
+    off = [(top, f"{text} (above)", LINE_STYLES[kind][0], False) for y, text, kind in d.lines
+           if top is not None and y > top]
+    _label_column(ax, [(y, text, LINE_STYLES[kind][0], True) for y, text, kind in shown_lines] + off)
     return fig
 
 

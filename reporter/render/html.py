@@ -577,14 +577,22 @@ def _shape(s: AssignmentSummary) -> str:
         f"; seed {case['seed']}" if "seed" in case else "")
 
 
-PARTS = ("front", "body", "appendix")  # the PDF's documents (reporter.render.book); the body in chunks
+#: The PDF's documents (reporter.render.book): page 1, the rest of the front matter (the contents and the steps
+#: table, laid out once the others' page numbers are known), the body in chunks, the appendix.
+PARTS = ("cover", "contents", "body", "appendix")
 
 
 @functools.cache
-def _template() -> tuple[jinja2.Template, str]:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html", "j2"]),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("report.html.j2"), (TEMPLATES / "report.css").read_text(encoding="utf-8")
+def _environment(cache: Path | None) -> jinja2.Environment:
+    """The report's templates, compiled once per build and kept compiled under ``cache``."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(["html", "j2"]),
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                              bytecode_cache=chart_cache.template_bytecode(cache, __file__))
+
+
+@functools.cache
+def _template(cache: Path | None = None) -> tuple[jinja2.Template, str]:
+    return _environment(cache).get_template("report.html.j2"), (TEMPLATES / "report.css").read_text(encoding="utf-8")
 
 
 def body_chunks(context: dict[str, Any]) -> int:
@@ -594,25 +602,26 @@ def body_chunks(context: dict[str, Any]) -> int:
 
 
 def render_html(context: dict[str, Any], part: str | None = None, labels: dict[str, str] | None = None,
-                chunk: int | None = None) -> str:
-    """The report as one HTML file (``part=None``), or one of the PDF's :data:`PARTS`; the front
-    matter's contents prints ``labels`` (anchor -> printed page number) where given. The body is
-    laid out in :func:`body_chunks` documents: ``chunk`` says which (default all)."""
+                chunk: int | None = None, cache: Path | None = None) -> str:
+    """The report as one HTML file (``part=None``), or one of the PDF's :data:`PARTS`; the
+    contents prints ``labels`` (anchor -> printed page number) where given. The body is
+    laid out in :func:`body_chunks` documents: ``chunk`` says which (default all). ``cache``: where
+    the compiled template is kept between builds."""
     if part is not None and part not in PARTS:
         raise ValueError(f"part must be one of {PARTS}, not {part!r}")
     n = body_chunks(context)
     if chunk is not None and (part != "body" or not 0 <= chunk < n):
         raise ValueError(f"chunk {chunk!r}: only the body has chunks, 0 to {n - 1}")
-    template, css = _template()
+    template, css = _template(cache)
     return template.render(**context, css=css, part=part, labels=labels or {}, chunk=chunk,
                            shown_phases=range(n - 1) if chunk is None else [chunk] if chunk < n - 1 else [],
                            show_intro=chunk in (None, 0), show_tail=chunk in (None, n - 1))
 
 
-def render_footers(context: dict[str, Any], footers: list[str]) -> str:
+def render_footers(context: dict[str, Any], footers: list[str], cache: Path | None = None) -> str:
     """A document of ``len(footers)`` pages with nothing but each page's footer, in the report's page
     box: the binding stamps it onto the parts' pages (reporter.render.book), so that no part's layout
     depends on how many pages the others have."""
-    _, css = _template()
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True).get_template(
-        "footers.html.j2").render(css=css, footers=footers, title=context["title"])
+    _, css = _template(cache)
+    return _environment(cache).get_template("footers.html.j2").render(css=css, footers=footers,
+                                                                      title=context["title"])

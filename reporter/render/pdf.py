@@ -12,8 +12,10 @@ links whose target is in another part (WeasyPrint drops those; the book adds the
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import select
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -54,13 +56,28 @@ class Rendered:
                               for lv, t, p, x, y, o in d.get("bookmarks", [])])
 
 
+@functools.cache
+def _fonts() -> tuple[Any, Any]:
+    """The report's fonts as WeasyPrint takes them: a font configuration holding their @font-face
+    rules and the stylesheet naming them, made once per process and shared by its jobs."""
+    from weasyprint import CSS
+    from weasyprint.text.fonts import FontConfiguration
+
+    from .fonts import STYLESHEET
+
+    config = FontConfiguration()
+    return config, CSS(filename=str(STYLESHEET), font_config=config)
+
+
 def render_file(html_path: Path, pdf_path: Path, base_url: str) -> Rendered:
-    """Lay out and draw one HTML file (runs in the child)."""
+    """Lay out and draw one HTML file (runs in the child), in the report's fonts."""
     from weasyprint import HTML
 
     logging.getLogger("weasyprint").setLevel(logging.ERROR)  # links into other parts: the book adds them
     logging.getLogger("fontTools").setLevel(logging.ERROR)
-    doc = HTML(filename=str(html_path), base_url=base_url, encoding="utf-8").render()
+    config, fonts = _fonts()
+    doc = HTML(filename=str(html_path), base_url=base_url, encoding="utf-8").render(stylesheets=[fonts],
+                                                                                    font_config=config)
     anchors: dict[str, tuple[int, float, float]] = {}
     for i, page in enumerate(doc.pages):
         height = page.height * PX_TO_PT
@@ -81,6 +98,13 @@ def render_file(html_path: Path, pdf_path: Path, base_url: str) -> Rendered:
     # compressing them and in binding the book (a megabyte of fonts per part) than subsetting does
     doc.write_pdf(pdf_path)
     return Rendered(pdf_path, len(doc.pages), anchors, links, bookmarks)
+
+
+def first_answer(workers: list[Worker]) -> Worker:
+    """Of busy workers, the first to answer (waiting for it): the others' jobs may run longer."""
+    streams = {w.proc.stdout: w for w in workers if w.proc.stdout is not None}
+    ready, _, _ = select.select(list(streams), [], [])
+    return streams[ready[0]]
 
 
 class Worker:
@@ -146,7 +170,8 @@ def _serve() -> int:
     try:
         from weasyprint import HTML
 
-        HTML(string="<p>warm</p>").render()  # fontconfig and the font cache, before a job arrives
+        config, fonts = _fonts()  # fontconfig, the font cache and the report's fonts, before a job arrives
+        HTML(string='<p style="font-family: \'Report Sans\'">warm <code>up</code></p>').render(stylesheets=[fonts], font_config=config)
     except (ImportError, OSError) as e:
         print(f"WeasyPrint is not usable here ({e})", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ from ..analysis.summary import summarize
 from ..assignments import Assignment
 from ..records import gpu_slug
 from . import ledger
-from .book import APPENDIX, BODY, Book, Part, PartCache
+from .book import APPENDIX, BODY, FRONT, Book, LabelledPart, Part, PartCache
 from .cover import Cover
 from .html import (Hooks, appendix_context, body_chunks, build_context, render_footers, render_html, steps_context,
                    worklog_warnings)
@@ -101,9 +101,13 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
     naming each (``strict``), or becomes a warning (not ``strict``)."""
     if not a.worklog_path.is_file():
         raise WorklogError(f"{a.worklog_path}: no worklog.md; `report new {a.name} <version>` creates one")
-    # WeasyPrint's start-up overlaps the analysis below, in child processes on the other cores
+    # WeasyPrint's start-up overlaps the analysis below, in child processes on the other cores: both
+    # for a first build, which lays out every part; one where this output was built before, whose
+    # parts mostly come from the cache (the book starts the second if parts queue for it)
     own = workers is None and pdf
-    workers = [Worker() for _ in range(WORKERS)] if own else (workers or [])
+    cache = cache_dir(repo_root)
+    built_before = PartCache(cache).labels(str(out_dir / "worklog.pdf")) is not None
+    workers = [Worker() for _ in range(1 if built_before else WORKERS)] if own else (workers or [])
     try:
         # the worklog names its target GPU; records of other GPUs are never mixed into its figures
         target = gpu or read_meta(a.worklog_path).get("gpu")
@@ -111,19 +115,18 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
         s = summarize(a, logs, slug, case=case, only=only)
         # the worklog's prose cites every version on the benchmark case, whatever this report shows
         full = s if case in (None, a.benchmark_case) and not only else summarize(a, logs, s.gpu)
-        wl: Worklog = parse(a.worklog_path, binding_context(full))
+        wl: Worklog = parse(a.worklog_path, binding_context(full), cache)
         warnings = worklog_warnings(s, wl)
-        cache = cache_dir(repo_root)
         hooks = hooks if hooks is not None else default_hooks(cache)
         app_ctx = appendix_context(s, wl, repo_root, hooks, anonymous=anonymous)
         out_dir.mkdir(parents=True, exist_ok=True)
-        book = Book(workers, PartCache(cache), out_dir) if pdf else None
+        book = Book(workers, PartCache(cache), out_dir, most=WORKERS) if pdf else None
         if book is not None:  # laid out while the steps and charts are computed
-            book.add(Part("appendix", render_html(app_ctx, "appendix"), APPENDIX, position=1000))
+            book.add(Part("appendix", render_html(app_ctx, "appendix", cache=cache), APPENDIX, position=1000))
         steps = steps_context(s, wl, repo_root, hooks, anonymous=anonymous, appendix_ctx=app_ctx)
         last = body_chunks(steps) - 1  # the phases of Part 1, then Parts 2 and 3
         if book is not None:  # the phases are laid out while the charts are drawn, the longest first
-            chunks = [Part(f"body-{k}", render_html(steps, "body", chunk=k), BODY, position=1 + k) for k in range(last)]
+            chunks = [Part(f"body-{k}", render_html(steps, "body", chunk=k, cache=cache), BODY, position=1 + k) for k in range(last)]
             for part in sorted(chunks, key=lambda p: -len(p.html)):
                 book.add(part)
         ctx = build_context(s, wl, repo_root, hooks, anonymous=anonymous, chart_cache_dir=cache, steps_ctx=steps)
@@ -131,8 +134,9 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
         result = BuildResult(html_path if html else None, None, None, None, warnings, title=ctx["title"],
                              cover=ctx["cover"], gpu=ctx["gpu"])
         if book is not None:
-            book.add(Part(f"body-{last}", render_html(ctx, "body", chunk=last), BODY, position=1 + last))
-        page = render_html(ctx)
+            book.add(Part(f"body-{last}", render_html(ctx, "body", chunk=last, cache=cache), BODY, position=1 + last))
+            book.add(Part("cover", render_html(ctx, "cover", cache=cache), FRONT, position=-2))
+        page = render_html(ctx, cache=cache)
         found = ledger.contradictions(page)
         if found and strict:
             raise ContradictionError(f"{a.name}: the report would contradict itself ({len(found)}): "
@@ -143,8 +147,9 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
         if book is not None:
             pdf_path = out_dir / "worklog.pdf"
             try:
-                result.pages = book.finish(lambda labels: render_html(ctx, "front", labels),
-                                           lambda texts: render_footers(ctx, texts), pdf_path)
+                contents = LabelledPart("contents", lambda labels: render_html(ctx, "contents", labels, cache=cache), FRONT,
+                                        position=-1, anchors=("contents", "steps"))
+                result.pages = book.finish(contents, lambda texts: render_footers(ctx, texts, cache), pdf_path)
                 result.pdf = pdf_path
             except PdfError as e:
                 result.pdf_error = str(e) + _stale_note(pdf_path)

@@ -91,15 +91,20 @@ def _marked(value: Any) -> Any:
     return str(mark(key, value, unit=value.unit)) if key else value  # type: ignore[attr-defined]
 
 
-def bind(text: str, context: dict[str, Any], path: Path, first_line: int = 1) -> str:
+def bind(text: str, context: dict[str, Any], path: Path, first_line: int = 1, cache: Path | None = None) -> str:
     """Evaluate the {{ }} expressions in a sandbox (no attribute that starts with '_', no calls
-    to unsafe methods); every error names file:line and the expression."""
+    to unsafe methods); every error names file:line and the expression. ``cache``: where the
+    compiled text is kept, so an unchanged worklog is not compiled again."""
     from jinja2.sandbox import SandboxedEnvironment
 
+    from .chart_cache import template_bytecode
+
+    name = str(path)
     env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True,
-                               finalize=_marked)
+                               finalize=_marked, loader=jinja2.FunctionLoader(lambda n: text if n == name else None),
+                               bytecode_cache=template_bytecode(cache, __file__))
     try:
-        template = env.from_string(text)
+        template = env.get_template(name)
     except jinja2.TemplateSyntaxError as e:
         line = e.lineno or 1
         opened = _innermost_unclosed(text) if "Unexpected end of template" in (e.message or "") else None
@@ -179,14 +184,15 @@ def read_meta(path: Path) -> dict[str, Any]:
     return _split_front_matter(text, path)[0]
 
 
-def parse(path: Path, context: dict[str, Any]) -> Worklog:
-    """Read, bind and split a worklog; the HTML of each section is left to the renderer."""
+def parse(path: Path, context: dict[str, Any], cache: Path | None = None) -> Worklog:
+    """Read, bind and split a worklog; the HTML of each section is left to the renderer. ``cache``:
+    where the compiled worklog is kept between builds (:func:`bind`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise WorklogError(f"{path}: cannot read: {e.strerror or e}") from e
     meta, body, offset = _split_front_matter(text, path)
-    bound = bind(body, context, path, first_line=offset + 1)
+    bound = bind(body, context, path, first_line=offset + 1, cache=cache)
     wl = Worklog(path=path, meta=meta)
     lines = bound.splitlines()
     level2 = [h for h in headings(bound) if h.level == 2]  # outside fenced code: a '## ' in a code block is code
