@@ -44,7 +44,6 @@ Nothing in this module knows any particular assignment.
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 import subprocess
 import sys
@@ -59,6 +58,7 @@ from .analysis.diff import format_ms
 from .assignments import Assignment, AssignmentCodeError, AssignmentError, Version, git_state, spec_literal
 from .closure import ClosureError, imported_modules, inside, source_closure
 from .records import Run
+from .samecode import CodeStatus, code_status, tree_files
 from .standing import figure, standing_run
 from .submission import EmbeddedFile
 
@@ -89,7 +89,12 @@ class Measured:
     """The newest benchmark run of the version on one GPU, as the header states it."""
 
     run: Run
-    same_code: bool  # every source the run recorded has, today, the sha256 it had then
+    code: CodeStatus  # how the code the run recorded stands to the code embedded (reporter.samecode)
+
+    @property
+    def same_code(self) -> bool:
+        """The figure describes the code embedded: the same files, or proven to compile the same."""
+        return self.code.stands
 
 
 @dataclass(frozen=True)
@@ -319,23 +324,17 @@ def source_state(repo: Path, files: list[EmbeddedFile]) -> str:
 def measurements(repo: Path, logs: Path, assignment: Assignment, version: Version,
                  benchmark_case: str) -> list[Measured]:
     """Per GPU, the run that stands for the version on the benchmark case (:mod:`reporter.standing`,
-    the figure the report and `report list` give), and whether every source it recorded still has
-    the sha256 it had then; newest GPU first."""
-    shas: dict[str, str | None] = {}
-
-    def current(rel: str) -> str | None:
-        if rel not in shas:
-            p = repo / rel
-            shas[rel] = hashlib.sha256(p.read_text(encoding="utf-8").encode()).hexdigest() if p.is_file() else None
-        return shas[rel]
-
+    the figure the report and `report list` give), and how the code it recorded stands to the
+    tree's (:func:`reporter.samecode.code_status`); newest GPU first."""
     runs = [r for r in store.runs(logs, assignment.name, version.name, legacy=assignment.legacy_case_keys or None)
             if r.case_name == benchmark_case]
+    now = tree_files(version, repo)
+    proofs = store.same_code(logs, assignment.name, version.name)
     out = []
     for gpu in dict.fromkeys(r.device.slug for r in runs):
         chosen = standing_run(runs, version.name, benchmark_case, gpu=gpu)
         if chosen is not None and chosen.ok:
-            out.append(Measured(chosen, all(current(f.path) == f.sha256 for f in chosen.code.files)))
+            out.append(Measured(chosen, code_status(chosen.code, now, proofs)))
     return sorted(out, key=lambda m: m.run.created_utc, reverse=True)
 
 
@@ -350,7 +349,7 @@ def _measured_lines(m: Measured, assignment: str, version: Version) -> list[str]
     r = m.run
     t = r.timing
     assert t is not None
-    stale = "" if m.same_code else " -- NOT the code embedded here: the sources changed since this run"
+    stale = "" if m.code.state == "current" else f" -- {m.code.words()}"
     command = r.command or f"report run {assignment} -v {version.short} -c {r.case_name}"
     fig = figure(r)
     assert fig is not None

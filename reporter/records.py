@@ -1,6 +1,6 @@
 """The work-log records: every measured fact the tool keeps, as pydantic v2 models.
 
-A record is one JSON file under ``logs/``. Six kinds exist, told apart by ``kind``:
+A record is one JSON file under ``logs/``. Seven kinds exist, told apart by ``kind``:
 
 * ``run`` (:class:`Run`): one version of one assignment, checked and timed on one case,
   with the device, the code, the peers timed in the same session and, optionally, a profile;
@@ -13,7 +13,10 @@ A record is one JSON file under ``logs/``. Six kinds exist, told apart by ``kind
 * ``reverification`` (:class:`Reverification`): a rewritten version timed in rounds with its earlier
   export, under ``logs/<assignment>/<version>/reverify/``;
 * ``probe`` (:class:`ProbeRecord`): what a probe script measured in one session, under
-  ``logs/devices/<gpu>/probes/``.
+  ``logs/devices/<gpu>/probes/``;
+* ``same_code`` (:class:`SameCode`): the proof that a version's code as a run recorded it and its
+  code as the tree holds it later compile to the same thing, under
+  ``logs/<assignment>/<version>/same_code/`` (:mod:`reporter.samecode`).
 
 How a record is laid out on disk (schema 2; :mod:`reporter.store` writes it):
 
@@ -695,7 +698,57 @@ def _check_json(x: Any, where: str) -> None:
                      ".item() and .tolist())")
 
 
-AnyRecord = Annotated[Run | DeviceCeilings | Sweep | CrossCheck | Reverification | ProbeRecord,
+# --------------------------------------------------------------------------- same code
+
+
+class PtxComparison(Record):
+    """One CUDA build of a run, made from the sources the run recorded and from the tree's, with the
+    run's own options: two sources that give the same PTX compile to the same machine code."""
+
+    source: str = Field(description="the compiled source, path relative to the repository root (the run's side)")
+    options: str = Field(description="the run's compile options as recorded (defines included)")
+    before_ptx_sha256: str | None = Field(description="sha256 of the PTX from the recorded sources; None: no compile")
+    after_ptx_sha256: str | None = Field(description="sha256 of the PTX from the tree's sources; None: no compile")
+
+    @property
+    def same(self) -> bool:
+        return self.before_ptx_sha256 is not None and self.before_ptx_sha256 == self.after_ptx_sha256
+
+
+class PythonComparison(Record):
+    """One Python file of either side: the same syntax tree, docstrings aside, is the same program."""
+
+    path: str
+    before_sha256: str | None = Field(description="None: the file is not in the recorded code")
+    after_sha256: str | None = Field(description="None: the file is not in the tree's code")
+    same_tree: bool
+
+
+class SameCode(Record):
+    """A version's code as a run recorded it (``before``) and as the tree held it when this was made
+    (``after``): every CUDA build the run made gives the same PTX from both, and every Python file
+    of either has the same syntax tree. A run whose code is ``before`` stands for the code ``after``
+    (:func:`reporter.samecode.code_status`)."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["same_code"] = "same_code"
+    run_id: str = Field(description="'<utc-time>_<before digest>_<after digest>'")
+    assignment: str
+    version: str
+    created_utc: datetime
+    before: CodeSnapshot = Field(description="the code a run recorded (the run named in proven_for first)")
+    after: CodeSnapshot = Field(description="the tree's code of the version, with its commit")
+    proven_for: list[str] = Field(default_factory=list, description="run ids whose code is `before`")
+    compiler: str = Field(description="the compiler that made both sides' PTX, e.g. 'nvrtc 13.0 (offline, no -lineinfo)'")
+    builds: list[PtxComparison] = Field(default_factory=list)
+    python: list[PythonComparison] = Field(default_factory=list)
+
+    @property
+    def same(self) -> bool:
+        return all(b.same for b in self.builds) and all(p.same_tree for p in self.python)
+
+
+AnyRecord = Annotated[Run | DeviceCeilings | Sweep | CrossCheck | Reverification | ProbeRecord | SameCode,
                       Field(discriminator="kind")]
 
 _SLUG = re.compile(r"[^a-z0-9]+")

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .atomic import write_atomic, write_new
-from .records import CodeSnapshot, ProbeRecord, Reverification, Run, SourceFile
+from .records import CodeSnapshot, ProbeRecord, Reverification, Run, SameCode, SourceFile
 
 FOLDER = "sources"
 
@@ -105,6 +105,9 @@ def snapshots(record: object) -> Iterator[CodeSnapshot]:
         for c in record.cases:
             yield c.after.code
             yield c.before.code
+    elif isinstance(record, SameCode):
+        yield record.before
+        yield record.after
 
 
 def files(record: object) -> Iterator[SourceFile]:

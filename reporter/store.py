@@ -6,6 +6,7 @@ Layout::
     logs/<assignment>/<version>/sweeps/<utc-time>_<gpu>_<case>.json   Sweep
     logs/<assignment>/<version>/crosschecks/<utc-time>_<gpu>.json    CrossCheck
     logs/<assignment>/<version>/reverify/<utc-time>_<gpu>.json       Reverification
+    logs/<assignment>/<version>/same_code/<utc-time>_<digests>.json  SameCode
     logs/devices/<gpu>/<utc-time>.json                             DeviceCeilings
     logs/devices/<gpu>/probes/<utc-time>_<name>.json               ProbeRecord
     logs/sources/<sha256>                                          a source text (reporter.sources)
@@ -45,7 +46,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from . import sources
 from .atomic import write_atomic, write_new
-from .records import SCHEMA_VERSION, AnyRecord, CrossCheck, DeviceCeilings, ProbeRecord, Reverification, Run, Sweep
+from .records import (SCHEMA_VERSION, AnyRecord, CrossCheck, DeviceCeilings, ProbeRecord, Reverification, Run, SameCode,
+                      Sweep)
 
 if TYPE_CHECKING:
     from .assignments import LegacyCaseKeys
@@ -87,7 +89,7 @@ def utc_stamp(t: datetime | None = None) -> str:
     return t.astimezone(UTC).strftime("%Y%m%dT%H%M%S") + f"{t.microsecond // 1000:03d}Z"
 
 
-AnyStored = Run | Sweep | DeviceCeilings | CrossCheck | Reverification | ProbeRecord
+AnyStored = Run | Sweep | DeviceCeilings | CrossCheck | Reverification | ProbeRecord | SameCode
 
 
 def dumps(record: AnyStored) -> str:
@@ -169,7 +171,7 @@ def _nested_runs_v2(case: object) -> object:
     return out
 
 
-KINDS = ("run", "ceilings", "sweep", "crosscheck", "reverification", "probe")
+KINDS = ("run", "ceilings", "sweep", "crosscheck", "reverification", "probe", "same_code")
 
 
 def claims_record(raw: bytes) -> bool:
@@ -283,6 +285,10 @@ def reverification_path(logs: Path, rv: Reverification) -> Path:
     return logs / rv.assignment / rv.version / "reverify" / f"{rv.run_id}.json"
 
 
+def same_code_path(logs: Path, proof: SameCode) -> Path:
+    return logs / proof.assignment / proof.version / "same_code" / f"{proof.run_id}.json"
+
+
 def ceilings_path(logs: Path, ceilings: DeviceCeilings) -> Path:
     return logs / "devices" / ceilings.device.slug / f"{utc_stamp(ceilings.created_utc)}.json"
 
@@ -367,6 +373,15 @@ def reverifications(logs: Path, assignment: str, version: str | None = None) -> 
     pattern = f"{version}/reverify/*.json" if version else "*/reverify/*.json"
     out = [s.record for s in _records(base, pattern, assignment=assignment, version_depth=1)
            if isinstance(s.record, Reverification)]
+    return sorted(out, key=lambda c: c.created_utc)
+
+
+def same_code(logs: Path, assignment: str, version: str | None = None) -> list[SameCode]:
+    """Every same-code proof of an assignment (or of one version), oldest first."""
+    base = Path(logs) / assignment
+    pattern = f"{version}/same_code/*.json" if version else "*/same_code/*.json"
+    out = [s.record for s in _records(base, pattern, assignment=assignment, version_depth=1)
+           if isinstance(s.record, SameCode)]
     return sorted(out, key=lambda c: c.created_utc)
 
 

@@ -4,7 +4,8 @@ analysis -> render, with the commands on top.
 - base (records and what every layer reads: the record models, their packed arrays, the store, the
   source store, rewriting and merging records, the assignments and their
   source closures, the CUDA build, the course's file formats, the one answers to "which run stands
-  for a version" and "which run did the person name", the worklog's structure, the ncu metric names);
+  for a version", "does its code still stand" and "which run did the person name", the worklog's
+  structure, the ncu metric names);
 - harness: measures and writes records; imports only the base;
 - analysis: reads records and derives figures, verdicts, sentences; imports only the base;
 - render: turns records and analysis into text, HTML, PDF, charts and the export; imports the base
@@ -27,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "reporter"
 
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("records", "packed", "atomic", "store", "sources", "migrate", "merge", "assignments", "closure", "cuda", "course",
-             "submission", "standing", "lookup", "worklog_sections", "ncu_metrics"),
+             "submission", "standing", "samecode", "lookup", "worklog_sections", "ncu_metrics"),
     "harness": ("harness",),
     "analysis": ("analysis",),
     "render": ("render", "export"),

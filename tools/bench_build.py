@@ -85,15 +85,27 @@ def main() -> int:
     return 0
 
 
+def _reference_s() -> float:
+    """Seconds this machine takes for a fixed piece of pure Python (best of five): machines of one
+    name differ by half as much again, so the table says how fast its machine was."""
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        sum(i * i % 7 for i in range(2_000_000))
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def _machine() -> str:
-    """'2 cores (Intel Xeon …), Python 3.11.7': what the figures were measured on."""
+    """'2 cores (Intel Xeon …), Python 3.11.7, reference loop 0.21 s': what the figures were measured on."""
     model = ""
     try:
         model = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                       if ln.startswith("model name")), "")
     except OSError:
         pass
-    return f"{os.cpu_count()} cores" + (f" ({model})" if model else "") + f", Python {sys.version.split()[0]}"
+    return (f"{os.cpu_count()} cores" + (f" ({model})" if model else "") + f", Python {sys.version.split()[0]}"
+            f" (a reference loop of pure Python in {_reference_s():.2f} s: a faster machine takes less)")
 
 
 MARK_BEGIN, MARK_END = "<!-- bench_build -->", "<!-- /bench_build -->"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from .. import store
 from ..assignments import Assignment, AssignmentError, ReferenceResult, Version
-from ..records import CrossCheck, DeviceCeilings, PeerResult, ProbeRecord, Run, Sweep
+from ..records import CrossCheck, DeviceCeilings, PeerResult, ProbeRecord, Run, SameCode, Sweep
+from ..samecode import CodeStatus, Files, code_status, tree_files
 from ..standing import Figure, Pairing, figure, pairing, standing_runs
 
 
@@ -28,6 +29,14 @@ class VersionSummary:
     sweep: Sweep | None = None  # the newest
     all_runs: list[Run] = field(default_factory=list)
     all_sweeps: list[Sweep] = field(default_factory=list)  # oldest first
+    code_now: Files | None = None  # the version's closure in the tree (reporter.samecode.tree_files)
+    proofs: list[SameCode] = field(default_factory=list)  # its same-code proofs, oldest first
+
+    def code(self, run: Run) -> CodeStatus:
+        """How the code ``run`` recorded stands to the tree's (reporter.samecode: the one answer)."""
+        if self.code_now is None:
+            return CodeStatus("current")  # the tree is not at hand: nothing to compare with
+        return code_status(run.code, self.code_now, self.proofs)
 
     @property
     def name(self) -> str:
@@ -199,13 +208,19 @@ def summarize(a: Assignment, logs: Path, gpu: str | None = None, *, case: str | 
         have = sorted({r.device.slug for r in all_runs})
         raise SummaryError(f"no '{a.name}' records from GPU '{gpu}' (have: {', '.join(have)})")
     sweeps = [s for s in store.sweeps(logs, a.name, legacy=a.legacy_case_keys or None) if s.device.slug == gpu]
+    proofs = store.same_code(logs, a.name)
     versions: list[VersionSummary] = []
     for v in chosen:
         runs = {c: r for (ver, c), r in latest.items() if ver == v.name}
         sw = [s for s in sweeps if s.version == v.name]
+        try:
+            now: Files | None = tree_files(v, a.path.parents[1])
+        except (AssignmentError, OSError):
+            now = None  # a version whose sources cannot be followed: its build says why elsewhere
         versions.append(VersionSummary(
             version=v, runs=runs, benchmark_case=case, sweep=sw[-1] if sw else None,
-            all_runs=[r for r in all_runs if r.version == v.name and r.device.slug == gpu], all_sweeps=sw))
+            all_runs=[r for r in all_runs if r.version == v.name and r.device.slug == gpu], all_sweeps=sw,
+            code_now=now, proofs=[p for p in proofs if p.version == v.name]))
     # ceilings: the ones the newest run used, else the newest for this GPU
     ceilings = None
     newest = max(latest.values(), key=lambda r: r.created_utc)

@@ -55,7 +55,7 @@ def command(
                       highlight=False, soft_wrap=True, markup=False)
     if done.measured and done.measured[0].run.timing:
         m = done.measured[0]
-        note = "" if m.same_code else " (on earlier code: the sources changed since)"
+        note = f" ({m.code.words()})" if m.code.state != "current" else ""
         console.print(f"measured: {m.run.timing.mean_ms:.4g} ms (the version's figure) on {m.run.device.name}{note}",
                       highlight=False, markup=False, soft_wrap=True)
     console.print(f"use: put it beside the {fmt.harness} harness as submission.py; the harness imports it and "

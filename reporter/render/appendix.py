@@ -175,6 +175,8 @@ def how_taken(s: AssignmentSummary) -> list[HowTaken]:
     usual = common_how(s)
     for v in s.versions:
         lines = [x for x in [timing_note(v.bench, usual)] if x]
+        if v.bench is not None and (words := v.code(v.bench).words()):
+            lines.append(f"Code: {words}.")
         lines += [ranked_line(rr) for c in s.assignment.case_order(list(v.runs)) if (rr := v.ranked(c)) is not None]
         lines += build_lines(v.bench)
         note = profile_note(v)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ..analysis import keys
 from ..analysis.compare import RULE as COMPARE_RULE
@@ -285,7 +285,9 @@ def _result(v: VersionSummary, ceilings: DeviceCeilings | None) -> Markup | str:
     rate = f"{d.tflops:,.1f} TFLOP/s" if fig.run.work.flops else f"{d.gbps:,.0f} GB/s"
     roof = f", {pct(d.fraction_of_ceiling)} of the measured roof" if d.fraction_of_ceiling is not None else ""
     figure = ledger.mark(keys.fig(v.name, v.benchmark_case), ms(fig.ms))
-    return Markup(f"{figure}: {rate}{roof}.")
+    stale = (f' <span class="bad">Measured on earlier code (<a href="#how-{escape(v.name)}">appendix B</a>).</span>'
+             if not v.code(fig.run).stands else "")
+    return Markup(f"{figure}: {rate}{roof}.{stale}")
 
 
 @dataclass

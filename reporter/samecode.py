@@ -1,0 +1,283 @@
+"""Whether a run's figure still describes the code in the tree: one answer (:func:`code_status`), and
+the proof that a rewrite changed nothing that runs (:func:`prove`, ``report same-code``).
+
+A run records every file of its version's source closure (:mod:`reporter.closure`) by path and
+sha256, and the texts are in the source store. When the tree's closure holds the same files with
+the same hashes, the run's code is the code now. When it differs (a helper moved into a shared
+header, a launcher moved into a module the versions share), the figure still stands if a
+:class:`~reporter.records.SameCode` record proves that the difference compiles to nothing:
+
+* every CUDA build the run recorded (:attr:`~reporter.records.Run.builds`: the source and the
+  options, defines included) gives the same PTX from the recorded texts and from the tree's,
+  compiled by one NVRTC with the run's options less ``-lineinfo`` (so the text holds no source
+  positions): the same PTX through the same ptxas is the same machine code;
+* every Python file of either side has the same syntax tree, docstrings aside: the same program.
+  A file moved to another module, or a function that changed, is not the same: a host path that
+  changed is re-timed, not argued.
+
+A chain of proofs counts (code A proven to be B, B to be C). Otherwise the figure is on earlier
+code, and :class:`CodeStatus` names the files that changed: the report says so beside the figure,
+and the export's header too.
+
+Nothing in this module knows any particular assignment.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import shlex
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from . import sources
+from .assignments import Version
+from .records import CodeSnapshot, PtxComparison, PythonComparison, Run, SameCode, SourceFile
+
+Files = dict[str, str]  # path relative to the repository root -> sha256 of its text
+
+
+class SameCodeError(Exception):
+    """A proof that cannot be attempted here (no NVRTC, a text missing from the store); names what."""
+
+
+# --------------------------------------------------------------------------- the one answer
+
+
+@dataclass(frozen=True)
+class CodeStatus:
+    """How a run's recorded code stands to the tree's: ``current`` (the same files, the same
+    hashes), ``proven`` (different files, proven to compile to the same code by ``proofs``), or
+    ``changed`` (``changed`` names the files added, removed or rewritten since)."""
+
+    state: Literal["current", "proven", "changed"]
+    changed: tuple[str, ...] = ()
+    proofs: tuple[SameCode, ...] = ()
+
+    @property
+    def stands(self) -> bool:
+        """The run's figure describes the code in the tree."""
+        return self.state != "changed"
+
+    def words(self) -> str:
+        """What a reader is told, or "" when the code is the tree's as it is."""
+        if self.state == "current":
+            return ""
+        names = ", ".join(Path(p).name for p in self.changed[:4]) + (
+            f" and {len(self.changed) - 4} more" if len(self.changed) > 4 else "")
+        if self.state == "proven":
+            last = self.proofs[-1]
+            return (f"its code has been rewritten since ({names}), proven to compile to the same kernels and the same "
+                    f"Python ({last.compiler}; record {last.run_id})")
+        return f"its code has changed since ({names}) and was not re-timed: the figure is the earlier code's"
+
+
+def digest(files: Files) -> str:
+    """The short hash of a set of files, as :attr:`CodeSnapshot.digest` gives it."""
+    h = hashlib.sha256()
+    for path, sha in sorted(files.items()):
+        h.update(path.encode() + b"\0" + sha.encode())
+    return h.hexdigest()[:12]
+
+
+def recorded(code: CodeSnapshot) -> Files:
+    return {f.path: f.sha256 for f in code.files}
+
+
+def tree_files(version: Version, repo: Path) -> Files:
+    """The version's closure in the tree now, as a run made now would record it."""
+    out: Files = {}
+    for p in version.sources:
+        try:
+            rel = p.resolve().relative_to(repo.resolve()).as_posix()
+        except ValueError:
+            rel = str(p)
+        out[rel] = hashlib.sha256(p.read_text(encoding="utf-8").encode()).hexdigest()
+    return out
+
+
+def code_status(code: CodeSnapshot, now: Files, proofs: Sequence[SameCode] = ()) -> CodeStatus:
+    """How the code a run recorded stands to ``now`` (:func:`tree_files`), given the version's proofs."""
+    then = recorded(code)
+    if then == now:
+        return CodeStatus("current")
+    changed = tuple(sorted(p for p in then.keys() | now.keys() if then.get(p) != now.get(p)))
+    chain = _chain(then, now, [p for p in proofs if p.same])
+    if chain:
+        return CodeStatus("proven", changed, tuple(chain))
+    return CodeStatus("changed", changed)
+
+
+def _chain(then: Files, now: Files, proofs: list[SameCode]) -> list[SameCode]:
+    """Proofs leading from ``then`` to ``now``, shortest first found (breadth first); [] if none."""
+    goal = digest(now)
+    start = digest(then)
+    edges: dict[str, list[tuple[str, SameCode]]] = {}
+    for p in proofs:
+        edges.setdefault(p.before.digest, []).append((p.after.digest, p))
+    paths: dict[str, list[SameCode]] = {start: []}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for d in frontier:
+            for to, p in edges.get(d, []):
+                if to not in paths:
+                    paths[to] = [*paths[d], p]
+                    nxt.append(to)
+        frontier = nxt
+    return paths.get(goal, [])
+
+
+# --------------------------------------------------------------------------- the proof
+
+
+def python_tree(text: str, path: str) -> str:
+    """The syntax tree of a Python file without its docstrings, as text: equal for two files that
+    are the same program."""
+    tree = ast.parse(text, filename=path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, include_attributes=False)
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    arch: str
+    defines: dict[str, str]
+
+
+def parse_options(options: str) -> BuildOptions | None:
+    """A recorded build's options as the offline compile takes them, or None when they hold more
+    than the harness's defaults, the architecture and defines (that build cannot be reproduced)."""
+    from .cuda import DEFAULT_OPTIONS
+
+    arch = None
+    defines: dict[str, str] = {}
+    for tok in shlex.split(options):
+        if tok.startswith("--gpu-architecture="):
+            arch = tok.split("=", 1)[1]
+        elif tok.startswith("-D"):
+            name, _, value = tok[2:].partition("=")
+            defines[name] = value
+        elif tok not in DEFAULT_OPTIONS:
+            return None
+    return BuildOptions(arch, defines) if arch else None
+
+
+@dataclass
+class Attempt:
+    """What :func:`prove` found: the proof (when ``proof.same``) or what stands in its way."""
+
+    proof: SameCode | None
+    differences: list[str]
+
+    @property
+    def same(self) -> bool:
+        return self.proof is not None and self.proof.same and not self.differences
+
+
+def prove(runs: Sequence[Run], version: Version, repo: Path, logs: Path, *, library: Path | None = None,
+          now_code: CodeSnapshot | None = None) -> Attempt:
+    """Compare the code ``runs`` recorded (one code, which they share) with the version's code in the
+    tree (``now_code``: the tree's snapshot, taken here when not given): every CUDA build any of them
+    recorded, compiled from both sides with its options, and every Python file's syntax tree.
+    Raises :class:`SameCodeError` when the comparison cannot be made here."""
+    from .cuda import CudaCompileError, find_nvrtc_library, nvrtc_ptx_offline
+
+    if not runs or len({r.code.digest for r in runs}) != 1:
+        raise ValueError("prove: give runs of one code")
+    lib = library or find_nvrtc_library()
+    after = now_code or version.snapshot(repo)
+    before = runs[0].code
+    missing = [f.path for f in before.files if not sources.available(logs, f)]
+    if missing:
+        raise SameCodeError(f"{runs[0].run_id}: texts not in {sources.folder(logs)}: {', '.join(missing)}")
+    differences: list[str] = []
+    then, now = recorded(before), recorded(after)
+    texts_now = {f.path: f.text if f.text is not None else (repo / f.path).read_text(encoding="utf-8")
+                 for f in after.files}
+    python: list[PythonComparison] = []
+    for path in sorted(p for p in then.keys() | now.keys() if p.endswith(".py")):
+        old = sources.read(logs, _file(before.files, path)) if path in then else None
+        new = texts_now.get(path)
+        same = old is not None and new is not None and (old == new or python_tree(old, path) == python_tree(new, path))
+        python.append(PythonComparison(path=path, before_sha256=then.get(path), after_sha256=now.get(path),
+                                       same_tree=same))
+        if not same:
+            differences.append(f"{path}: " + ("not in the recorded code" if old is None else
+                                              "not in the tree's code" if new is None else "a different program"))
+    builds: list[PtxComparison] = []
+    cuda_changed = any(then.get(p) != now.get(p) for p in then.keys() | now.keys() if not p.endswith(".py"))
+    wanted = list(dict.fromkeys((b.source, b.options) for r in runs for b in r.builds))
+    if cuda_changed and not wanted:
+        differences.append("the run recorded no CUDA build (made before builds were kept): its kernels cannot be "
+                           "compiled as it compiled them")
+    if cuda_changed and wanted:
+        if lib is None:
+            raise SameCodeError("no libnvrtc to compile with: install the nvidia-cuda-nvrtc wheel (pip install -e "
+                                "'.[test]') or set REPORTER_NVRTC_LIBRARY")
+        with tempfile.TemporaryDirectory(prefix="same-code-") as tmp:
+            root = Path(tmp)
+            for f in before.files:
+                (root / f.path).parent.mkdir(parents=True, exist_ok=True)
+                (root / f.path).write_text(sources.read(logs, f), encoding="utf-8")
+            for name, options in wanted:
+                source = next((p for p in then if Path(p).name == name), None)
+                parsed = parse_options(options)
+                if source is None or parsed is None:
+                    differences.append(f"{name}: " + ("not among the recorded files" if source is None else
+                                                      f"options that cannot be reproduced offline ({options})"))
+                    builds.append(PtxComparison(source=source or name, options=options, before_ptx_sha256=None,
+                                                after_ptx_sha256=None))
+                    continue
+                shas = []
+                for side in (root / source, repo / source):
+                    try:
+                        ptx = nvrtc_ptx_offline(side, arch=parsed.arch, defines=parsed.defines, library=lib)
+                        shas.append(hashlib.sha256(ptx.encode()).hexdigest())
+                    except (CudaCompileError, OSError) as e:
+                        shas.append(None)
+                        differences.append(f"{source} ({'recorded' if side.is_relative_to(root) else 'tree'}): "
+                                           f"does not compile: {str(e).splitlines()[0]}")
+                comparison = PtxComparison(source=source, options=options, before_ptx_sha256=shas[0],
+                                           after_ptx_sha256=shas[1])
+                builds.append(comparison)
+                if shas[0] is not None and shas[1] is not None and not comparison.same:
+                    differences.append(f"{source} with {' '.join(f'-D{k}={v}' for k, v in parsed.defines.items())}: "
+                                       "different PTX")
+    created = datetime.now(UTC)
+    proof = SameCode(
+        run_id=f"{created:%Y%m%dT%H%M%S%f}"[:-3] + f"Z_{before.digest}_{after.digest}", assignment=runs[0].assignment,
+        version=runs[0].version, created_utc=created, before=before,
+        after=after, proven_for=[r.run_id for r in runs], compiler=_compiler(lib) if builds else "none needed (no CUDA file changed)",
+        builds=builds, python=python)
+    return Attempt(proof, differences)
+
+
+def _file(files: Iterable[SourceFile], path: str) -> SourceFile:
+    return next(f for f in files if f.path == path)
+
+
+def _compiler(lib: Path | None) -> str:
+    if lib is None:
+        return "nvrtc (none found)"
+    import ctypes
+
+    try:
+        for builtins in sorted(lib.parent.glob("libnvrtc-builtins.so.*")):
+            if ".alt." not in builtins.name:
+                ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
+        nvrtc = ctypes.CDLL(str(lib))
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        nvrtc.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+        return f"nvrtc {major.value}.{minor.value} ({lib.name}, offline, without -lineinfo)"
+    except OSError:
+        return f"nvrtc ({lib.name}, offline, without -lineinfo)"
