@@ -31,7 +31,7 @@ EXPORTS = {
     ("flashattn", "v04"): ["kernels/flashattn/v04_exp2.py"],
     ("flashattn", "v05"): ["kernels/flashattn/v05_tma.py", "kernels/flashattn/v04_exp2.py"],
     ("histogram", "v05"): ["kernels/histogram/v05_persistent.py", "kernels/histogram/v05_persistent.cu",
-                           "kernels/histogram/histogram_io.py", "reporter/cuda.py"],
+                           "kernels/histogram/histogram.cuh", "kernels/histogram/histogram_io.py", "reporter/cuda.py"],
 }
 HAVE_TRITON = importlib.util.find_spec("triton") is not None
 
@@ -116,7 +116,7 @@ def test_export_embeds_the_sources_and_names_their_sha256(exported, key):
 @pytest.mark.parametrize("key", list(EXPORTS), ids=lambda k: "-".join(k))
 def test_header_states_the_recorded_measurement(exported, key):
     """The figure, GPU and command come from the run that stands for the version (reporter.standing),
-    as in the report and `report list`; a run of other code is flagged."""
+    as in the report and `report list`; a run of other code is said to be, proven the same or not."""
     from reporter.standing import figure, standing_run
 
     path, _ = exported[key]
@@ -126,15 +126,21 @@ def test_header_states_the_recorded_measurement(exported, key):
     chosen = standing_run(runs, version, "benchmark", gpu="h100")
     if chosen is None or not chosen.ok:
         pytest.skip(f"no timed benchmark record of {assignment} {version}")
-    same = all(hashlib.sha256((ROOT / f.path).read_text(encoding="utf-8").encode()).hexdigest() == f.sha256
-               for f in chosen.code.files if (ROOT / f.path).is_file())
+    from reporter.assignments import get_assignment
+    from reporter.samecode import code_status, tree_files
+
+    code = code_status(chosen.code, tree_files(get_assignment(ROOT / "kernels", assignment).version(version), ROOT),
+                       store.same_code(ROOT / "logs", assignment, version))
     text = " ".join(header(path).split())
     assert f"{chosen.device.name}: {format_ms(figure(chosen).ms, 5)}, the {figure(chosen).how}" in text
     assert f"run {chosen.run_id}" in text
     assert f"measured with `{chosen.command}`" in text
     assert f"Re-measure: report run {assignment} -v {handle} -c benchmark" in text
     assert "CONFIG:" in text and "Source: commit" in text
-    assert (" -- NOT the code embedded here" in text) == (not same)
+    # the code the run recorded against the code embedded: one answer (reporter.samecode), said when not the same
+    assert (" -- its code has" in text) == (code.state != "current")
+    assert ("proven to compile to the same kernels" in text) == (code.state == "proven")
+    assert ("the figure is the earlier code's" in text) == (code.state == "changed")
 
 
 def test_histogram_export_runs_without_the_repository(exported):

@@ -11,13 +11,10 @@
 // collide on one bank; in the contention case (one value in 90 % of the bytes) most of the
 // 32 lanes hit the same bank and the atomic serialises.
 
-typedef unsigned char u8;
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
-#define NUM_BINS 256
 #define GROUP 32       // channels per block: one lane per channel
 #define THREADS 256    // 8 warps: 8 rows per step
+
+#include "histogram.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 histogram_smem_privatized(const u8* __restrict__ data, u32* __restrict__ out, u32 length, u32 channels,
@@ -45,9 +42,5 @@ histogram_smem_privatized(const u8* __restrict__ data, u32* __restrict__ out, u3
     __syncthreads();
 
     // hist has the output's layout for these 32 channels: out[(32g + c) * 256 + b], contiguous
-    u32* out_group = out + (u64)blockIdx.x * GROUP * NUM_BINS;
-    for (u32 i = threadIdx.x; i < GROUP * NUM_BINS; i += THREADS) {
-        const u32 count = hist[i];
-        if (count != 0 && blockIdx.x * GROUP + i / NUM_BINS < channels) atomicAdd(&out_group[i], count);
-    }
+    flush_channel_major(hist, out, channels);
 }
