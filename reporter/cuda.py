@@ -262,9 +262,17 @@ class CudaKernel:
 
     name: str
     module: CudaModule
-    function: Any = field(repr=False)
+    raw: Any = field(repr=False)  # CuPy's function: launch through __call__, plan() or `function`
     _max_dynamic_smem: int = field(default=_STATIC_SMEM_LIMIT, repr=False)
     tracked: bool = True  # False for a harness's own kernels, which track_launches() must not collect
+
+    @property
+    def function(self) -> Any:
+        """CuPy's function, for a version that launches it itself (a launch plan of its own): taking
+        it inside :func:`track_launches` counts as launching it, so the run still records its build."""
+        if _TRACKING is not None and self.tracked:
+            _note_launch(self)
+        return self.raw
 
     @property
     def resources(self) -> KernelResources | None:
@@ -274,7 +282,7 @@ class CudaKernel:
     def attribute(self, key: str) -> int:
         from cupy.cuda import driver
 
-        return int(driver.funcGetAttribute(_ATTRS[key], self.function.ptr))
+        return int(driver.funcGetAttribute(_ATTRS[key], self.raw.ptr))
 
     @property
     def attributes(self) -> dict[str, int]:
@@ -285,7 +293,7 @@ class CudaKernel:
         """Opt in to more than 48 KB of dynamic shared memory per block (227 KB on H100)."""
         from cupy.cuda import driver
 
-        driver.funcSetAttribute(self.function.ptr, _MAX_DYNAMIC_SMEM_ATTR, int(nbytes))
+        driver.funcSetAttribute(self.raw.ptr, _MAX_DYNAMIC_SMEM_ATTR, int(nbytes))
         self._max_dynamic_smem = int(nbytes)
 
     def __call__(self, grid: Sequence[int] | int, block: Sequence[int] | int, *args: Any,
@@ -307,7 +315,7 @@ class CudaKernel:
         if any(isinstance(a, ParamBytes) for a in args):
             self._launch_raw(grid_t, block_t, args, int(shared_mem), int(stream.ptr))
             return
-        self.function(grid_t, block_t, tuple(kernel_arg(a) for a in args),
+        self.raw(grid_t, block_t, tuple(kernel_arg(a) for a in args),
                       shared_mem=int(shared_mem), stream=stream)
 
     def _launch_raw(self, grid: tuple[int, ...], block: tuple[int, ...], args: Sequence[Any],
@@ -375,7 +383,7 @@ class LaunchPlan:
         if _TRACKING is not None and self.kernel.tracked:
             _note_launch(self.kernel)
         g, b = self.grid, self.block
-        driver.launchKernel(self.kernel.function.ptr, g[0], g[1], g[2], b[0], b[1], b[2], self.shared_mem, stream,
+        driver.launchKernel(self.kernel.raw.ptr, g[0], g[1], g[2], b[0], b[1], b[2], self.shared_mem, stream,
                             ctypes.addressof(self._params), 0)
 
     def launcher(self) -> Callable[[int], None]:
@@ -385,7 +393,7 @@ class LaunchPlan:
 
         from cupy.cuda import driver
 
-        launch, kernel, fn = driver.launchKernel, self.kernel, self.kernel.function.ptr
+        launch, kernel, fn = driver.launchKernel, self.kernel, self.kernel.raw.ptr
         (g0, g1, g2), (b0, b1, b2), smem = self.grid, self.block, self.shared_mem
         params, plan = ctypes.addressof(self._params), self
 

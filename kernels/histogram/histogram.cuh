@@ -24,6 +24,13 @@ typedef unsigned long long u64;
 
 #define NUM_BINS 256
 
+// one increment of a shared-memory counter (its byte address)
+__device__ __forceinline__ void shared_inc(u32 addr)
+{
+    // the result is unused: a reduction, not a fetch-and-add
+    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(addr) : "memory");
+}
+
 // --------------------------------------------------------------------------- channel-major (v02, v03)
 #if defined(GROUP) && defined(THREADS)
 
@@ -47,12 +54,6 @@ __device__ __forceinline__ void zero_hist(u32* hist)
 {
     for (u32 i = threadIdx.x; i < HIST_WORDS / 4; i += THREADS)
         reinterpret_cast<uint4*>(hist)[i] = make_uint4(0u, 0u, 0u, 0u);
-}
-
-__device__ __forceinline__ void shared_inc(u32 addr)
-{
-    // the result is unused: a reduction, not a fetch-and-add
-    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(addr) : "memory");
 }
 
 // count the 4 bytes of x: channel 4*lane + j holds byte j

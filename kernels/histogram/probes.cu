@@ -15,16 +15,13 @@
 //                               xorshift generator, v05's conflict-free layout.
 //   probe_atoms_channel_major   the same with v03's channel-major layout (bank = value % 32).
 
-typedef unsigned char u8;
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
 #define THREADS 1024
 #define WARPS (THREADS / 32)
 #define UNROLL 8
-#define NUM_BINS 256
 #define GROUP 128
 #define HIST_WORDS (GROUP * NUM_BINS)
+
+#include "histogram.cuh"
 
 struct Slice {
     u32 row_begin, row_end;
@@ -124,11 +121,6 @@ probe_no_atomics(const u8* __restrict__ data, u32* __restrict__ sink, u32 length
             for (u32 j = 0; j < 4; ++j) acc += lane_base + j * 128 + (__byte_perm(cur[u], 0u, 0x4440u | j) << 9);
     }
     sink[blockIdx.x * THREADS + threadIdx.x] = acc;
-}
-
-__device__ __forceinline__ void shared_inc(u32 addr)
-{
-    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(addr) : "memory");
 }
 
 // as many words per thread as v05 counts on this (length, channels); values from xorshift32
