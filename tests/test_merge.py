@@ -70,6 +70,12 @@ def session(tmp_path: Path) -> tuple[Path, Path, Path]:
     (node / "step.py").write_text(STEP.format(root=str(ROOT)))
     out = tmp_path / "out"
     env = {**os.environ, "OUT": str(out), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env.pop("REPORT_GIT_COMMIT", None)
+    refused = subprocess.run(["bash", "tools/gpu_session.sh", "!python3 step.py"], cwd=node, env=env,
+                             capture_output=True, text=True, timeout=120)
+    # the device copy's git state is the session's start: the caller must say the checkout's
+    assert refused.returncode == 2 and "REPORT_GIT_COMMIT" in refused.stderr and not out.exists()
+    env |= {"REPORT_GIT_COMMIT": "0123456789abcdef0123456789abcdef01234567", "REPORT_GIT_DIRTY": "0"}
     done = subprocess.run(["bash", "tools/gpu_session.sh", "!python3 step.py"], cwd=node, env=env,
                           capture_output=True, text=True, timeout=120)
     assert "shipped back: 3 new files" in done.stdout, done.stdout + done.stderr
@@ -82,6 +88,7 @@ def test_the_session_archive_holds_only_what_the_session_wrote(session):
     with tarfile.open(archive) as tar:
         names = sorted(tar.getnames())
     edited = store.load(path).code.files[0].sha256  # the one text the store did not have
+    assert store.load(path).code.git_commit == "0123456789abcdef0123456789abcdef01234567"  # the caller's, not the copy's
     assert names == sorted([f"logs/flashattn/v16_launch_plan/{path.name}",
                             f"logs/flashattn/v16_launch_plan/{path.stem}.ncu-rep.gz", f"logs/sources/{edited}"])
 

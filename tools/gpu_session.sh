@@ -7,7 +7,18 @@
 #   DEADLINE_S=540 STEP_TIMEOUT_S=240 tools/gpu_session.sh "run flashattn -v v01" "sweep flashattn v03"
 # A step that is not a `report` command (a probe script) is given with a leading '!':
 #   tools/gpu_session.sh "run transform -v v17" "!python tools/host_call_probe.py"
+# The records name the commit their code is at, and the device's copy of the repository keeps the
+# git state of the session's start, not the commits made since: say it, from `git rev-parse HEAD`
+# and `git status --porcelain kernels reporter` here, as
+#   REPORT_GIT_COMMIT=<hash> REPORT_GIT_DIRTY=0 tools/gpu_session.sh ...
+# (REPORT_GIT_COMMIT=device takes the copy's own state, for a checkout made on that machine).
 set -uo pipefail
+if [ -z "${REPORT_GIT_COMMIT:-}" ]; then
+  echo "gpu_session: set REPORT_GIT_COMMIT (and REPORT_GIT_DIRTY=0|1) to this checkout's state; the device copy's" \
+       "git state is the session's start, which the records would name instead" >&2
+  exit 2
+fi
+[ "$REPORT_GIT_COMMIT" = device ] && unset REPORT_GIT_COMMIT REPORT_GIT_DIRTY
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 DEADLINE_S=${DEADLINE_S:-540}
 STEP_TIMEOUT_S=${STEP_TIMEOUT_S:-300}
