@@ -63,6 +63,14 @@ def test_page_one_answers_how_fast_against_what_and_why_we_stopped(report):
     for ref in s.references:  # ranked by the course harness's mean, the leaderboard's own measure
         assert ref.label in one and "Under the course's own harness, as the leaderboard measures" in one
         assert re.search(r"so it would place #\d", one)
+    from reporter.render.cover import course_mean
+
+    found = course_mean(s, best.name)
+    if found is not None:  # the sentence relating that mean to our figure says whether one session took both
+        one_session = any(best.figure.run.run_id in e.runs.values() for e in found[1].entries if e.name == best.name)
+        flat = " ".join(one.split())
+        assert ("in one session, the cross-check that also took our figure" in flat) == one_session
+        assert ("two timers in different sessions" in flat) == (not one_session)
     assert "Why we stopped:" in one and "of the measured ceiling" in one
 
 

@@ -282,15 +282,23 @@ def method_view(s: AssignmentSummary) -> dict[str, Any]:
 
 
 def commands(s: AssignmentSummary) -> list[dict[str, str]]:
-    """The command each version's benchmark figure came from, with the commit it ran at."""
-    out = []
+    """The command each version's benchmark figure came from, with the commit it ran at; versions
+    next to each other whose figures one command took share a row ('v06_wgmma – v13_tma')."""
+    out: list[dict[str, str]] = []
+    last = None
     for v in s.versions:
         r = v.bench
         if r is None:
+            last = None
             continue
         commit = (r.code.git_commit or "")[:10] + (" (uncommitted changes)" if r.code.git_dirty else "")
-        out.append({"version": v.name, "command": r.command or "(not recorded)", "commit": commit or "unknown",
-                    "run_id": r.run_id})
+        command = r.command or "(not recorded)"
+        if last is not None and r.command and (last["command"], last["commit"]) == (command, commit or "unknown"):
+            last["version"] = f"{last['first']} – {v.name}"
+            continue
+        last = {"version": v.name, "first": v.name, "command": command, "commit": commit or "unknown",
+                "run_id": r.run_id}
+        out.append(last)
     return out
 
 

@@ -18,7 +18,7 @@ from ..analysis.diff import ratio_words
 from ..analysis.facts import fmt_number
 from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary
-from ..records import Run
+from ..records import CrossCheck, Run
 from ..standing import peer_ms
 from . import ledger
 from .against import Against
@@ -71,11 +71,11 @@ def cover(s: AssignmentSummary) -> Cover:
                  rate=rate, facts=facts, roof=roof)
 
 
-def course_mean(s: AssignmentSummary, version: str) -> float | None:
+def course_mean(s: AssignmentSummary, version: str) -> tuple[float, CrossCheck] | None:
     """The course harness's mean of a version on the report's case, over its full runs, from the newest
-    cross-check that has one: the figure a course leaderboard ranks by."""
+    cross-check that has one (the figure a course leaderboard ranks by), with that cross-check."""
     all_runs = {r.run_id: r for v in s.versions for r in v.all_runs}
-    return next((statistics.fmean(a.full_window_means())
+    return next(((statistics.fmean(a.full_window_means()), check)
                  for check in reversed(s.crosschecks_of(version))
                  for a in agreements_of(check, all_runs)
                  if a.name == version and a.case == s.benchmark_case and a.full_window_means()), None)
@@ -88,7 +88,8 @@ def leaderboard_facts(s: AssignmentSummary) -> list[Markup | str]:
     if best is None or best.figure is None or not s.case_references:
         return []
     fig = best.figure.ms
-    course = course_mean(s, best.name)
+    found = course_mean(s, best.name)
+    course, check = found if found is not None else (None, None)
     out: list[Markup | str] = []
     refs = sorted(s.case_references, key=lambda ref: ref.median_ms)
     for ref in refs:
@@ -110,13 +111,16 @@ def leaderboard_facts(s: AssignmentSummary) -> list[Markup | str]:
             f"{escape(ref.label)}: {ms(ref.median_ms)}, {escape(card)}. Under the course's own harness, as the "
             f"leaderboard measures, {escape(best.name)} took {ledger.mark(keys.course(best.name, s.benchmark_case), ms(course))} "
             f"on this card: {words} than that entry{place}."))
-    if course is not None:
+    if course is not None and check is not None:
         gap = (course / fig - 1) * 100
         side = "the same as" if abs(gap) < 0.05 else f"{abs(gap):.1f} % {'below' if gap < 0 else 'above'}"
+        one_session = any(best.figure.run.run_id in e.runs.values() for e in check.entries if e.name == best.name)
+        where = ("taken by two timers in one session, the cross-check that also took our figure" if one_session else
+                 "taken by two timers in different sessions; Part 2 sets the two timers side by side in one session")
         out.append(Markup(
             f"That course-harness mean is {side} our figure "
             f"({ledger.mark(keys.fig(best.name, best.benchmark_case), ms(fig))}): both are means of the same calls, "
-            "taken by two timers in different sessions; Part 2 sets the two timers side by side in one session."))
+            f"{where}."))
     return out
 
 
