@@ -706,9 +706,13 @@ class PtxComparison(Record):
     run's own options: two sources that give the same PTX compile to the same machine code."""
 
     source: str = Field(description="the compiled source, path relative to the repository root (the run's side)")
+    kernel: str = Field("", description="the kernel the run launched, whose PTX is compared (reporter.samecode."
+                                        "kernel_ptx); '' in proofs that compared whole modules")
     options: str = Field(description="the run's compile options as recorded (defines included)")
-    before_ptx_sha256: str | None = Field(description="sha256 of the PTX from the recorded sources; None: no compile")
-    after_ptx_sha256: str | None = Field(description="sha256 of the PTX from the tree's sources; None: no compile")
+    before_ptx_sha256: str | None = Field(description="sha256 of the kernel's PTX from the recorded sources; None: "
+                                                      "no compile")
+    after_ptx_sha256: str | None = Field(description="sha256 of the kernel's PTX from the tree's sources; None: no "
+                                                     "compile")
 
     @property
     def same(self) -> bool:

@@ -7,10 +7,12 @@ the same hashes, the run's code is the code now. When it differs (a helper moved
 header, a launcher moved into a module the versions share), the figure still stands if a
 :class:`~reporter.records.SameCode` record proves that the difference compiles to nothing:
 
-* every CUDA build the run recorded (:attr:`~reporter.records.Run.builds`: the source and the
-  options, defines included) gives the same PTX from the recorded texts and from the tree's,
-  compiled by one NVRTC with the run's options less ``-lineinfo`` (so the text holds no source
-  positions): the same PTX through the same ptxas is the same machine code;
+* every CUDA build the run recorded (:attr:`~reporter.records.Run.builds`: the source, the
+  options, defines included, and the kernel launched) gives the same PTX for that kernel
+  (:func:`kernel_ptx`: the module's declarations, the kernel and the device functions) from the
+  recorded texts and from the tree's, compiled by one NVRTC with the run's options less
+  ``-lineinfo`` (so the text holds no source positions): the same PTX through the same ptxas is
+  the same machine code;
 * every Python file of either side has the same syntax tree, docstrings aside: the same program.
   A file moved to another module, or a function that changed, is not the same: a host path that
   changed is re-timed, not argued.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 import shlex
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -148,6 +151,26 @@ def python_tree(text: str, path: str) -> str:
     return ast.dump(tree, include_attributes=False)
 
 
+_FUNCTION = re.compile(r"^(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)",
+                       re.MULTILINE)
+
+
+def kernel_ptx(ptx: str, kernel: str) -> str:
+    """The part of a module's PTX that one kernel is: the module's declarations, the kernel's entry
+    and every device function (``.func``), without the other kernels. A rewrite that stops compiling
+    another version's kernel into a module (v17 including v15's whole source, then only its header)
+    leaves this text as it was. Raises KeyError when the module has no such kernel."""
+    found = list(_FUNCTION.finditer(ptx))
+    if not any(m.group(1) == "entry" and m.group(2) == kernel for m in found):
+        raise KeyError(kernel)
+    parts = [ptx[: found[0].start()] if found else ptx]
+    for m, nxt in zip(found, [*found[1:], None], strict=True):
+        if m.group(1) == "func" or m.group(2) == kernel:
+            parts.append(ptx[m.start(): nxt.start() if nxt is not None else len(ptx)])
+    text = "".join(parts)  # without the '// .globl' comments, which sit in whichever chunk precedes their kernel
+    return "\n".join(line for line in text.splitlines() if not line.strip().startswith("// .globl"))
+
+
 @dataclass(frozen=True)
 class BuildOptions:
     arch: str
@@ -216,7 +239,7 @@ def prove(runs: Sequence[Run], version: Version, repo: Path, logs: Path, *, libr
                                               "not in the tree's code" if new is None else "a different program"))
     builds: list[PtxComparison] = []
     cuda_changed = any(then.get(p) != now.get(p) for p in then.keys() | now.keys() if not p.endswith(".py"))
-    wanted = list(dict.fromkeys((b.source, b.options) for r in runs for b in r.builds))
+    wanted = list(dict.fromkeys((b.source, b.options, b.kernel) for r in runs for b in r.builds))
     if cuda_changed and not wanted:
         differences.append("the run recorded no CUDA build (made before builds were kept): its kernels cannot be "
                            "compiled as it compiled them")
@@ -229,30 +252,35 @@ def prove(runs: Sequence[Run], version: Version, repo: Path, logs: Path, *, libr
             for f in before.files:
                 (root / f.path).parent.mkdir(parents=True, exist_ok=True)
                 (root / f.path).write_text(sources.read(logs, f), encoding="utf-8")
-            for name, options in wanted:
+            for name, options, kernel in wanted:
                 source = next((p for p in then if Path(p).name == name), None)
                 parsed = parse_options(options)
                 if source is None or parsed is None:
                     differences.append(f"{name}: " + ("not among the recorded files" if source is None else
                                                       f"options that cannot be reproduced offline ({options})"))
-                    builds.append(PtxComparison(source=source or name, options=options, before_ptx_sha256=None,
-                                                after_ptx_sha256=None))
+                    builds.append(PtxComparison(source=source or name, kernel=kernel, options=options,
+                                                before_ptx_sha256=None, after_ptx_sha256=None))
                     continue
                 shas = []
                 for side in (root / source, repo / source):
                     try:
-                        ptx = nvrtc_ptx_offline(side, arch=parsed.arch, defines=parsed.defines, library=lib)
+                        ptx = kernel_ptx(nvrtc_ptx_offline(side, arch=parsed.arch, defines=parsed.defines, library=lib),
+                                         kernel)
                         shas.append(hashlib.sha256(ptx.encode()).hexdigest())
+                    except KeyError:
+                        shas.append(None)
+                        differences.append(f"{source} ({'recorded' if side.is_relative_to(root) else 'tree'}): "
+                                           f"has no kernel {kernel}")
                     except (CudaCompileError, OSError) as e:
                         shas.append(None)
                         differences.append(f"{source} ({'recorded' if side.is_relative_to(root) else 'tree'}): "
                                            f"does not compile: {str(e).splitlines()[0]}")
-                comparison = PtxComparison(source=source, options=options, before_ptx_sha256=shas[0],
+                comparison = PtxComparison(source=source, kernel=kernel, options=options, before_ptx_sha256=shas[0],
                                            after_ptx_sha256=shas[1])
                 builds.append(comparison)
                 if shas[0] is not None and shas[1] is not None and not comparison.same:
                     differences.append(f"{source} with {' '.join(f'-D{k}={v}' for k, v in parsed.defines.items())}: "
-                                       "different PTX")
+                                       f"different PTX for {kernel}")
     created = datetime.now(UTC)
     proof = SameCode(
         run_id=f"{created:%Y%m%dT%H%M%S%f}"[:-3] + f"Z_{before.digest}_{after.digest}", assignment=runs[0].assignment,

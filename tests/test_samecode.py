@@ -147,3 +147,45 @@ def test_committed_figures_stand_or_the_report_says_they_do_not(built_reports):
             st = code_status(run.code, tree_files(v, ROOT), [p for p in proofs if p.version == v.name])
             section = re.search(rf'<section class="step" id="{v.name}">.*?</section>', html, re.S).group(0)
             assert ("Measured on earlier code" in section) == (not st.stands), (name, v.name, st)
+
+
+def test_a_kernels_ptx_leaves_the_other_kernels_of_its_module_out():
+    from reporter.samecode import kernel_ptx
+
+    module = """//
+.version 9.0
+.target sm_90a
+.extern .shared .align 16 .b8 smem[];
+
+.func  (.param .b32 func_retval0) helper(
+\t.param .b32 helper_param_0
+)
+{
+\tret;
+}
+\t// .globl\tother
+.visible .entry other(
+\t.param .u64 other_param_0
+)
+{
+\t// begin inline asm
+\t{
+.reg .pred p;
+}
+\tret;
+}
+\t// .globl\tmine
+.visible .entry mine(
+\t.param .u64 mine_param_0
+)
+{
+\tret;
+}
+"""
+    mine = kernel_ptx(module, "mine")
+    assert ".entry mine(" in mine and "helper(" in mine and ".extern .shared" in mine
+    assert "other" not in mine and ".reg .pred p;" not in mine
+    alone = module[: module.index("\t// .globl\tother")] + module[module.index("\t// .globl\tmine"):]
+    assert kernel_ptx(alone, "mine") == mine  # the same kernel, whether or not the module also holds another
+    with pytest.raises(KeyError):
+        kernel_ptx(module, "absent")

@@ -12,9 +12,12 @@ the source or of a header it reaches. CONFIG and SWEEP are read without importin
 is built and the table says so. ``--define K=V,K2=V2`` adds builds of one's own (a debug mode, a
 CONFIG that is not a literal), for every source that has all those macros.
 
-The two PTX texts of each build are compared as text. Equal PTX for every build means the
-rewrite (moving helpers into headers, renaming, reordering) changed nothing NVRTC emits for the
-configurations that are run. The table lists version, build, same/DIFFERENT and a short sha256
+The two PTX texts of each build are compared as text, kernel by kernel: for each kernel the working
+tree's source defines, its entry with the module's declarations and device functions
+(:func:`reporter.samecode.kernel_ptx`), so a source that stops compiling another version's kernel
+into its module (by including that version's header instead of its whole ``.cu``) is compared on
+its own kernels. Equal PTX for every build means the rewrite (moving helpers into headers,
+renaming, reordering) changed nothing NVRTC emits for the configurations that are run. The table lists version, build, same/DIFFERENT and a short sha256
 of the PTX; the exit status is 1 when any build differs or compiles on one side only, 0
 otherwise. A build both sides refuse (a ``--define`` that does not fit, say) is listed as
 "refused" and is no difference: neither compiled. ``--diff`` prints a unified diff of the first
@@ -46,7 +49,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reporter import cuda
+from reporter import cuda, samecode
 from reporter.assignments import read_literal
 
 SOURCE_RE = re.compile(r"^v\d{2,3}_[A-Za-z0-9_]*\.cu$")
@@ -219,6 +222,20 @@ def run(plan: Plan, old_kernels: Path, new_kernels: Path, commit: str, cache: Pa
             (cache / f"{cache_key(commit, b.relpath, b.defines, library)}.ptx").write_text(ptx, encoding="utf-8")
     for b, (ptx, err) in zip(plan.builds, results[len(todo_old) :]):
         b.new_ptx, b.new_error = ptx, err
+    for b in plan.builds:  # the kernels the working tree's source defines, each as kernel_ptx gives it
+        if b.old_ptx is not None and b.new_ptx is not None:
+            entries = sorted(m.group(2) for m in samecode._FUNCTION.finditer(b.new_ptx) if m.group(1) == "entry")
+            b.old_ptx, b.new_ptx = (_kernels(b.old_ptx, entries), _kernels(b.new_ptx, entries))
+
+
+def _kernels(ptx: str, entries: list[str]) -> str:
+    out = []
+    for e in entries:
+        try:
+            out.append(samecode.kernel_ptx(ptx, e))
+        except KeyError:
+            out.append(f"// no kernel {e}")
+    return "\n".join(out)
 
 
 def print_table(plan: Plan, commit: str) -> None:
