@@ -168,7 +168,13 @@ def kernel_ptx(ptx: str, kernel: str) -> str:
         if m.group(1) == "func" or m.group(2) == kernel:
             parts.append(ptx[m.start(): nxt.start() if nxt is not None else len(ptx)])
     text = "".join(parts)  # without the '// .globl' comments, which sit in whichever chunk precedes their kernel
-    return "\n".join(line for line in text.splitlines() if not line.strip().startswith("// .globl"))
+    text = "\n".join(line for line in text.splitlines() if not line.strip().startswith("// .globl"))
+    # a function's local labels and stack are numbered by its place in the module ($L__BB1_7 in the
+    # module's second function): the same kernel, placed first, reads $L__BB0_7
+    return _LOCAL_NAMES.sub(lambda m: m.group(1), text)
+
+
+_LOCAL_NAMES = re.compile(r"(\$L__BB|__local_depot)\d+(?=_|\b)")
 
 
 @dataclass(frozen=True)

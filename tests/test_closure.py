@@ -34,10 +34,13 @@ def test_a_version_that_names_another_source_carries_it():
 
 
 def test_includes_are_followed_transitively():
-    """v21.cu includes v19.cu, which includes v15.cu and trace.cuh."""
+    """v21.cu includes v19's kernel (attn_sm90_double_q.cuh), which includes v15's steps
+    (attn_sm90_kv176.cuh) and trace.cuh; no other version's source."""
     got = rels(FLASH / "v21_staged_stores.py")
-    for name in ("v21_staged_stores.cu", "v19_double_q.cu", "v15_kv176_multicast.cu", "trace.cuh"):
+    for name in ("v21_staged_stores.cu", "attn_sm90_double_q.cuh", "attn_sm90_kv176.cuh", "trace.cuh",
+                 "common/sm90/tma.cuh"):
         assert name in got
+    assert not {"v19_double_q.cu", "v15_kv176_multicast.cu"} & set(got)
     assert "v17_persistent.cu" not in got  # v19's .py imports v17's helpers, its .cu does not include v17's
 
 

@@ -135,3 +135,11 @@ def test_a_kernel_whose_handle_a_version_takes_counts_as_launched():
         mine.function  # noqa: B018  (once each)
     assert launched == [mine]
     assert mine.function is raw  # outside tracking: the handle, nothing noted
+
+
+def test_no_version_includes_another_versions_source():
+    """Shared code lives in headers: a version's .cu never includes another version's .cu (an edit to
+    that version would silently change this one, and its module would carry that version's kernel)."""
+    for path in _sources():
+        for inc in cuda.includes(path):
+            assert not VERSION_RE.match(inc.path.name), f"{path.relative_to(KERNELS)} includes {inc.name}"

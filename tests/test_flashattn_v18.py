@@ -65,7 +65,7 @@ def test_v18_is_v17_s_kernel_plus_the_prefetch_warp_and_trace_marks():
     assert norm(v18) == norm(v17)
     source = FOLDER / "v18_prefetch.cu"
     text = source.read_text()
-    assert '#include "v15_kv176_multicast.cu"' in text and '#include "trace.cuh"' in text
+    assert '#include "attn_sm90_kv176.cuh"' in text and '#include "trace.cuh"' in text
     # no helper of its own: the L2 prefetch is the shared TMA header's, the rest is v15's
     assert [d.name for d in definitions(source) if d.file == source] == []
     assert calls(own_code(source), "tma_prefetch_l2_3d")
@@ -135,10 +135,11 @@ def test_every_swept_geometry_and_the_traced_build_compile_without_spills(v18):
 @pytest.mark.parametrize("name,hook", [("v20_wide_stores.cu", "store_o_wide"), ("v21_staged_stores.cu", "store_o_staged")])
 def test_v20_and_v21_are_v19_with_only_their_store_hook(name, hook):
     text = (FOLDER / name).read_text()
-    assert '#include "v19_double_q.cu"' in text and f"#define STORE_O {hook}" in text
+    assert '#include "attn_sm90_double_q.cuh"' in text and f"#define STORE_O {hook}" in text
     assert "__global__" not in text, "no kernel of its own: v19's, with the hook"
-    v19 = (FOLDER / "v19_double_q.cu").read_text()
-    assert "#ifndef STORE_O" in v19 and "STORE_O(o," in v19
+    assert '#include "attn_sm90_double_q.cuh"' in (FOLDER / "v19_double_q.cu").read_text()
+    kernel = (FOLDER / "attn_sm90_double_q.cuh").read_text()
+    assert "#ifndef STORE_O" in kernel and "STORE_O(o," in kernel
 
 
 def test_v19_and_v20_share_the_launch_and_refuse_what_does_not_fit():

@@ -2,7 +2,7 @@
 // work units; the producer lane loads the next unit's Q and K/V while the consumers finish the
 // current one and write its O.
 //
-// Everything per step is v15's, included from its source (the cluster multicast of K/V halves,
+// Everything per step is v15's, from attn_sm90_kv176.cuh (the cluster multicast of K/V halves,
 // the 176-row tiles zero-filled past the end by TMA, the two consumer warpgroups taking turns,
 // the softmax, the masked last step): this file adds only the persistent kernel.
 //
@@ -18,7 +18,7 @@
 // can load the next Q while the consumers do their last P V and the epilogue; the turns between the
 // consumer warpgroups run on across units: consumer 1 skips its arrive only on its very last step.
 
-#include "v15_kv176_multicast.cu"
+#include "attn_sm90_kv176.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
 attn_fwd_persistent(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ TmaDesc tm_k,

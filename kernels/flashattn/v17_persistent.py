@@ -1,6 +1,6 @@
 """v15 made persistent: clusters stay resident and loop over work units, loading the next unit's Q and K/V during the current epilogue.
 
-Structure: ``v17_persistent.cu`` includes v15's source and adds one kernel. The grid is one
+Structure: ``v17_persistent.cu`` includes v15's steps (``attn_sm90_kv176.cuh``) and adds one kernel. The grid is one
 cluster of two CTAs per pair of SMs (``min(#SMs / 2, #units)`` clusters, one 227 KB CTA per
 SM); a work unit is two neighbouring 128-row Q blocks of one (batch, head), and cluster c takes
 units c, c + #clusters, .... Within a unit every step is v15's: the producer lane multicasts

@@ -6,10 +6,10 @@
 // prefetches the other half). When the consumers release Q and the ring frees its slots, the
 // loads that follow hit L2 instead of waiting for DRAM; the producer lane's loop is v17's.
 //
-// Everything else is v17's persistent kernel over v15's steps (included, not copied). With
+// Everything else is v17's persistent kernel over v15's steps (attn_sm90_kv176.cuh). With
 // TRACE 1 the kernel stamps its timeline into g_trace (trace.cuh); TRACE 0 compiles the marks out.
 
-#include "v15_kv176_multicast.cu"
+#include "attn_sm90_kv176.cuh"
 #include "common/sm90/tma.cuh"
 #include "trace.cuh"
 

@@ -1,6 +1,6 @@
 """v17 with the next work unit prefetched into L2: the loads at a unit's start stop waiting for DRAM.
 
-Structure: ``v18_prefetch.cu`` includes v15's source (every step) and ``trace.cuh`` (timeline
+Structure: ``v18_prefetch.cu`` includes v15's steps (``attn_sm90_kv176.cuh``) and ``trace.cuh`` (timeline
 marks, compiled out unless ``TRACE=1``) and holds one kernel, v17's persistent loop plus a
 prefetch warp. The grid, the work units and the host side are v17's: one cluster of two CTAs per
 pair of SMs looping over units of two neighbouring 128-row Q blocks of one (batch, head), a

@@ -1,8 +1,9 @@
 """v17's persistent kernel with two Q buffers and a Q warp: the next unit's Q is loaded a unit ahead, not at the boundary.
 
-Structure: ``v19_double_q.cu`` includes v15's source (every kv step) and ``trace.cuh`` and holds
-one kernel. The grid and the work units are v17's (one cluster of two CTAs per pair of SMs, units
-of two neighbouring 128-row Q blocks of one (batch, head), K/V halves multicast). Shared memory
+Structure: the kernel is in ``attn_sm90_double_q.cuh`` (v20 and v21 build it with their own
+epilogues), on v15's steps (``attn_sm90_kv176.cuh``) and ``trace.cuh``. The grid and the work
+units are v17's (one cluster of two CTAs per pair of SMs, units of two neighbouring 128-row Q
+blocks of one (batch, head), K/V halves multicast). Shared memory
 holds two Q tiles; unit u uses buffer u % 2, each with a full and an empty mbarrier. In the
 producer warpgroup, warp 0's lane loads the K/V ring as in v17 and warp 1's lane loads Q: unit
 u + 1's Q as soon as the consumers released unit u - 1's. Two Q tiles only fit beside a two-stage

@@ -7,7 +7,7 @@
 // q holds all eight fp16 of chunk 4m + q; each thread then writes its row chunks with 16-byte
 // stores: 16 instead of 64 per thread, 64 contiguous bytes per row and warp instruction.
 //
-// Everything else is v19's (included): only the STORE_O hook changes.
+// Everything else is v19's (its kernel, attn_sm90_double_q.cuh): only the STORE_O hook changes.
 
 #include "common/sm90/ptx.cuh"
 
@@ -15,7 +15,7 @@
 __device__ __forceinline__ void store_o_wide(const float (&o)[64], float inv0, float inv1, u16* o0, int lane);
 
 #define STORE_O store_o_wide
-#include "v19_double_q.cu"
+#include "attn_sm90_double_q.cuh"
 
 __device__ __forceinline__ u32 pick4(u32 a0, u32 a1, u32 a2, u32 a3, int i)
 {

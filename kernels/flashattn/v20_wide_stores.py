@@ -1,7 +1,7 @@
 """v19 with 16-byte O stores: the four lanes sharing a row swap their pairs, then write whole 8-column chunks.
 
 Structure: ``v20_wide_stores.cu`` defines one helper, ``store_o_wide``, names it as v19's
-``STORE_O`` hook and includes v19's source; everything else (two Q buffers, the Q warp, the K/V
+``STORE_O`` hook and includes v19's kernel (``attn_sm90_double_q.cuh``); everything else (two Q buffers, the Q warp, the K/V
 ring of 128-row tiles, v15's steps, the grid, the launch plan) is v19's. In the epilogue each
 quad of lanes (rows r and r + 8) exchanges its f16x2 pairs with three shuffles per group of four
 8-column chunks (a 4 x 4 transpose), so that lane q holds chunk 4m + q; the thread then issues

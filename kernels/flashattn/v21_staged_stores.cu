@@ -9,15 +9,15 @@
 // neither the stmatrix rows (256 bytes apart) nor the row-wise reads conflict on banks.
 //
 // Shared memory: v19's 193 KB, the barrier block padded to 1 KB, and 2 x 16 KB of staging
-// (227 KB in all with 128-row tiles and two Q buffers). Everything else is v19's (included): only
-// the STORE_O hook changes; the buffer is found from the same layout macros as v19's tiles.
+// (227 KB in all with 128-row tiles and two Q buffers). Everything else is v19's (its kernel,
+// attn_sm90_double_q.cuh): only the STORE_O hook changes; the buffer is found from the same layout macros as v19's tiles.
 
 #include "common/sm90/ptx.cuh"
 
 __device__ __forceinline__ void store_o_staged(const float (&o)[64], float inv0, float inv1, u16* o0, int lane);
 
 #define STORE_O store_o_staged
-#include "v19_double_q.cu"
+#include "attn_sm90_double_q.cuh"
 
 #define STAGE_BYTES (64 * HEAD_DIM * 2)  // one consumer's 64 x 128 fp16 block
 #define STAGE_BAR0 3                     // named barriers 3 and 4: one per consumer warpgroup (1-2 are the turns)

@@ -1,7 +1,7 @@
 """v19 with the O block staged through shared memory: stmatrix from the accumulators, then whole rows out with 16-byte stores.
 
 Structure: ``v21_staged_stores.cu`` defines ``store_o_staged``, names it as v19's ``STORE_O``
-hook and includes v19's source; everything else is v19's (two Q buffers and the Q warp, the K/V
+hook and includes v19's kernel (``attn_sm90_double_q.cuh``); everything else is v19's (two Q buffers and the Q warp, the K/V
 ring of 128-row tiles, v15's steps, v17's grid, the launch plan), with 32 KB more shared memory
 for two staging buffers. In the epilogue a consumer warpgroup scales O by 1/l, converts it to
 fp16 and writes its 64 x 128 block into its own 16 KB buffer with eight ``stmatrix.x4`` a

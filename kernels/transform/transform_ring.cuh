@@ -1,6 +1,6 @@
 // The bulk-copy ring of transform's versions from v12 on: one block's share of y = transform(x)
 // through a ring of shared-memory tiles, loaded and stored by the SM's bulk-copy unit
-// (cp.async.bulk), as v07_bulk.cu does inside its kernel (v07 to v11 keep that copy, as they were
+// (cp.async.bulk), as v07's kernel (transform_bulk.cuh) does (v07 to v11 keep that copy, as they were
 // recorded). How the array is cut among the blocks is a template argument:
 //
 // - dealt_tiles, v07's: whole tiles dealt in turn. On the 128M benchmark with 528 blocks, 32768

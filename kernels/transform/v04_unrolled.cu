@@ -8,16 +8,4 @@
 // per SM come from the recorded sweep (v04_unrolled.py). Fast intrinsics as in v03. The loop is
 // transform.cuh's grid_loop.
 
-#define TRANSFORM_FAST_MATH 1
-#include "transform.cuh"
-
-#ifndef UNROLL
-#define UNROLL 4
-#endif
-
-extern "C" __global__ void __launch_bounds__(256)
-transform_unrolled(const elem_t* __restrict__ x, elem_t* __restrict__ y, double* __restrict__ partials, u64 n)
-{
-    const u64 groups = (n >> 5) << 3;
-    finish_block(x, y, partials, n, groups, grid_loop<UNROLL>(x, y, groups));
-}
+#include "transform_unrolled.cuh"

@@ -22,6 +22,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import CudaLexer, PythonLexer
 
 from ..assignments import Version
+from ..cudatext import Definition
 
 # Names, punctuation, operators and whitespace print in the default colour anyway; dropping their
 # spans keeps the highlighting and halves the inline boxes WeasyPrint must lay out (~1 s per report).
@@ -90,7 +91,7 @@ def _cuda_kernel(text: str) -> tuple[int, str] | None:
     return start, text[m.start():]
 
 
-def key_excerpt(v: Version, repo_root: Path) -> Excerpt:
+def key_excerpt(v: Version, repo_root: Path, earlier: list[Version] = ()) -> Excerpt:
     def rel(p: Path) -> str:
         try:
             return str(p.resolve().relative_to(repo_root.resolve()))
@@ -98,7 +99,7 @@ def key_excerpt(v: Version, repo_root: Path) -> Excerpt:
             return p.name
 
     py = v.path.read_text(encoding="utf-8")
-    cu_path = v.path.with_suffix(".cu")
+    cu_path = source_of(v, ".cu", earlier)
     cu = cu_path.read_text(encoding="utf-8") if cu_path.exists() else None
     found: tuple[Path, tuple[int, str], str] | None = None
     for path, text, lang in ((v.path, py, "python"), (cu_path, cu, "cuda")):
@@ -130,6 +131,64 @@ def key_excerpt(v: Version, repo_root: Path) -> Excerpt:
 
 # --------------------------------------------------------------------------- the key change
 
+
+def _language(path: Path) -> str:
+    return "cuda" if path.suffix in (".cu", ".cuh") else "python"
+
+
+def source_of(v: Version, suffix: str, earlier: list[Version] = ()) -> Path:
+    """The file that holds a version's code of one kind: its ``.py``, or for ``.cu`` its CUDA source,
+    unless that source defines no kernel and includes a header that does which no earlier version's
+    source reaches: then that header (v19's kernel is in ``attn_sm90_double_q.cuh``, which v20 and v21
+    build with their own epilogues). That is the file its change and its excerpt come from."""
+    path = v.path.with_suffix(suffix)
+    if suffix != ".cu" or not path.is_file() or _cuda_kernel(path.read_text(encoding="utf-8")):
+        return path
+    from ..cuda import includes
+
+    for header in introduced_headers(v, earlier):
+        if _cuda_kernel(header.read_text(encoding="utf-8")):
+            return header
+    return path
+
+
+def brought_helpers(v: Version, earlier: list[Version] = ()) -> list[Definition]:
+    """The helpers of the assignment's own headers that a version's CUDA source is the first to run
+    (calling them, directly or through another helper): the code it brought into a header the
+    versions share (histogram v04's bin-major flush, v05's pipelined row loop)."""
+    from ..cudatext import reached
+
+    cu = v.path.with_suffix(".cu")
+    if not cu.is_file():
+        return []
+    before = {(d.file, d.name) for w in earlier if w.number < v.number and (c := w.path.with_suffix(".cu")).is_file()
+              for d in reached(c)}
+    return [d for d in reached(cu) if d.file.parent == cu.parent and (d.file, d.name) not in before]
+
+
+def _helper_lines(d: Definition) -> tuple[int, list[str]]:
+    """A helper's lines in its file, with the comment and template lines just above its signature:
+    (first line, lines)."""
+    lines = d.file.read_text(encoding="utf-8").splitlines()
+    first = d.line - 1
+    while first > 0 and (lines[first - 1].strip().startswith("//") or lines[first - 1].strip().startswith("template")):
+        first -= 1
+    last = d.line - 1 + d.text.count("\n")
+    return first + 1, lines[first:last + 1]
+
+
+def introduced_headers(v: Version, earlier: list[Version] = ()) -> list[Path]:
+    """The assignment's own headers (not the shared ones under common/) that a version's CUDA source
+    is the first to include: code the version brought that the versions after it build on."""
+    from ..cuda import includes
+
+    cu = v.path.with_suffix(".cu")
+    if not cu.is_file():
+        return []
+    reached = {inc.path for w in earlier if w.number < v.number and (c := w.path.with_suffix(".cu")).is_file()
+               for inc in includes(c)}
+    return [inc.path for inc in includes(cu) if inc.path.parent == cu.parent and inc.path not in reached]
+
 MAX_CHANGE_LINES = 14  # a step's excerpt: the lines that changed, with a little context
 CONTEXT = 2
 
@@ -147,6 +206,7 @@ class Change:
     excerpt: Excerpt | None = None  # a new file's key code, or (with ``against``) the code a pruning keeps
     removed: int = 0  # a pruning: code lines it removes
     edited: int = 0  # a pruning: code lines it adds or edits
+    brought: str = ""  # the excerpt is this helper of a shared header, first called in this version
 
     def html(self) -> str:
         if self.excerpt is not None:
@@ -222,7 +282,7 @@ def _predecessor(v: Version, suffix: str, earlier: list[Version], text: str) -> 
     version's, but a version that takes its kernel from an older one (v04 rewriting v02's kernel
     where v03 only imported it) is compared with that one."""
     found = [p for w in sorted(earlier, key=lambda w: w.number, reverse=True)
-             if w.number < v.number and (p := w.path.with_suffix(suffix)).is_file()][:CANDIDATES]
+             if w.number < v.number and (p := source_of(w, suffix, earlier)).is_file()][:CANDIDATES]
     if not found:
         return None
     lines = text.splitlines()
@@ -407,7 +467,7 @@ def _kept(path: Path, words: frozenset[str], repo_root: Path, named: frozenset[s
     twenty). Without a loop, the window of that many lines that names it most."""
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
-    skip = _docstring_lines(text, "cuda" if path.suffix == ".cu" else "python")
+    skip = _docstring_lines(text, _language(path))
     body = 0
     if (m := re.search(r"__global__[^{]*\{", text)) is not None:  # the kernel's body: its signature names
         body = text[:m.end()].count("\n") + 1                      # the version, not the idea
@@ -420,7 +480,7 @@ def _kept(path: Path, words: frozenset[str], repo_root: Path, named: frozenset[s
               if i >= body and i not in skip else 0.0 for i, (h, t_) in enumerate(zip(hits, lines))]
     n = min(n_lines, len(lines))
     loops = {max(i - 2, 0) for i in range(body, len(lines)) if re.match(r"\s*(for|while)\s*\(", lines[i])}
-    inside = _inside_comments(text, "cuda" if path.suffix == ".cu" else "python")
+    inside = _inside_comments(text, _language(path))
     starts = [i for i in range(body, max(len(lines) - n + 1, body + 1)) if i not in inside and i not in skip
               and (not loops_first or not loops or i in loops)] or list(range(len(lines) - n + 1))
     best = max(starts, key=lambda i: (round(sum(weight[i:i + n]), 6), i in loops, -i))
@@ -429,7 +489,7 @@ def _kept(path: Path, words: frozenset[str], repo_root: Path, named: frozenset[s
     except ValueError:
         shown = path.name
     return Excerpt(path=shown, first_line=best + 1, code="\n".join(lines[best:best + n]),
-                   language="cuda" if path.suffix == ".cu" else "python", truncated=best + n < len(lines))
+                   language=_language(path), truncated=best + n < len(lines))
 
 
 def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
@@ -453,8 +513,11 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
     words = idea_words(v)
     new_files = []
     raw: list[tuple[Path, Path, list[tuple[str, str, int]]]] = []  # the hunks before any is shortened
-    for suffix, language in ((".cu", "cuda"), (".py", "python")):
-        path = v.path.with_suffix(suffix)
+    kernel_source = source_of(v, ".cu", earlier)
+    sources = [(kernel_source, ".cu", "cuda")]
+    sources += [(h, ".cu", "cuda") for h in introduced_headers(v, earlier) if h != kernel_source]
+    sources.append((v.path, ".py", "python"))
+    for path, suffix, language in sources:
         if not path.is_file():
             continue
         text = path.read_text(encoding="utf-8")
@@ -470,14 +533,26 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
             h = _focus(_collapse_removed(h), fresh, MAX_CHANGE_LINES)
             hunks.append((path, prev, h))
             score[id(h)] = _relevance(h, fresh)
-    if any(p.suffix == ".cu" for p, _, _ in hunks):  # a CUDA version's change is in its kernel source
-        hunks = [t for t in hunks if t[0].suffix == ".cu"]
+    if any(_language(p) == "cuda" for p, _, _ in hunks):  # a CUDA version's change is in its kernel source
+        hunks = [t for t in hunks if _language(t[0]) == "cuda"]
     # a hunk that only changes preprocessor lines (#define, #include) is shown only when nothing else changed
     code_hunks = [t for t in hunks if not _preprocessor_only(t[2])]
     hunks = code_hunks or hunks
-    if v.path.with_suffix(".cu") in new_files or not hunks:
-        ex = key_excerpt(v, repo_root)
+    if kernel_source in new_files or not hunks:
+        ex = key_excerpt(v, repo_root, earlier)
         return Change(path=ex.path, against=None, lines=[], shown=0, total=0, excerpt=ex)
+    # a helper the version is the first to run, in a header the versions share, when it names the
+    # version's name more often than any hunk of its own files: there is where its idea went
+    named = name_words(v)
+    shown_best = max((_relevance(h, named) for _, _, h in code_hunks), default=0)
+    helpers = [(sum(1 for t in _helper_lines(d)[1] if _names_idea(t, named)), -i, d)
+               for i, d in enumerate(brought_helpers(v, earlier))]
+    if helpers and max(helpers)[0] > shown_best:
+        d = max(helpers)[2]
+        first, lines = _helper_lines(d)
+        ex = Excerpt(path=rel(d.file), first_line=first, code="\n".join(lines[:MAX_LINES]), language="cuda",
+                     truncated=len(lines) > MAX_LINES)
+        return Change(path=rel(d.file), against=None, lines=[], shown=0, total=total, excerpt=ex, brought=d.name)
 
     pruned = _pruned([t for t in raw if t[0] == hunks[0][0]])
     if pruned is not None:  # the version keeps one of the earlier source's paths and removes the rest
@@ -498,7 +573,7 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
         chosen.append((path, prev, h))
         budget -= len(h)
     order = {id(h): i for i, (_, _, h) in enumerate(hunks)}
-    chosen.sort(key=lambda t: (0 if t[0].suffix == ".cu" else 1, order.get(id(t[2]), 0)))
+    chosen.sort(key=lambda t: (0 if _language(t[0]) == "cuda" else 1, order.get(id(t[2]), 0)))
     lines: list[tuple[str, str]] = []
     files = []
     for path, prev, h in chosen:
@@ -526,8 +601,7 @@ def key_change_cached(v: Version, earlier: list[Version], repo_root: Path, cache
     h = hashlib.sha256(Path(__file__).read_bytes())
     h.update(v.name.encode() + str(repo_root.resolve()).encode())
     for w in [v, *sorted(earlier, key=lambda w: w.number)]:
-        for suffix in (".py", ".cu"):
-            p = w.path.with_suffix(suffix)
+        for p in dict.fromkeys((w.path, w.path.with_suffix(".cu"), *introduced_headers(w, earlier))):
             h.update(p.name.encode())
             if p.is_file():
                 h.update(p.read_bytes())

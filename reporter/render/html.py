@@ -354,6 +354,10 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
         ex = change.excerpt
         caption = (f"<code>{name}</code> keeps one path of <code>{prev}</code> ({change.removed} lines removed, "
                    f"{change.edited} edited); what it keeps, from line {ex.first_line}:")
+    elif change.excerpt is not None and change.brought:
+        ex = change.excerpt
+        caption = (f"<code>{escape(change.brought)}</code> in <code>{Path(ex.path).name}</code>, the helper this "
+                   f"version is the first to run, from line {ex.first_line}:")
     elif change.excerpt is not None:
         ex = change.excerpt
         caption = f"Key code of <code>{Path(ex.path).name}</code>, new in this version, from line {ex.first_line}:"

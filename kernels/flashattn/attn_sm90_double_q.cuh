@@ -1,0 +1,209 @@
+// v19's kernel, the persistent kernel with two Q buffers, whose epilogue is a hook (STORE_O): v19
+// builds it with the default store, v20 and v21 with their own. What it does and why is in
+// v19_double_q.cu. A version file defines its STORE_O (or none) and includes this header.
+//
+// Append-only: once a recorded version builds it, the kernel is never changed in place (`report
+// same-code` proves that a version's kernel still compiles to the PTX its records ran).
+#pragma once
+
+#ifndef BLOCK_N
+#define BLOCK_N 128
+#endif
+
+#include "attn_sm90_kv176.cuh"
+#include "trace.cuh"
+
+#ifndef Q_BUFFERS
+#define Q_BUFFERS 2              // 1: v17's single Q buffer (with 176-row tiles the only one that fits)
+#endif
+#ifndef FIRST_LOADS_IN_ORDER
+#define FIRST_LOADS_IN_ORDER 1   // 1: at the start, the K/V lane waits for the first K tile before the
+                                 // rest of the ring, and the Q warp for each Q before the next one
+#endif
+// tiles + v15's K/V barriers and the four Q barriers (full and empty per buffer)
+#define V19_SMEM_BYTES (1024 + Q_BUFFERS * TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * (4 * STAGES + 2 * Q_BUFFERS))
+#if V19_SMEM_BYTES > 227 * 1024
+#error "two Q buffers and this K/V ring do not fit in 227 KB: use BLOCK_N 128 with STAGES 2 (or Q_BUFFERS 1)"
+#endif
+
+// the epilogue's store of O / l by default: v15's store_o_pairs (f16x2 pairs from the accumulators, as v17)
+#ifndef STORE_O
+#define STORE_O store_o_pairs
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
+attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ TmaDesc tm_k,
+                  const __grid_constant__ TmaDesc tm_v, u16* __restrict__ O, int seqlen, float scale_log2,
+                  int n_heads)
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    TRACE_ENTRY();
+    const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    const u32 sQ = base;                                // buffer b at + b * TILE_BYTES
+    const u32 sK = base + Q_BUFFERS * TILE_BYTES;       // stage s at + s * KV_TILE_BYTES
+    const u32 sV = sK + STAGES * KV_TILE_BYTES;
+    const u32 bars = sV + STAGES * KV_TILE_BYTES;
+    const u32 bar_full_k = bars;                        // + 8 * s
+    const u32 bar_full_v = bars + 8 * STAGES;
+    const u32 bar_empty_k = bars + 8 * (2 * STAGES);
+    const u32 bar_empty_v = bars + 8 * (3 * STAGES);
+    const u32 bar_q = bars + 8 * (4 * STAGES);          // + 8 * b: buffer b loaded
+    const u32 bar_q_empty = bar_q + 8 * Q_BUFFERS;      // + 8 * b: buffer b released
+
+    const int n_tiles = (seqlen + BLOCK_N - 1) / BLOCK_N;
+    const int tail = seqlen - (n_tiles - 1) * BLOCK_N;
+    const int blocks_per_head = seqlen / BLOCK_M;
+    const int units_per_head = blocks_per_head / CLUSTER;
+    const int n_units = units_per_head * n_heads;
+    const u32 rank = CLUSTER > 1 ? cluster_rank() : 0u;
+    const int cluster_id = (int)blockIdx.x / CLUSTER;
+    const int n_clusters = (int)gridDim.x / CLUSTER;
+
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int b = 0; b < Q_BUFFERS; ++b) {
+            mbar_init(bar_q + 8 * b, 1);
+            mbar_init(bar_q_empty + 8 * b, 8);  // the 8 consumer warps of this CTA
+        }
+        init_kv_ring(bar_full_k, bar_full_v, bar_empty_k, bar_empty_v);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+#if CLUSTER > 1
+    cluster_sync_all();
+#else
+    __syncthreads();
+#endif
+
+    const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
+
+    if (wg == 2) {
+        // ------------------------------------------------------------------- producer
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+        const int pw = (threadIdx.x % 128) / 32;  // warp 0: the K/V lane, warp 1: the Q warp
+        const bool leader = (threadIdx.x & 31) == 0;
+        if (pw == 0) {
+            if (leader) {
+                prefetch_tensor_map(&tm_k);
+                prefetch_tensor_map(&tm_v);
+            }
+            int g = 0;  // kv tiles loaded so far, all units
+            for (int w = cluster_id; w < n_units; w += n_clusters) {
+                const int head = w / units_per_head;
+                for (int j = 0; j < n_tiles; ++j, ++g) {
+                    produce_kv_tile(g, j, sK, bar_full_k, bar_empty_k, &tm_k, head, rank, leader);
+#if FIRST_LOADS_IN_ORDER
+                    // the kernel's first S needs Q and this K tile only: let them have DRAM to themselves
+                    if (g == 0) mbar_wait(bar_full_k, 0u);
+#endif
+                    produce_kv_tile(g, j, sV, bar_full_v, bar_empty_v, &tm_v, head, rank, leader);
+                }
+            }
+        } else if (pw == 1) {
+            if (leader) prefetch_tensor_map(&tm_q);
+            int local = 0;
+            for (int w = cluster_id; w < n_units; w += n_clusters, ++local) {
+                const int b = local % Q_BUFFERS;
+                const int head = w / units_per_head;
+                const int q0 = ((w % units_per_head) * CLUSTER + (int)rank) * BLOCK_M;
+                // buffer b last held unit local - Q_BUFFERS: wait until its consumers released it
+                if (local >= Q_BUFFERS) mbar_wait(bar_q_empty + 8 * b, (u32)(local / Q_BUFFERS - 1) & 1u);
+#if FIRST_LOADS_IN_ORDER
+                // and for the Q before this one to have landed (it is needed first)
+                else if (local >= 1) mbar_wait(bar_q + 8 * ((local - 1) % Q_BUFFERS), (u32)((local - 1) / Q_BUFFERS) & 1u);
+#endif
+                if (leader) {
+                    mbar_arrive_expect_tx(bar_q + 8 * b, TILE_BYTES);
+                    load_tile_own(sQ + b * TILE_BYTES, &tm_q, q0, head, bar_q + 8 * b);
+                }
+                TRACE_UNIT(leader, local, TR_Q_ISSUED);
+            }
+        }
+#if CLUSTER > 1
+        cluster_sync_all();
+#endif
+        return;
+    }
+
+    // ----------------------------------------------------------------------- consumers
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+    const int cw = wg;
+    const int tid = threadIdx.x & 127;
+    const int warp = tid >> 5, lane = tid & 31;
+    const int row = cw * 64 + warp * 16 + (lane >> 2);
+    const int col = 2 * (lane & 3);
+    const u32 my_turn = TURN_BAR0 + cw, other_turn = TURN_BAR0 + 1 - cw;
+
+    const u64 desc_k = make_desc(sK, K_LBO, K_SBO);
+    const u64 desc_v = make_desc(sV, V_LBO, V_SBO);
+
+    // consumer 0 takes the first turn: consumer 1's one arrive ahead of everything
+    if (cw == 1 && cluster_id < n_units) turn_arrive(TURN_BAR0);
+
+    int g = 0;  // kv tiles consumed so far, all units: the ring's counter, as the K/V lane's
+    int local = 0;
+    for (int w = cluster_id; w < n_units; w += n_clusters, ++local) {
+        const bool last_unit = w + n_clusters >= n_units;
+        const int head = w / units_per_head;
+        const int q0 = ((w % units_per_head) * CLUSTER + (int)rank) * BLOCK_M;
+        const int b = local % Q_BUFFERS;
+        const u64 desc_q = make_desc(sQ + b * TILE_BYTES + cw * 64 * 128, K_LBO, K_SBO);
+        const StepCtx ctx{bar_full_k, bar_full_v, bar_empty_k, bar_empty_v, desc_q, desc_k, desc_v, my_turn,
+                          other_turn, lane, col, tail, n_tiles, scale_log2};
+
+        float o[64];
+#pragma unroll
+        for (int i = 0; i < 64; ++i) o[i] = 0.f;
+        float m0 = __int_as_float(0xff800000), m1 = __int_as_float(0xff800000);
+        float l0 = 0.f, l1 = 0.f;
+        float sc[S_REGS];
+        u32 p[P_REGS];
+
+        mbar_wait(bar_q + 8 * b, (u32)(local / Q_BUFFERS) & 1u);
+        proxy_fence_async();
+        TRACE_UNIT(tid == 0, local, cw == 0 ? TR_Q_READY : TR_Q_READY_1);
+        {
+            // ---- step 0 of the unit: S_0 only (ring entry g)
+            const int s = g % STAGES;
+            mbar_wait(bar_full_k + 8 * s, (u32)(g / STAGES) & 1u);
+            proxy_fence_async();
+            TRACE_UNIT(tid == 0 && cw == 0, local, TR_K0_READY);
+            turn_sync(my_turn);
+            TRACE_UNIT(tid == 0 && cw == 0, local, TR_TURN0);
+            wgmma_fence();
+            issue_qk(sc, desc_q, desc_k + (u64)((s * KV_TILE_BYTES) >> 4));
+            wgmma_commit();
+            turn_arrive(other_turn);
+            wgmma_wait<0>();
+            fence_acc(sc);
+            if (lane == 0) mbar_arrive_cluster(bar_empty_k + 8 * s);
+            TRACE_UNIT(tid == 0, local, cw == 0 ? TR_S0_DONE : TR_S0_DONE_1);
+            if (n_tiles == 1 && tail < BLOCK_N) mask_tail(sc, tail, col);
+            float alpha0, alpha1;
+            softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);
+            pack_p(sc, p, 1.f);
+        }
+        // steps 1 .. n-1, at ring entries g + 1 .. g + n - 1 (v15's step, given the ring index)
+        for (int j = 1; j < n_tiles - 1; ++j) {
+            TRACE_UNIT(tid == 0 && cw == 0 && j <= 8, local, TR_STEP1 + j - 1);
+            consumer_step<0>(g + j, ctx, sc, o, p, m0, m1, l0, l1);
+        }
+        if (n_tiles > 1) {
+            TRACE_UNIT(tid == 0 && cw == 0 && n_tiles <= 9, local, TR_STEP1 + n_tiles - 2);
+            consumer_step<1>(g + n_tiles - 1, ctx, sc, o, p, m0, m1, l0, l1);
+        }
+        // ---- step n: O += P_{n-1} V_{n-1}; every S of the unit has landed, so its Q buffer is released
+        if (lane == 0) mbar_arrive(bar_q_empty + 8 * b);
+        consumer_last_step(g + n_tiles - 1, ctx, o, p, cw, last_unit);  // consumer 1's very last step: no arrive
+        TRACE_UNIT(tid == 0, local, cw == 0 ? TR_LAST_PV : TR_LAST_PV_1);
+        g += n_tiles;
+
+        // ---- epilogue: O / l in fp16 (the Q warp and the K/V lane are already loading ahead)
+        sum_row_partials(l0, l1);
+        STORE_O(o, 1.f / l0, 1.f / l1, O + ((u64)head * (u64)seqlen + q0 + row) * HEAD_DIM + col, lane);
+        TRACE_UNIT(tid == 0, local, cw == 0 ? TR_EPI_DONE : TR_EPI_DONE_1);
+    }
+#if CLUSTER > 1
+    cluster_sync_all();
+#endif
+    TRACE_EXIT();
+}

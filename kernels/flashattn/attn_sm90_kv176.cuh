@@ -1,0 +1,265 @@
+// v15's machinery, shared by the versions built on it (v15's grid, v17 and v18's persistent
+// kernels, v19's double Q buffer): its configuration (176-row K/V tiles, a cluster of CTAS sharing
+// them by TMA multicast, the K/V ring), the producer's helpers, the consumer's steps and the
+// epilogue's store. What each does and why is in v15_kv176_multicast.cu, whose kernel is the first
+// built on it; a version file includes this header and holds only its kernel.
+//
+// Append-only: a helper here, once a recorded version uses it, is never changed in place (`report
+// same-code` proves that a version's kernels still compile to the PTX its records ran).
+#pragma once
+
+#ifndef CLUSTER
+#define CLUSTER 2                // CTAs per cluster sharing K/V by multicast (1 or 2)
+#endif
+#ifndef RELEASE_CLUSTER
+#define RELEASE_CLUSTER 0        // 1: remote releases with .release.cluster (v14's first build; see mbar_arrive_cluster)
+#endif
+#ifndef MASK_IN_LOOP
+#define MASK_IN_LOOP 0           // 1: the partial-tile test inside the step loop (v15's first build; see the steps)
+#endif
+#ifndef STAGES
+#define STAGES 2                 // K/V ring depth (2: 160 KB smem, 3: 224 KB)
+#endif
+#ifndef K_LBO
+#define K_LBO 16                 // Q/K descriptors (K-major, 128B swizzle): unused by the hardware
+#endif
+#ifndef K_SBO
+#define K_SBO 1024               // 8 rows x 128 B between core-matrix groups
+#endif
+#ifndef V_LBO
+#define V_LBO KV_HALF_BYTES      // V descriptor (MN-major): between the two 64-wide d halves
+#endif
+#ifndef V_SBO
+#define V_SBO 1024               // between 8-row kv groups
+#endif
+#ifndef SWIZZLE_MODE
+#define SWIZZLE_MODE 1           // descriptor bits 62-63: 1 = 128-byte swizzle
+#endif
+#ifndef V_TRANS
+#define V_TRANS 1                // imm-trans-b of the P.V product (1: V is N-major)
+#endif
+#ifndef HANG_CHECK
+#define HANG_CHECK 1             // a wait longer than HANG_NS faults instead of hanging (not trap: see mbar_wait)
+#endif
+#ifndef HANG_NS
+#define HANG_NS 2000000000ull
+#endif
+#ifndef PRODUCER_REGS
+#define PRODUCER_REGS 24
+#endif
+#ifndef CONSUMER_REGS
+#define CONSUMER_REGS 240
+#endif
+#ifndef PROXY_FENCE
+#define PROXY_FENCE 0            // 1: v08's fence.proxy.async after each full-barrier wait (not needed with TMA)
+#endif
+#ifndef PINGPONG
+#define PINGPONG 1               // 0: no turns between the consumer warpgroups (ablation)
+#endif
+#ifndef TURN_BAR0
+#define TURN_BAR0 1              // named barriers TURN_BAR0 (consumer 0's turn) and TURN_BAR0 + 1; 0 is __syncthreads
+#endif
+
+#if CLUSTER != 1 && CLUSTER != 2
+#error "CLUSTER must be 1 or 2"
+#endif
+
+#define HEAD_DIM 128
+#define BLOCK_M 128
+#ifndef BLOCK_N
+#define BLOCK_N 176              // kv rows per tile: 176 (FA3's choice at D = 128) or 128 (v14's)
+#endif
+#if BLOCK_N != 128 && BLOCK_N != 176
+#error "BLOCK_N must be 128 or 176 (the S accumulator's wgmma operand lists are written for those)"
+#endif
+#define S_REGS (BLOCK_N / 2)     // f32 S accumulator registers per thread (64 x BLOCK_N / 128 threads)
+#define P_REGS (BLOCK_N / 4)     // f16x2 P fragment registers per thread
+#define KV_CHUNKS (BLOCK_N / 16) // k16 steps of the P.V product
+#define THREADS 384              // consumers are warpgroups 0 and 1, the producer warpgroup 2
+#define TILE_BYTES 32768         // the Q tile: 128 rows x 128 fp16
+#define HALF_BYTES 16384         // one 64-column half of it: 128 rows x 128 B
+#define KV_TILE_BYTES (BLOCK_N * 256)   // a K or V tile: BLOCK_N rows x 128 fp16 (1024-aligned)
+#define KV_HALF_BYTES (BLOCK_N * 128)   // one 64-column half of it
+#define NUM_BARRIERS (1 + 4 * STAGES)
+// host side must allocate the same: 1024 (alignment slack) + tiles + barriers
+#define SMEM_BYTES (1024 + TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * NUM_BARRIERS)
+
+#if SMEM_BYTES > 227 * 1024
+#error "STAGES too deep: the tiles do not fit in the 227 KB of shared memory a block can opt in to"
+#endif
+// __launch_bounds__(384, 1) makes ptxas allocate 168 registers per thread at launch
+// (65536 / 384, rounded down to a multiple of 8): a pool of 3 x 168 per warpgroup-thread
+// that setmaxnreg can only redistribute. setmaxnreg.inc blocks until the registers it asks
+// for were freed by a .dec, so asking for more than the pool hangs the CTA (no trap can
+// catch that): 24 + 2 x 240 = 504 = 3 x 168 exactly, FlashAttention-3's split.
+#if PRODUCER_REGS + 2 * CONSUMER_REGS > 3 * 168
+#error "PRODUCER_REGS + 2 * CONSUMER_REGS must not exceed the 3 x 168 registers allocated at launch"
+#endif
+#if PRODUCER_REGS % 8 || CONSUMER_REGS % 8 || PRODUCER_REGS < 24 || CONSUMER_REGS > 256
+#error "setmaxnreg needs a multiple of 8 in 24..256"
+#endif
+
+#include "common/sm90/ptx.cuh"
+#include "common/sm90/mbarrier.cuh"
+#include "common/sm90/tma.cuh"
+#include "common/sm90/cluster.cuh"
+#include "common/sm90/wgmma.cuh"
+#include "attn_sm90.cuh"
+#include "attn_sm90_cluster.cuh"
+
+// --------------------------------------------------------------------------- this version's own helpers
+
+// One BLOCK_N x 128 fp16 K/V tile (rows row0 .. row0 + BLOCK_N - 1 of head `head`) into a
+// slot of every CTA of the cluster: CTA rank r copies the r-th 64-column half (both with
+// CLUSTER 1), KV_HALF_BYTES apart in shared memory, completing on `bar`, which every CTA armed
+// with the tile's KV_TILE_BYTES.
+__device__ __forceinline__ void load_tile_shared(u32 dst, const TmaDesc* map, int row0, int head, u32 bar, u32 rank)
+{
+#if CLUSTER == 1
+    tma_load_box_3d(dst, map, 0, row0, head, bar);
+    tma_load_box_3d(dst + KV_HALF_BYTES, map, 64, row0, head, bar);
+#else
+    tma_load_box_multicast_3d(dst + rank * KV_HALF_BYTES, map, 64 * (int)rank, row0, head, bar, (unsigned short)0x3);
+#endif
+}
+
+// Q: this CTA's own 128 x 128 tile, both halves.
+__device__ __forceinline__ void load_tile_own(u32 dst, const TmaDesc* map, int row0, int head, u32 bar)
+{
+    tma_load_box_3d(dst, map, 0, row0, head, bar);
+    tma_load_box_3d(dst + HALF_BYTES, map, 64, row0, head, bar);
+}
+
+// K or V tile j of head `head` (kv rows j * BLOCK_N ..) into ring entry `it` (slot it % STAGES;
+// `ring`, `bar_full`, `bar_empty`: slot 0's tile and barriers). The empty barrier completes when
+// the consumers of every CTA in the cluster released the slot: this producer's half goes to all
+// of them. The whole warp waits; the leader lane arms the full barrier with the tile's bytes
+// (zero-filled rows count too) and issues the copy.
+__device__ __forceinline__ void produce_kv_tile(const int it, const int j, u32 ring, u32 bar_full, u32 bar_empty,
+                                                const TmaDesc* map, int head, u32 rank, bool leader)
+{
+    const int s = it % STAGES;
+    const u32 phase = (u32)(it / STAGES) & 1u;
+    mbar_wait(bar_empty + 8 * s, phase ^ 1u);
+    if (leader) {
+        mbar_arrive_expect_tx(bar_full + 8 * s, KV_TILE_BYTES);
+        load_tile_shared(ring + s * KV_TILE_BYTES, map, j * BLOCK_N, head, bar_full + 8 * s, rank);
+    }
+}
+
+// The K/V ring's barriers: full ones count the producer's one arrive.expect_tx (then the bytes),
+// empty ones every consumer warp of the cluster.
+__device__ __forceinline__ void init_kv_ring(u32 bar_full_k, u32 bar_full_v, u32 bar_empty_k, u32 bar_empty_v)
+{
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+        mbar_init(bar_full_k + 8 * s, 1);
+        mbar_init(bar_full_v + 8 * s, 1);
+        mbar_init(bar_empty_k + 8 * s, 8 * CLUSTER);
+        mbar_init(bar_empty_v + 8 * s, 8 * CLUSTER);
+    }
+}
+
+// --------------------------------------------------------------------------- kernel
+
+// What a consumer step needs besides its accumulators: barrier addresses, descriptors, turns,
+// its lane and columns, and the sequence's geometry.
+struct StepCtx {
+    u32 bar_full_k, bar_full_v, bar_empty_k, bar_empty_v;
+    u64 desc_q, desc_k, desc_v;
+    u32 my_turn, other_turn;
+    int lane, col, tail, n_tiles;
+    float scale_log2;
+};
+
+// Step j = 1 .. n-1 of a consumer (see v08 for the schedule). MASK says how it treats the
+// partial last tile: 0 never masks, 1 masks (it is the last step), 2 tests at run time whether
+// it is the last step (v15's first build, MASK_IN_LOOP 1: inside the loop ptxas turned that
+// test into selects executed on every step, an FSEL per score).
+template <int MASK>
+__device__ __forceinline__ void consumer_step(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
+                                              u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
+{
+    // ---- step j: S_j and O += P_{j-1} V_{j-1} in one turn
+    const int s = j % STAGES, sp = (j - 1) % STAGES;
+    const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
+    mbar_wait(c.bar_full_k + 8 * s, phase);
+    proxy_fence_async();
+    mbar_wait(c.bar_full_v + 8 * sp, phase_p);
+    proxy_fence_async();
+    fence_acc(o);
+    fence_frag(p);
+    fence_acc(sc);
+    turn_sync(c.my_turn);
+    wgmma_fence();
+    issue_qk(sc, c.desc_q, c.desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: S_j
+    wgmma_commit();
+    issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));        // group: O += P_{j-1} V_{j-1}
+    wgmma_commit();
+    turn_arrive(c.other_turn);  // j < n: not the last step
+    wgmma_wait<1>();          // S_j complete, P.V may still run
+    fence_acc(sc);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * s);
+    if constexpr (MASK == 1) {
+        if (c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);  // the partial last tile only
+    } else if constexpr (MASK == 2) {
+        if (j == c.n_tiles - 1 && c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);
+    }
+    float alpha0, alpha1;
+    softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
+    wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
+    fence_acc(o);
+    fence_frag(p);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
+    rescale_o(o, alpha0, alpha1);
+    pack_p(sc, p, 1.f);
+}
+
+// Step n of a consumer (warpgroup cw): O += P_{n-1} V_{n-1} only, the last kv tile being ring
+// entry `it`. The other consumer's turn is passed on, except on consumer 1's last step of its
+// last unit (the turn counting of v08: consumer 1 arrives once fewer than it syncs).
+__device__ __forceinline__ void consumer_last_step(const int it, const StepCtx& c, float (&o)[64], u32 (&p)[P_REGS],
+                                                   const int cw, const bool last_unit)
+{
+    const int sp = it % STAGES;
+    mbar_wait(c.bar_full_v + 8 * sp, (u32)(it / STAGES) & 1u);
+    proxy_fence_async();
+    fence_acc(o);
+    fence_frag(p);
+    turn_sync(c.my_turn);
+    wgmma_fence();
+    issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));
+    wgmma_commit();
+    if (cw == 0 || !last_unit) turn_arrive(c.other_turn);
+    wgmma_wait<0>();
+    fence_acc(o);
+    fence_frag(p);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
+}
+
+// The epilogue's row sums: each of a quad's four lanes holds a partial sum of rows r and r + 8.
+__device__ __forceinline__ void sum_row_partials(float& l0, float& l1)
+{
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+}
+
+// O / l to fp16, written from the accumulator registers as f16x2 pairs (each thread: rows r and
+// r + 8, columns 8jj + col and + 1; o0 points at row r, column col).
+__device__ __forceinline__ void store_o_pairs(const float (&o)[64], float inv0, float inv1, u16* o0, int lane)
+{
+    u16* o1 = o0 + 8 * HEAD_DIM;
+#pragma unroll
+    for (int jj = 0; jj < 16; ++jj) {
+        st_global_b32(o0 + 8 * jj, pack_half2(o[4 * jj] * inv0, o[4 * jj + 1] * inv0));
+        st_global_b32(o1 + 8 * jj, pack_half2(o[4 * jj + 2] * inv1, o[4 * jj + 3] * inv1));
+    }
+}
+
+#if CLUSTER > 1
+#define CLUSTER_ATTR __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define CLUSTER_ATTR
+#endif
