@@ -249,7 +249,9 @@ def prove(runs: Sequence[Run], version: Version, repo: Path, logs: Path, *, libr
     if cuda_changed and not wanted:
         differences.append("the run recorded no CUDA build (made before builds were kept): its kernels cannot be "
                            "compiled as it compiled them")
-    if cuda_changed and wanted:
+    if cuda_changed and wanted and differences:
+        differences.append("the CUDA builds were not compiled: the Python differs already")
+    elif cuda_changed and wanted:
         if lib is None:
             raise SameCodeError("no libnvrtc to compile with: install the nvidia-cuda-nvrtc wheel (pip install -e "
                                 "'.[test]') or set REPORTER_NVRTC_LIBRARY")
