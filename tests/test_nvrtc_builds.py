@@ -35,8 +35,10 @@ def _builds() -> list:
         for v in a.versions():
             for src in (f.path for f in v.closure().files if f.role == "cuda"):  # what it compiles
                 out.append(pytest.param(src, None, False, id=f"{a.name}-{v.short}-{src.stem}-defaults"))
-                text = src.read_text()
-                defaults = dict(DEFAULT.findall(text))
+                text = "\n".join(f.read_text() for f in cuda.source_files(src))  # its headers' macros too
+                defaults: dict[str, str] = {}
+                for name, value in DEFAULT.findall(text):  # the first #ifndef default wins, as in the preprocessor
+                    defaults.setdefault(name, value)
                 if defaults:
                     out.append(pytest.param(src, defaults, False, id=f"{a.name}-{v.short}-{src.stem}-defaults-as-defines"))
                 macros = set(re.findall(r"^\s*#\s*ifndef\s+([A-Z_][A-Z0-9_]*)", text, re.MULTILINE))

@@ -27,10 +27,11 @@ def _record_files() -> list[Path]:
 
 
 def _code_files(data: object):
-    """Every {path, sha256, ...} object under a record's "code" keys, as stored."""
+    """Every {path, sha256, ...} object of a record's code snapshots, as stored: a run's "code", a
+    same-code proof's "before" and "after" (a re-verification's "before" and "after" are runs)."""
     if isinstance(data, dict):
         for k, v in data.items():
-            if k == "code" and isinstance(v, dict):
+            if k in ("code", "before", "after") and isinstance(v, dict) and "files" in v:
                 yield from v.get("files", [])
             else:
                 yield from _code_files(v)
