@@ -180,7 +180,7 @@ _LOCAL_NAMES = re.compile(r"(\$L__BB|__local_depot)\d+(?=_|\b)")
 @dataclass(frozen=True)
 class BuildOptions:
     arch: str
-    defines: dict[str, str]
+    defines: dict[str, str | None]
 
 
 def parse_options(options: str) -> BuildOptions | None:
@@ -189,13 +189,13 @@ def parse_options(options: str) -> BuildOptions | None:
     from .cuda import DEFAULT_OPTIONS
 
     arch = None
-    defines: dict[str, str] = {}
+    defines: dict[str, str | None] = {}
     for tok in shlex.split(options):
         if tok.startswith("--gpu-architecture="):
             arch = tok.split("=", 1)[1]
         elif tok.startswith("-D"):
-            name, _, value = tok[2:].partition("=")
-            defines[name] = value
+            name, eq, value = tok[2:].partition("=")
+            defines[name] = value if eq else None  # '-DFLAG' defines it as 1, '-DFLAG=' as empty
         elif tok not in DEFAULT_OPTIONS:
             return None
     return BuildOptions(arch, defines) if arch else None
@@ -287,8 +287,8 @@ def prove(runs: Sequence[Run], version: Version, repo: Path, logs: Path, *, libr
                                            after_ptx_sha256=shas[1])
                 builds.append(comparison)
                 if shas[0] is not None and shas[1] is not None and not comparison.same:
-                    differences.append(f"{source} with {' '.join(f'-D{k}={v}' for k, v in parsed.defines.items())}: "
-                                       f"different PTX for {kernel}")
+                    flags = " ".join(f"-D{k}" if v is None else f"-D{k}={v}" for k, v in parsed.defines.items())
+                    differences.append(f"{source} with {flags}: different PTX for {kernel}")
     created = datetime.now(UTC)
     proof = SameCode(
         run_id=f"{created:%Y%m%dT%H%M%S%f}"[:-3] + f"Z_{before.digest}_{after.digest}", assignment=runs[0].assignment,

@@ -61,6 +61,7 @@ def test_recorded_options_are_read_back_or_refused():
     o = parse_options("--gpu-architecture=sm_90a -std=c++17 -lineinfo --ptxas-options=-v -DBLOCK_N=176 -DSTAGES=2")
     assert o is not None and o.arch == "sm_90a" and o.defines == {"BLOCK_N": "176", "STAGES": "2"}
     assert parse_options("--gpu-architecture=sm_90a -use_fast_math -DX=1") is None  # not what the harness gives
+    assert parse_options("--gpu-architecture=sm_90a -DFLAG -DEMPTY=").defines == {"FLAG": None, "EMPTY": ""}
 
 
 def _standing(assignment: str, version: str, root: Path = ROOT):
