@@ -210,10 +210,12 @@ class Version:
         return self.closure().paths()
 
     def docstring(self) -> str:
+        from .closure import parse
+
         try:
-            tree = ast.parse(self.path.read_text(encoding="utf-8"))
-        except SyntaxError as e:
-            raise AssignmentError(f"{self.path}:{e.lineno}: syntax error: {e.msg}") from e
+            tree = parse(self.path)
+        except ClosureError as e:
+            raise AssignmentError(str(e)) from e
         return (ast.get_docstring(tree) or "").strip()
 
     def load(self) -> ModuleType:

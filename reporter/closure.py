@@ -62,22 +62,42 @@ class Closure:
         return [f.rel for f in self.files]
 
 
+_TREES: dict[Path, tuple[tuple[int, int], ast.Module]] = {}
+
+
 def parse(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once per version of the file (its modification time and
+    size): a report follows the closures of every version, which share most of their modules.
+    Callers read the tree; none changes it."""
+    st = path.stat()
+    key = (st.st_mtime_ns, st.st_size)
+    hit = _TREES.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
     try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except SyntaxError as e:
         raise ClosureError(f"{path}:{e.lineno}: syntax error: {e.msg}") from e
+    _TREES[path] = (key, tree)
+    return tree
+
+
+_IMPORTS: dict[int, tuple[ast.Module, list[tuple[str, str | None, list[str]]]]] = {}
 
 
 def imported_modules(tree: ast.Module) -> list[tuple[str, str | None, list[str]]]:
     """(module, alias, names) of each absolute import anywhere in the file: ``import a as b`` gives
-    ('a', 'b', []), ``from a import x, y`` gives ('a', None, ['x', 'y'])."""
+    ('a', 'b', []), ``from a import x, y`` gives ('a', None, ['x', 'y']). Walked once per tree."""
+    hit = _IMPORTS.get(id(tree))
+    if hit is not None and hit[0] is tree:
+        return hit[1]
     out: list[tuple[str, str | None, list[str]]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.extend((a.name, a.asname or a.name, []) for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             out.append((node.module, None, [a.name for a in node.names]))
+    _IMPORTS[id(tree)] = (tree, out)  # the tree is kept, so its id names no other tree while cached
     return out
 
 
@@ -90,6 +110,9 @@ def local_imports(tree: ast.Module, folder: Path) -> list[str]:
 def own_cuda_sources(path: Path, tree: ast.Module) -> list[Path]:
     """The CUDA sources a module names for itself: ``with_suffix(".cu")`` on its own path (the
     same-stem file), or a string constant naming a file in its folder."""
+    hit = _OWN.get(id(tree))
+    if hit is not None and hit[0] is tree and hit[1] == path:
+        return list(hit[2])
     found: list[Path] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "with_suffix" \
@@ -102,7 +125,12 @@ def own_cuda_sources(path: Path, tree: ast.Module) -> list[Path]:
             q = path.parent / node.value
             if q.is_file() and inside(q, path.parent):
                 found.append(q)
-    return list(dict.fromkeys(q.resolve() for q in found))
+    out = list(dict.fromkeys(q.resolve() for q in found))
+    _OWN[id(tree)] = (tree, path, tuple(out))
+    return out
+
+
+_OWN: dict[int, tuple[ast.Module, Path, tuple[Path, ...]]] = {}
 
 
 def named_sources(tree: ast.Module, folder: Path) -> list[str]:
@@ -110,11 +138,21 @@ def named_sources(tree: ast.Module, folder: Path) -> list[str]:
     alias``, or ``from m import SOURCE``."""
     aliases = {alias: m for m, alias, names in imported_modules(tree) if alias and (folder / f"{m}.py").is_file()}
     out = [m for m, alias, names in imported_modules(tree) if "SOURCE" in names and (folder / f"{m}.py").is_file()]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr == "SOURCE" and isinstance(node.value, ast.Name) \
-                and node.value.id in aliases:
-            out.append(aliases[node.value.id])
+    out += [aliases[name] for name in _source_attributes(tree) if name in aliases]
     return list(dict.fromkeys(out))
+
+
+_ATTRS: dict[int, tuple[ast.Module, tuple[str, ...]]] = {}
+
+
+def _source_attributes(tree: ast.Module) -> tuple[str, ...]:
+    """The names ``x`` of every ``x.SOURCE`` in the file, walked once per tree."""
+    hit = _ATTRS.get(id(tree))
+    if hit is None or hit[0] is not tree:
+        names = tuple(node.value.id for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                      and node.attr == "SOURCE" and isinstance(node.value, ast.Name))
+        hit = _ATTRS[id(tree)] = (tree, names)
+    return hit[1]
 
 
 def inside(path: Path, folder: Path) -> bool:

@@ -136,13 +136,16 @@ def includes(path: str | Path) -> list[Include]:
     nowhere is a system or NVRTC header and is left out. This is the one include scanner: the
     compile cache key, the records' source closure and the export all use it."""
     main = Path(path).resolve()
+    hit = _FOUND.get(main)
+    if hit is not None and all(_stat_key(f) == k for f, k in hit[0]):
+        return list(hit[1])
     dirs = include_dirs(main)
     out: list[Include] = []
     seen = {main}
     todo = [main]
     while todo:
         cur = todo.pop(0)
-        for name in _INCLUDE_RE.findall(cur.read_text(encoding="utf-8")):
+        for name in _include_names(cur):
             for root in (cur.parent, *dirs):
                 q = (root / name).resolve()
                 if q.is_file():
@@ -151,7 +154,34 @@ def includes(path: str | Path) -> list[Include]:
                         out.append(Include(q, name, root.resolve()))
                         todo.append(q)
                     break
+    _FOUND[main] = ([(f, _stat_key(f)) for f in (main, *(i.path for i in out))], tuple(out))
     return out
+
+
+# what includes() found for a source, with the state of every file it read: valid while none changed
+_FOUND: dict[Path, tuple[list[tuple[Path, tuple[int, int] | None]], tuple[Include, ...]]] = {}
+
+
+def _stat_key(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+_NAMES: dict[Path, tuple[tuple[int, int], tuple[str, ...]]] = {}
+
+
+def _include_names(path: Path) -> tuple[str, ...]:
+    """The names a file includes with ``#include "..."``, read once per version of the file (its
+    modification time and size): a report build asks for the same headers' includes hundreds of times."""
+    st = path.stat()
+    key = (st.st_mtime_ns, st.st_size)
+    hit = _NAMES.get(path)
+    if hit is None or hit[0] != key:
+        hit = _NAMES[path] = (key, tuple(_INCLUDE_RE.findall(path.read_text(encoding="utf-8"))))
+    return hit[1]
 
 
 def source_files(path: str | Path) -> list[Path]:

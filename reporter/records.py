@@ -677,7 +677,28 @@ class ProbeRecord(Record):
         return data
 
 
+def _plain(x: Any) -> bool:
+    """Whether ``x`` holds JSON's values only, numbers finite (the walk of :func:`_check_json` without
+    naming where, which costs a string per element)."""
+    if x is None or isinstance(x, bool | str | int):
+        return True
+    if isinstance(x, float):
+        return math.isfinite(x)
+    if isinstance(x, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in x.items())
+    if isinstance(x, list):
+        return all(_plain(v) for v in x)
+    return False
+
+
 def _check_json(x: Any, where: str) -> None:
+    if _plain(x):
+        return
+    _explain_json(x, where)
+
+
+def _explain_json(x: Any, where: str) -> None:
+    """Raise naming the first value of ``x`` that is not plain JSON, with its path."""
     if x is None or isinstance(x, bool | str | int):
         return
     if isinstance(x, float):
@@ -688,11 +709,11 @@ def _check_json(x: Any, where: str) -> None:
         for k, v in x.items():
             if not isinstance(k, str):
                 raise ValueError(f"{where} has the key {k!r}, not a string")
-            _check_json(v, f"{where}.{k}")
+            _explain_json(v, f"{where}.{k}")
         return
     if isinstance(x, list):
         for i, v in enumerate(x):
-            _check_json(v, f"{where}.{i}")
+            _explain_json(v, f"{where}.{i}")
         return
     raise ValueError(f"{where} is a {type(x).__name__}, not a JSON value (convert numpy numbers and arrays with "
                      ".item() and .tolist())")

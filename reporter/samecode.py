@@ -91,16 +91,59 @@ def recorded(code: CodeSnapshot) -> Files:
     return {f.path: f.sha256 for f in code.files}
 
 
-def tree_files(version: Version, repo: Path) -> Files:
-    """The version's closure in the tree now, as a run made now would record it."""
+def tree_files(version: Version, repo: Path, cache: Path | None = None) -> Files:
+    """The version's closure in the tree now, as a run made now would record it. ``cache``: a folder
+    where the answer is kept by the state (path, modification time, size) of every file under the
+    assignment's folder and the shared headers, so a build of unchanged kernels does not follow the
+    closures again."""
+    if cache is not None:
+        import json
+
+        from .atomic import write_atomic
+
+        kernels = version.assignment_dir.parent
+        h = hashlib.sha256(f"{version.name}\0{repo.resolve()}\0".encode())
+        for f in sorted(p for top in (version.assignment_dir, kernels / "common") if top.is_dir()
+                        for p in top.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            st = f.stat()
+            h.update(f"{f}\0{st.st_mtime_ns}\0{st.st_size}\n".encode())
+        kept = cache / f"tree-{h.hexdigest()[:32]}.json"
+        try:
+            return {str(k): str(v) for k, v in json.loads(kept.read_text(encoding="utf-8")).items()}
+        except (OSError, ValueError, AttributeError):
+            pass
+        files = tree_files(version, repo)
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            write_atomic(kept, json.dumps(files, sort_keys=True))
+            for old in sorted(cache.glob("tree-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)[256:]:
+                old.unlink(missing_ok=True)
+        except OSError:
+            pass  # a cache that cannot be written only costs the next build the work
+        return files
     out: Files = {}
+    root = repo.resolve()
     for p in version.sources:
         try:
-            rel = p.resolve().relative_to(repo.resolve()).as_posix()
+            rel = p.resolve().relative_to(root).as_posix()
         except ValueError:
             rel = str(p)
-        out[rel] = hashlib.sha256(p.read_text(encoding="utf-8").encode()).hexdigest()
+        out[rel] = _text_sha256(p)
     return out
+
+
+_SHAS: dict[Path, tuple[tuple[int, int], str]] = {}
+
+
+def _text_sha256(path: Path) -> str:
+    """sha256 of a file's text, computed once per version of the file (its modification time and
+    size): the versions of an assignment share most of their headers."""
+    st = path.stat()
+    key = (st.st_mtime_ns, st.st_size)
+    hit = _SHAS.get(path)
+    if hit is None or hit[0] != key:
+        hit = _SHAS[path] = (key, hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest())
+    return hit[1]
 
 
 def code_status(code: CodeSnapshot, now: Files, proofs: Sequence[SameCode] = ()) -> CodeStatus:

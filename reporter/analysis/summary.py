@@ -181,10 +181,11 @@ class AssignmentSummary:
 
 
 def summarize(a: Assignment, logs: Path, gpu: str | None = None, *, case: str | None = None,
-              only: list[str] | None = None) -> AssignmentSummary:
+              only: list[str] | None = None, cache: Path | None = None) -> AssignmentSummary:
     """The records of one assignment on one GPU (default: that of the newest run on the case),
     about one case (default: the assignment's benchmark case), for every version or those in
-    ``only`` (full names or short handles, in the assignment's order)."""
+    ``only`` (full names or short handles, in the assignment's order). ``cache``: where the
+    versions' closures in the tree are kept between builds (:func:`reporter.samecode.tree_files`)."""
     all_runs = store.runs(logs, a.name, legacy=a.legacy_case_keys or None)
     if not all_runs:
         raise SummaryError(f"no records for '{a.name}' under {logs / a.name}: run `report run {a.name}` on a GPU first")
@@ -214,7 +215,7 @@ def summarize(a: Assignment, logs: Path, gpu: str | None = None, *, case: str | 
         runs = {c: r for (ver, c), r in latest.items() if ver == v.name}
         sw = [s for s in sweeps if s.version == v.name]
         try:
-            now: Files | None = tree_files(v, a.path.parents[1])
+            now: Files | None = tree_files(v, a.path.parents[1], cache)
         except (AssignmentError, OSError):
             now = None  # a version whose sources cannot be followed: its build says why elsewhere
         versions.append(VersionSummary(

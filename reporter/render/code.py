@@ -207,10 +207,13 @@ class Change:
     removed: int = 0  # a pruning: code lines it removes
     edited: int = 0  # a pruning: code lines it adds or edits
     brought: str = ""  # the excerpt is this helper of a shared header, first called in this version
+    highlighted: str | None = None  # the excerpt's HTML, kept with the change in the cache (Pygments takes time)
 
     def html(self) -> str:
         if self.excerpt is not None:
-            return self.excerpt.html()
+            if self.highlighted is None:
+                self.highlighted = self.excerpt.html()
+            return self.highlighted
         sign = {"add": "+", "del": "-", "ctx": " ", "hunk": "", "gap": " "}
         rows = "".join(f'<span class="{k}">{sign[k]}{escape(t)}</span>\n' for k, t in self.lines)
         return f'<div class="diff"><pre>{rows}</pre></div>'
@@ -589,8 +592,9 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
 
 
 def key_change_cached(v: Version, earlier: list[Version], repo_root: Path, cache: Path | None) -> Change:
-    """:func:`key_change`, kept in ``cache`` by the hash of every source it may read (the version's and the
-    earlier versions' .py and .cu) and of this module: an unchanged build does not diff the sources again."""
+    """:func:`key_change`, kept in ``cache`` by the hash of this module, the version, the earlier
+    versions and every source it may read (the assignment's .py, .cu and .cuh files and the shared
+    headers): an unchanged build does not diff the sources again."""
     if cache is None:
         return key_change(v, earlier, repo_root)
     import hashlib
@@ -600,11 +604,8 @@ def key_change_cached(v: Version, earlier: list[Version], repo_root: Path, cache
 
     h = hashlib.sha256(Path(__file__).read_bytes())
     h.update(v.name.encode() + str(repo_root.resolve()).encode())
-    for w in [v, *sorted(earlier, key=lambda w: w.number)]:
-        for p in dict.fromkeys((w.path, w.path.with_suffix(".cu"), *introduced_headers(w, earlier))):
-            h.update(p.name.encode())
-            if p.is_file():
-                h.update(p.read_bytes())
+    h.update(" ".join(sorted(w.name for w in earlier)).encode())
+    h.update(_sources_digest(v.assignment_dir).encode())
 
     def load(data: bytes) -> Change:
         try:
@@ -615,9 +616,31 @@ def key_change_cached(v: Version, earlier: list[Version], repo_root: Path, cache
             raise ValueError("not a Change")
         return found
 
-    return chart_cache.kept(cache, f"change-{h.hexdigest()[:32]}.pickle",
-                            lambda: pickle.dumps(key_change(v, earlier, repo_root)), load, "change-*.pickle",
-                            CHANGES_KEPT)
+    def make() -> bytes:
+        change = key_change(v, earlier, repo_root)
+        change.html()  # highlighted once, kept with it
+        return pickle.dumps(change)
+
+    return chart_cache.kept(cache, f"change-{h.hexdigest()[:32]}.pickle", make, load, "change-*.pickle", CHANGES_KEPT)
 
 
 CHANGES_KEPT = 256  # newest computed excerpts kept in the cache
+
+_DIGESTS: dict[Path, tuple[tuple, str]] = {}
+
+
+def _sources_digest(folder: Path) -> str:
+    """A hash of the text of every .py, .cu and .cuh file of an assignment's folder and of the shared
+    headers beside it, read again only when one of them changed (its modification time or size)."""
+    import hashlib
+
+    files = sorted(p for top in (folder, folder.parent / "common") if top.is_dir() for p in top.rglob("*")
+                   if p.suffix in (".py", ".cu", ".cuh") and p.is_file() and "__pycache__" not in p.parts)
+    state = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+    hit = _DIGESTS.get(folder)
+    if hit is None or hit[0] != state:
+        h = hashlib.sha256()
+        for p in files:
+            h.update(str(p.relative_to(folder.parent)).encode() + b"\0" + p.read_bytes())
+        hit = _DIGESTS[folder] = (state, h.hexdigest())
+    return hit[1]

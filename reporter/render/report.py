@@ -112,9 +112,9 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
         # the worklog names its target GPU; records of other GPUs are never mixed into its figures
         target = gpu or read_meta(a.worklog_path).get("gpu")
         slug = gpu_slug(str(target)) if target else None
-        s = summarize(a, logs, slug, case=case, only=only)
+        s = summarize(a, logs, slug, case=case, only=only, cache=cache)
         # the worklog's prose cites every version on the benchmark case, whatever this report shows
-        full = s if case in (None, a.benchmark_case) and not only else summarize(a, logs, s.gpu)
+        full = s if case in (None, a.benchmark_case) and not only else summarize(a, logs, s.gpu, cache=cache)
         wl: Worklog = parse(a.worklog_path, binding_context(full), cache)
         warnings = worklog_warnings(s, wl)
         hooks = hooks if hooks is not None else default_hooks(cache)
