@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -88,6 +88,8 @@ def utc_stamp(t: datetime | None = None) -> str:
     t = t or datetime.now(UTC)
     return t.astimezone(UTC).strftime("%Y%m%dT%H%M%S") + f"{t.microsecond // 1000:03d}Z"
 
+
+R = TypeVar("R", CrossCheck, Reverification, SameCode)
 
 AnyStored = Run | Sweep | DeviceCeilings | CrossCheck | Reverification | ProbeRecord | SameCode
 
@@ -360,28 +362,24 @@ def sweeps(logs: Path, assignment: str, version: str | None = None, *,
 
 def crosschecks(logs: Path, assignment: str, version: str | None = None) -> list[CrossCheck]:
     """Every cross-check of an assignment (or of one version), oldest first."""
-    base = Path(logs) / assignment
-    pattern = f"{version}/crosschecks/*.json" if version else "*/crosschecks/*.json"
-    out = [s.record for s in _records(base, pattern, assignment=assignment, version_depth=1)
-           if isinstance(s.record, CrossCheck)]
-    return sorted(out, key=lambda c: c.created_utc)
+    return _beside_versions(logs, assignment, version, "crosschecks", CrossCheck)
 
 
 def reverifications(logs: Path, assignment: str, version: str | None = None) -> list[Reverification]:
     """Every re-verification of an assignment (or of one version), oldest first."""
-    base = Path(logs) / assignment
-    pattern = f"{version}/reverify/*.json" if version else "*/reverify/*.json"
-    out = [s.record for s in _records(base, pattern, assignment=assignment, version_depth=1)
-           if isinstance(s.record, Reverification)]
-    return sorted(out, key=lambda c: c.created_utc)
+    return _beside_versions(logs, assignment, version, "reverify", Reverification)
 
 
 def same_code(logs: Path, assignment: str, version: str | None = None) -> list[SameCode]:
     """Every same-code proof of an assignment (or of one version), oldest first."""
-    base = Path(logs) / assignment
-    pattern = f"{version}/same_code/*.json" if version else "*/same_code/*.json"
-    out = [s.record for s in _records(base, pattern, assignment=assignment, version_depth=1)
-           if isinstance(s.record, SameCode)]
+    return _beside_versions(logs, assignment, version, "same_code", SameCode)
+
+
+def _beside_versions(logs: Path, assignment: str, version: str | None, folder: str, kind: type[R]) -> list[R]:
+    """The records of one kind kept in ``<version>/<folder>/`` (of one version or all), oldest first."""
+    pattern = f"{version}/{folder}/*.json" if version else f"*/{folder}/*.json"
+    out = [s.record for s in _records(Path(logs) / assignment, pattern, assignment=assignment, version_depth=1)
+           if isinstance(s.record, kind)]
     return sorted(out, key=lambda c: c.created_utc)
 
 
