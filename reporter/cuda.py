@@ -145,7 +145,7 @@ def includes(path: str | Path) -> list[Include]:
     todo = [main]
     while todo:
         cur = todo.pop(0)
-        for name in _include_names(cur):
+        for name in _INCLUDE_RE.findall(cur.read_text(encoding="utf-8")):
             for root in (cur.parent, *dirs):
                 q = (root / name).resolve()
                 if q.is_file():
@@ -168,20 +168,6 @@ def _stat_key(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size
-
-
-_NAMES: dict[Path, tuple[tuple[int, int], tuple[str, ...]]] = {}
-
-
-def _include_names(path: Path) -> tuple[str, ...]:
-    """The names a file includes with ``#include "..."``, read once per version of the file (its
-    modification time and size): a report build asks for the same headers' includes hundreds of times."""
-    st = path.stat()
-    key = (st.st_mtime_ns, st.st_size)
-    hit = _NAMES.get(path)
-    if hit is None or hit[0] != key:
-        hit = _NAMES[path] = (key, tuple(_INCLUDE_RE.findall(path.read_text(encoding="utf-8"))))
-    return hit[1]
 
 
 def source_files(path: str | Path) -> list[Path]:
