@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from reporter import cuda  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
 
-from cuda_text import calls, definition, own_code  # noqa: E402  (tests/cuda_text.py)
+from cuda_text import calls, definition, kernel_code, macro_value, own_code, run_code  # noqa: E402  (tests/cuda_text.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "kernels" / "flashattn" / "v10_lazy_rescale.cu"
@@ -42,16 +42,17 @@ def test_version_is_listed_and_describes_itself(v10):
 
 def test_the_skip_is_the_only_change_from_v08():
     """v10 is v08 plus the vote: same headers, helpers and schedule, same exact output by construction."""
-    def from_includes(path):  # the code after the settings block: includes, layout, kernel
-        text = path.read_text()
-        return text[text.index('#include "common/sm90/'):]
-
-    v08 = from_includes(ROOT / "kernels" / "flashattn" / "v08_overlap.cu")
-    body = from_includes(SOURCE)
+    v08_source = ROOT / "kernels" / "flashattn" / "v08_overlap.cu"
     vote = "if (!__all_sync(0xffffffffu, alpha0 == 1.f && alpha1 == 1.f)) rescale_o(o, alpha0, alpha1);"
-    assert body.count(vote) == 1
-    stripped = re.sub(r"\n *//[^\n]*", "", body).replace(vote, "rescale_o(o, alpha0, alpha1);")
-    assert stripped.replace("attn_fwd_lazy", "attn_fwd_overlap") == re.sub(r"\n *//[^\n]*", "", v08)
+    assert vote in definition(SOURCE, "rescale_o_lazy")
+    # the kernels as compiled (hooks expanded): v08's but for the name and the rescale it calls
+    v10_kernel = kernel_code(SOURCE)
+    assert v10_kernel.count("rescale_o_lazy(o, alpha0, alpha1)") == 1
+    assert (v10_kernel.replace("attn_fwd_lazy", "attn_fwd_overlap").replace("rescale_o_lazy(", "rescale_o(")
+            == kernel_code(v08_source))
+    for stages in (2, 3):  # and with the swept ring depths too
+        assert (kernel_code(SOURCE, {"STAGES": stages}).replace("attn_fwd_lazy", "attn_fwd_overlap")
+                .replace("rescale_o_lazy(", "rescale_o(") == kernel_code(v08_source, {"STAGES": stages}))
     # the helper it skips is the shared one, unchanged: O *= alpha, nothing else
     rescale = definition(SOURCE, "rescale_o")
     assert rescale == definition(ROOT / "kernels" / "flashattn" / "v08_overlap.cu", "rescale_o")
@@ -70,8 +71,8 @@ def test_wrapper_refuses_cpu_tensors_and_bad_shapes(v10):
 def test_descriptor_defaults_match_the_source(v10):
     text = SOURCE.read_text()
     for name, value in v10.DESCRIPTOR_DEFAULTS.items():
-        assert f"#define {name} {value}" in text
-    own = own_code(SOURCE)
+        assert macro_value(SOURCE, name) == value, name
+    own = run_code(SOURCE)
     assert calls(own, "mbar_wait") and not calls(own, "mbar_wait_trap") and "trap" not in own
 
 

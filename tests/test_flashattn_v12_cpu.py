@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 
 from reporter import cuda  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
+from cuda_text import macro_value  # noqa: E402  (tests/cuda_text.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "kernels" / "flashattn" / "v12_kv176.cu"
@@ -39,9 +40,10 @@ def test_version_is_listed_and_describes_itself(v12):
 
 
 def test_smem_bytes_matches_the_source(v12):
-    text = SOURCE.read_text()
-    assert "#define SMEM_BYTES (1024 + TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * NUM_BARRIERS)" in text
-    assert "#define KV_TILE_BYTES (BLOCK_N * 256)" in text
+    for cfg in v12.SWEEP:  # the compiler's SMEM_BYTES is the host's for every swept geometry
+        defines = {"STAGES": cfg["STAGES"], "BLOCK_N": cfg["BLOCK_N"]}
+        assert macro_value(SOURCE, "SMEM_BYTES", defines) == v12.smem_bytes(cfg["STAGES"], cfg["BLOCK_N"])
+    assert macro_value(SOURCE, "KV_TILE_BYTES") == 176 * 256
     assert v12.smem_bytes(2, 176) == 1024 + 32768 + 4 * 176 * 256 + 8 * 9
     assert v12.smem_bytes(3, 176) > v12.MAX_DYNAMIC_SMEM  # why 176 runs with two stages
 
@@ -63,9 +65,10 @@ def test_descriptor_defaults_match_the_source(v12):
     text = SOURCE.read_text()
     for name, value in v12.DESCRIPTOR_DEFAULTS.items():
         if name == "V_LBO":  # the distance between V's two 64-column halves depends on the width
-            assert "#define V_LBO KV_HALF_BYTES" in text
+            assert macro_value(SOURCE, name) == 176 * 128
+            assert macro_value(SOURCE, name, {"BLOCK_N": 128}) == value
         else:
-            assert f"#define {name} {value}" in text
+            assert macro_value(SOURCE, name) == value, name
     assert "trap" not in re.sub(r"//[^\n]*", "", text)
 
 

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from reporter import cuda  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
 
-from cuda_text import calls, own_code, reached_code  # noqa: E402  (tests/cuda_text.py)
+from cuda_text import calls, kernel_code, macro_value, own_code, run_code  # noqa: E402  (tests/cuda_text.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 KDIR = ROOT / "kernels" / "flashattn"
@@ -37,8 +37,8 @@ def v14():
 
 
 def _code(path: Path) -> str:
-    """The code the version runs: its file and the shared helpers it calls (comments removed)."""
-    return reached_code(path)
+    """The code the version runs: its kernel (in v08's header, hooks expanded) and every helper it calls."""
+    return run_code(path)
 
 
 @pytest.mark.parametrize("short,name,source", [("v13", "v13_tma", V13), ("v14", "v14_multicast", V14)])
@@ -62,12 +62,16 @@ def test_copies_are_tma_and_the_hang_check_does_not_trap(source):
 
 
 def test_v14_multicasts_kv_and_releases_slots_cluster_wide():
-    code, own = _code(V14), own_code(V14)
-    assert ".multicast::cluster" in code and "__cluster_dims__(CLUSTER, 1, 1)" in own
-    assert "mbar_init(bar_empty_k + 8 * s, 8 * CLUSTER)" in own
-    assert "mapa.shared::cluster" in code and "mbarrier.arrive.release.cluster.shared::cluster" in code
-    # the cluster barrier closes both the consumers' and the producer's paths
-    assert own.count("cluster_sync_all();") == 3
+    code, kernel = _code(V14), kernel_code(V14)  # the kernel as compiled, its hooks expanded
+    assert ".multicast::cluster" in code and "__cluster_dims__(2, 1, 1)" in kernel
+    assert "mbar_init(bar_empty_k + 8 * s, (8 * 2))" in kernel
+    # a release arrives on the neighbour's barrier too (at CTA scope; .release.cluster was the first build's)
+    assert "mapa.shared::cluster" in code and "mbarrier.arrive.shared::cluster" in code
+    assert "mbarrier.arrive.release.cluster.shared::cluster" in run_code(V14, {"RELEASE_CLUSTER": 1})
+    # the cluster barrier follows the barriers' init and closes both the consumers' and the producer's paths
+    assert kernel.count("cluster_sync_all()") == 3
+    one = kernel_code(V14, {"CLUSTER": 1})  # CLUSTER 1 is v13's protocol: no cluster at all
+    assert "cluster_sync_all" not in one and "__cluster_dims__" not in one
 
 
 @pytest.mark.parametrize("fixture", ["v13", "v14"])
@@ -111,9 +115,8 @@ def test_v14_uses_a_cluster_only_where_it_tiles_the_grid(v14):
 
 def test_descriptor_defaults_match_the_sources(v13, v14):
     for mod, src in ((v13, V13), (v14, V14)):
-        text = src.read_text()
         for name, value in mod.DESCRIPTOR_DEFAULTS.items():
-            assert f"#define {name} {value}" in text
+            assert macro_value(src, name) == value, (src.name, name)
 
 
 def _ptxas_text(path: Path, defines: dict[str, int]) -> str:
