@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 from reporter import cuda  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
 
-from cuda_text import calls, closure_text, definition, macro_value, own_code, run_code  # noqa: E402  (tests/cuda_text.py)
+from cuda_text import calls, closure_text, definition, macro_value, run_code  # noqa: E402  (tests/cuda_text.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "kernels" / "flashattn" / "v08_overlap.cu"

@@ -35,7 +35,8 @@ def test_sources_are_v15_s_steps_and_nothing_copied():
     assert FOLDER / "v15_kv176_multicast.cu" in v16.sources and not (FOLDER / "v16_launch_plan.cu").exists()
     assert FOLDER / "launch_plans.py" in v16.sources and FOLDER / "launch_plans.py" in v17.sources
     text = (FOLDER / "v17_persistent.cu").read_text()
-    assert '#include "attn_sm90_kv176.cuh"' in text and FOLDER / "attn_sm90_kv176.cuh" in v17.sources
+    assert '#include "attn_sm90_persistent.cuh"' in text  # its kernel, which v18 builds on
+    assert FOLDER / "attn_sm90_persistent.cuh" in v17.sources and FOLDER / "attn_sm90_kv176.cuh" in v17.sources
     assert text.count("__device__") == 0, "v17 adds a kernel only; its device helpers are v15's"
     for v in (v16, v17):
         doc = v.docstring()

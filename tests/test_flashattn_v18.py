@@ -5,7 +5,6 @@ probe reads trace.cuh's layout and reduces a launch's stamps as intended."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ pytest.importorskip("torch")
 from reporter import cuda  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
 
-from cuda_text import calls, definition, definitions, own_code  # noqa: E402  (tests/cuda_text.py)
+from cuda_text import calls, definition, definitions, kernel_code, run_code  # noqa: E402  (tests/cuda_text.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "kernels" / "flashattn"
@@ -28,48 +27,21 @@ def v18():
     return ASSIGNMENT.version("v18").load()
 
 
-def _kernel_body(path: Path) -> str:
-    text = path.read_text()
-    return text[text.index('extern "C"'):]
-
-
-def _without_v18_additions(body: str) -> str:
-    """v18's kernel with its additions taken out: the #if PREFETCH block and the trace marks."""
-    lines, out, depth = body.splitlines(), [], 0
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.strip() == "#if PREFETCH":
-            depth = 1
-            i += 1
-            while depth:
-                s = lines[i].strip()
-                depth += s.startswith("#if") - (s == "#endif")
-                i += 1
-            continue
-        if "TRACE_" in line:
-            i += 1
-            continue
-        out.append(line)
-        i += 1
-    return "\n".join(out)
-
-
 def test_v18_is_v17_s_kernel_plus_the_prefetch_warp_and_trace_marks():
-    v17 = _kernel_body(FOLDER / "v17_persistent.cu").replace("attn_fwd_persistent(", "attn_fwd_prefetch(")
-    v18 = _without_v18_additions(_kernel_body(FOLDER / "v18_prefetch.cu"))
-
-    def norm(s: str) -> str:  # the per-step loop gained braces around the marked calls
-        return re.sub(r"[{}\s]+", " ", s)
-
-    assert norm(v18) == norm(v17)
-    source = FOLDER / "v18_prefetch.cu"
-    text = source.read_text()
-    assert '#include "attn_sm90_kv176.cuh"' in text and '#include "trace.cuh"' in text
-    # no helper of its own: the L2 prefetch is the shared TMA header's, the rest is v15's
-    assert [d.name for d in definitions(source) if d.file == source] == []
-    assert calls(own_code(source), "tma_prefetch_l2_3d")
-    assert "cp.async.bulk.prefetch.tensor.3d.L2" in definition(source, "tma_prefetch_l2_3d")
+    v17, v18 = FOLDER / "v17_persistent.cu", FOLDER / "v18_prefetch.cu"
+    # as compiled: without the prefetch warp and the marks, v18's kernel is v17's to the letter
+    for defines in ({}, {"BLOCK_N": 128, "STAGES": 3}, {"CLUSTER": 1}):
+        bare = kernel_code(v18, {"PREFETCH": 0, **defines}).replace("attn_fwd_prefetch(", "attn_fwd_persistent(")
+        assert bare == kernel_code(v17, defines), defines
+    kernel = kernel_code(v18)
+    assert calls(kernel, "prefetch_next_units") and "g_trace" not in kernel  # TRACE 0 compiles the marks out
+    assert "g_trace" in kernel_code(v18, {"TRACE": 1}) and calls(kernel_code(v18, {"TRACE": 1}), "trace_clock")
+    text = v18.read_text()
+    assert '#include "attn_sm90_persistent.cuh"' in text and FOLDER / "trace.cuh" in ASSIGNMENT.version("v18").sources
+    # its one helper is the prefetch warp; the L2 prefetch is the shared TMA header's, the rest v15's and v17's
+    assert [d.name for d in definitions(v18) if d.file == v18] == ["prefetch_next_units"]
+    assert calls(run_code(v18), "tma_prefetch_l2_3d")
+    assert "cp.async.bulk.prefetch.tensor.3d.L2" in definition(v18, "tma_prefetch_l2_3d")
 
 
 @pytest.fixture(scope="module")
