@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 
 from reporter import cuda  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
+from cuda_text import macro_value  # noqa: E402  (tests/cuda_text.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 FLASH = ROOT / "kernels" / "flashattn"
@@ -120,9 +121,8 @@ def test_the_intra_warpgroup_overlap_experiment_still_builds():
 
 
 def test_descriptor_defaults_match_the_source(v06):
-    text = SOURCE.read_text()
     for name, value in v06.DESCRIPTOR_DEFAULTS.items():
-        assert f"#define {name} {value}" in text
+        assert macro_value(SOURCE, name) == value, name
 
 
 # --------------------------------------------------------------------------- the self-test's helpers

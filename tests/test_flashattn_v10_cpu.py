@@ -68,7 +68,6 @@ def test_wrapper_refuses_cpu_tensors_and_bad_shapes(v10):
 
 
 def test_descriptor_defaults_match_the_source(v10):
-    text = SOURCE.read_text()
     for name, value in v10.DESCRIPTOR_DEFAULTS.items():
         assert macro_value(SOURCE, name) == value, name
     own = run_code(SOURCE)

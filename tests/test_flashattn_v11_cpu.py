@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from reporter import cuda  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
 
-from cuda_text import calls, closure_text, definition, macro_value, run_code  # noqa: E402  (tests/cuda_text.py)
+from cuda_text import calls, definition, macro_value, run_code  # noqa: E402  (tests/cuda_text.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "kernels" / "flashattn" / "v11_q_in_registers.cu"
@@ -50,7 +50,6 @@ def test_wrapper_refuses_cpu_tensors_and_bad_shapes(v11):
 
 
 def test_descriptor_defaults_match_the_source(v11):
-    text = closure_text(SOURCE)
     for name, value in v11.DESCRIPTOR_DEFAULTS.items():
         assert macro_value(SOURCE, name) == value, name
 

@@ -6,7 +6,9 @@
 //
 // Geometry the including file may set first:
 //   BLOCK_N     kv rows per tile (default 128; v12 takes 176, with the partial last tile masked);
-//   Q_IN_SMEM   1: Q has a 32 KB tile in shared memory and a barrier (default); 0: it has neither (v11).
+//   Q_IN_SMEM   1: Q has a 32 KB tile in shared memory and a barrier (default); 0: it has neither (v11);
+//   Q_BARRIERS  the mbarriers ahead of the K/V ring's (default Q_IN_SMEM; v09 has Q full and Q empty);
+//   PRODUCER_THREADS  the producer's threads (default 128, a warpgroup; v07 can take one warp).
 #pragma once
 
 #ifndef STAGES
@@ -65,13 +67,18 @@
 #endif
 #define S_REGS (BLOCK_N / 2)     // f32 S accumulator registers per thread (64 x BLOCK_N / 128 threads)
 #define P_REGS (BLOCK_N / 4)     // f16x2 P fragment registers per thread
+#ifndef PRODUCER_THREADS
 #define PRODUCER_THREADS 128
-#define THREADS 384              // consumers are warpgroups 0 and 1, the producer warpgroup 2
+#endif
+#define THREADS (256 + PRODUCER_THREADS)   // consumers are warpgroups 0 and 1 (warps 0-7), then the producer
 #define TILE_BYTES 32768         // the Q tile: 128 rows x 128 fp16
 #define HALF_BYTES 16384         // one 64-column half of it: 128 rows x 128 B
 #define KV_TILE_BYTES (BLOCK_N * 256)   // a K or V tile: BLOCK_N rows x 128 fp16 (1024-aligned)
 #define KV_HALF_BYTES (BLOCK_N * 128)   // one 64-column half of it
-#define NUM_BARRIERS (Q_IN_SMEM + 4 * STAGES)
+#ifndef Q_BARRIERS
+#define Q_BARRIERS Q_IN_SMEM
+#endif
+#define NUM_BARRIERS (Q_BARRIERS + 4 * STAGES)
 // host side must allocate the same: 1024 (alignment slack) + tiles + barriers
 #define SMEM_BYTES (1024 + Q_IN_SMEM * TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * NUM_BARRIERS)
 
@@ -83,7 +90,7 @@
 // that setmaxnreg can only redistribute. setmaxnreg.inc blocks until the registers it asks
 // for were freed by a .dec, so asking for more than the pool hangs the CTA (no trap can
 // catch that): 24 + 2 x 240 = 504 = 3 x 168 exactly, FlashAttention-3's split.
-#if PRODUCER_REGS + 2 * CONSUMER_REGS > 3 * 168
+#if PRODUCER_THREADS == 128 && PRODUCER_REGS + 2 * CONSUMER_REGS > 3 * 168
 #error "PRODUCER_REGS + 2 * CONSUMER_REGS must not exceed the 3 x 168 registers allocated at launch"
 #endif
 #if PRODUCER_REGS % 8 || CONSUMER_REGS % 8 || PRODUCER_REGS < 24 || CONSUMER_REGS > 256
