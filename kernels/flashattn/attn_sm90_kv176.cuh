@@ -237,27 +237,6 @@ __device__ __forceinline__ void consumer_last_step(const int it, const StepCtx& 
     if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
 }
 
-// The epilogue's row sums: each of a quad's four lanes holds a partial sum of rows r and r + 8.
-__device__ __forceinline__ void sum_row_partials(float& l0, float& l1)
-{
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-}
-
-// O / l to fp16, written from the accumulator registers as f16x2 pairs (each thread: rows r and
-// r + 8, columns 8jj + col and + 1; o0 points at row r, column col).
-__device__ __forceinline__ void store_o_pairs(const float (&o)[64], float inv0, float inv1, u16* o0, int lane)
-{
-    u16* o1 = o0 + 8 * HEAD_DIM;
-#pragma unroll
-    for (int jj = 0; jj < 16; ++jj) {
-        st_global_b32(o0 + 8 * jj, pack_half2(o[4 * jj] * inv0, o[4 * jj + 1] * inv0));
-        st_global_b32(o1 + 8 * jj, pack_half2(o[4 * jj + 2] * inv1, o[4 * jj + 3] * inv1));
-    }
-}
-
 #if CLUSTER > 1
 #define CLUSTER_ATTR __cluster_dims__(CLUSTER, 1, 1)
 #else

@@ -343,17 +343,7 @@ OVL_KERNEL(OVL_INPUTS, u16* __restrict__ O, int seqlen, float scale_log2)
     }
 
     // ---- epilogue: O / l, fp16, straight from registers
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    const float inv0 = 1.f / l0, inv1 = 1.f / l1;
-    u16* o0 = O + (head_row0 + q0 + row) * HEAD_DIM + col;
-    u16* o1 = o0 + 8 * HEAD_DIM;
-#pragma unroll
-    for (int jj = 0; jj < 16; ++jj) {
-        st_global_b32(o0 + 8 * jj, pack_half2(o[4 * jj] * inv0, o[4 * jj + 1] * inv0));
-        st_global_b32(o1 + 8 * jj, pack_half2(o[4 * jj + 2] * inv1, o[4 * jj + 3] * inv1));
-    }
+    sum_row_partials(l0, l1);
+    store_o_pairs(o, 1.f / l0, 1.f / l1, O + (head_row0 + q0 + row) * HEAD_DIM + col, lane);
     OVL_CONSUMER_EXIT();
 }
