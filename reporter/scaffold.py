@@ -17,6 +17,7 @@ from . import store
 from .assignments import VERSION_RE, AssignmentError, get_assignment, is_new_version_name, short_handle
 from .lookup import IterationError
 from .render import TEMPLATES
+from .scaffold_cuda import plan_cuda
 from .worklog_sections import DEFAULT_QUESTIONS, PLACEHOLDER, insert_section, version_section, worklog_questions
 
 SCAFFOLD_DIR = TEMPLATES / "scaffold"
@@ -39,6 +40,7 @@ class ScaffoldPlan:
     source_version: str | None  # the version copied; None for a fresh template
     new_assignment: bool
     files: list[PlannedFile]
+    moved_header: str | None = None  # the header the parent's CUDA code moved into (scaffold_cuda)
 
 
 def _render(template: str, **context: Any) -> str:
@@ -159,19 +161,27 @@ def _plan_version(folder: Path, assignment: str, version: str, from_version: str
     ctx = dict(assignment=assignment, version=version, short=short_handle(version),
                source=source.name if source else None, source_short=source.short if source else None)
     files: list[PlannedFile] = []
+    moved: str | None = None
     if source is None:
         files.append(PlannedFile(folder / f"{version}.py", _render("first_version.py.j2", **ctx), create=True))
     else:
         code = source.path.read_text(encoding="utf-8")
         code = replace_docstring(code, _render("version_docstring.py.j2", **ctx), source.path)
-        for ext in (".cu", ".cuh"):
-            src = source.path.with_suffix(ext)
-            if src.is_file():  # its CUDA source comes along, and the .py names the new copy
-                code = code.replace(f"{source.name}{ext}", f"{version}{ext}")
-                files.append(PlannedFile(folder / f"{version}{ext}", src.read_text(encoding="utf-8"), create=True))
+        cu = source.path.with_suffix(".cu")
+        if cu.is_file():  # the new .cu builds on the parent's code (scaffold_cuda): never a copy of it
+            try:
+                cuda_plan = plan_cuda(cu, source.name, version, PLACEHOLDER)
+            except FileExistsError as e:
+                raise IterationError(str(e)) from e
+            code = code.replace(f"{source.name}.cu", f"{version}.cu")
+            files.append(PlannedFile(folder / f"{version}.cu", cuda_plan.new_source, create=True))
+            if cuda_plan.header is not None and cuda_plan.parent_source is not None:
+                files.append(PlannedFile(cuda_plan.header[0], cuda_plan.header[1], create=True))
+                files.append(PlannedFile(cu, cuda_plan.parent_source, create=False))
+                moved = cuda_plan.header[0].name
         files.insert(0, PlannedFile(folder / f"{version}.py", code, create=True))
     files.append(_plan_worklog(folder, ctx, [v.name for v in existing]))
-    return ScaffoldPlan(assignment, version, source.name if source else None, False, files)
+    return ScaffoldPlan(assignment, version, source.name if source else None, False, files, moved)
 
 
 def _plan_worklog(folder: Path, ctx: dict[str, Any], earlier: list[str]) -> PlannedFile:

@@ -32,7 +32,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "harness": ("harness",),
     "analysis": ("analysis",),
     "render": ("render", "export"),
-    "cli": ("cli", "commands", "scaffold"),
+    "cli": ("cli", "commands", "scaffold", "scaffold_cuda"),
 }
 MAY_IMPORT: dict[str, set[str]] = {
     "base": {"base"},

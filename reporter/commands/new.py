@@ -45,7 +45,13 @@ def command(
     elif plan.new_assignment:
         console.print(f"new assignment [bold]{assignment}[/bold] in {kernels / assignment}")
     elif plan.source_version:
-        console.print(f"[bold]{version}[/bold]: a copy of {plan.source_version} with a fresh docstring")
+        console.print(f"[bold]{version}[/bold]: {plan.source_version}'s Python with a fresh docstring"
+                      + (", its CUDA built on the parent's by an include" if any(
+                          f.path.suffix == ".cu" for f in plan.files) else ""), highlight=False)
+    if plan.moved_header:
+        console.print(f"{plan.source_version}'s CUDA code moved into {plan.moved_header} unchanged (its .cu now "
+                      f"includes it): run [bold]report same-code {assignment} -v {plan.source_version}[/bold] to "
+                      f"prove it compiles to what its records ran, so its figures stand", highlight=False)
     for path in written:
         verb = "created" if any(f.path == path and f.create for f in plan.files) else "updated"
         console.print(f"  {verb} {_rel(path, repo)}", highlight=False)
