@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "reporter"
 
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("records", "packed", "atomic", "store", "sources", "migrate", "merge", "assignments", "closure", "cuda", "course",
-             "submission", "standing", "samecode", "cudatext", "lookup", "worklog_sections", "ncu_metrics"),
+             "submission", "standing", "samecode", "cudatext", "cudabranches", "lookup", "worklog_sections", "ncu_metrics"),
     "harness": ("harness",),
     "analysis": ("analysis",),
     "render": ("render", "export"),

@@ -10,7 +10,8 @@
 //   OVL_INPUTS         its parameters before O (default: the Q, K, V pointers of a cp.async producer);
 //   OVL_KERNEL_ATTR    attributes after __launch_bounds__ (default none; v14: __cluster_dims__);
 //   OVL_PRODUCER()     the producer warpgroup's work, a statement in the kernel's scope (default:
-//                      produce_cp_async, v06's copies); the kernel returns after it;
+//                      produce_cp_async, v06's copies; v13's TMA lane is in attn_sm90_tma_producer.cuh,
+//                      OVL_RING passes it the ring); the kernel returns after it;
 //   FULL_ARRIVALS      arrivals that fill a full barrier (default PRODUCER_THREADS, one noinc
 //                      arrive of each copying thread; 1 with TMA's arrive.expect_tx);
 //   EMPTY_ARRIVALS     arrivals that empty a slot (default 8, the consumer warps; v14: of the cluster);
@@ -27,7 +28,6 @@
 #include "common/sm90/ptx.cuh"
 #include "common/sm90/mbarrier.cuh"
 #include "common/sm90/cp_async.cuh"
-#include "common/sm90/tma.cuh"
 #include "common/sm90/wgmma.cuh"
 #include "attn_sm90.cuh"
 
@@ -121,54 +121,6 @@ __device__ __forceinline__ void produce_cp_async(const u16* __restrict__ Q, cons
         cp_async_arrive_noinc(bar_full_v + 8 * s);
     }
     cp_async_wait_all();  // never leave the CTA with copies in flight
-}
-
-// v13's producer: one lane of the producer's first warp issues the copies with TMA (two boxes a
-// tile, after an arrive.expect_tx of the tile's bytes on its full barrier) and the whole warp waits
-// for the empty slots (mbar_wait ends in __syncwarp). The caller decides what the other three warps
-// do (v13: return at once; v14: wait for the cluster). LoadKV copies one K or V tile: TmaTile
-// (load_tile_tma, v13) or a version's own (v14 multicasts to the cluster); LoadKV::make() builds
-// it in the producer warp, after the leader is known (v14 reads its cluster rank there).
-struct TmaTile {
-    __device__ __forceinline__ static TmaTile make() { return {}; }
-    __device__ __forceinline__ void operator()(u32 dst, const TmaDesc* map, int row0, u32 bar) const
-    {
-        load_tile_tma(dst, map, row0, bar);
-    }
-};
-
-template <class LoadKV>
-__device__ __forceinline__ void produce_tma(const TmaDesc* tm_q, const TmaDesc* tm_k, const TmaDesc* tm_v, u32 sQ,
-                                            u32 sK, u32 sV, u32 bar_q, u32 bar_full_k, u32 bar_full_v,
-                                            u32 bar_empty_k, u32 bar_empty_v, u64 head_row0, int q0, int n_tiles)
-{
-    const bool leader = (threadIdx.x & 31) == 0;
-    const LoadKV load_kv = LoadKV::make();
-    const int row_kv = (int)head_row0;
-    if (leader) {
-        prefetch_tensor_map(tm_q);
-        prefetch_tensor_map(tm_k);
-        prefetch_tensor_map(tm_v);
-        mbar_arrive_expect_tx(bar_q, TILE_BYTES);
-        load_tile_tma(sQ, tm_q, row_kv + q0, bar_q);
-    }
-    for (int j = 0; j < n_tiles; ++j) {
-        const int s = j % STAGES;
-        const u32 phase = (u32)(j / STAGES) & 1u;
-        // The consumers release V_j one step later than K_j (at the end of step j + 1), so
-        // the wait below for V_j's slot (V_{j-STAGES}'s) has less slack than the K wait.
-        // The whole warp waits (mbar_wait ends in __syncwarp); lane 0 issues.
-        mbar_wait(bar_empty_k + 8 * s, phase ^ 1u);
-        if (leader) {
-            mbar_arrive_expect_tx(bar_full_k + 8 * s, TILE_BYTES);
-            load_kv(sK + s * TILE_BYTES, tm_k, row_kv + j * BLOCK_N, bar_full_k + 8 * s);
-        }
-        mbar_wait(bar_empty_v + 8 * s, phase ^ 1u);
-        if (leader) {
-            mbar_arrive_expect_tx(bar_full_v + 8 * s, TILE_BYTES);
-            load_kv(sV + s * TILE_BYTES, tm_v, row_kv + j * BLOCK_N, bar_full_v + 8 * s);
-        }
-    }
 }
 
 // The ring's addresses and the CTA's place, as a producer hook passes them on.
@@ -302,6 +254,7 @@ OVL_KERNEL(OVL_INPUTS, u16* __restrict__ O, int seqlen, float scale_log2)
         fence_acc(o);
         fence_frag(p);
         fence_acc(sc);
+        // region key: v08's step, S_j issued with the previous P V, the softmax while P V runs
         turn_sync(my_turn);
         wgmma_fence();
         OVL_ISSUE_QK(sc, desc_k + (u64)((s * KV_TILE_BYTES) >> 4));     // group: S_j
@@ -318,6 +271,7 @@ OVL_KERNEL(OVL_INPUTS, u16* __restrict__ O, int seqlen, float scale_log2)
 #endif
         softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);
         wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
+        // endregion
         fence_acc(o);
         fence_frag(p);
         if (lane == 0) OVL_RELEASE(bar_empty_v + 8 * sp);

@@ -22,8 +22,8 @@
 // complete_tx orders them.
 //
 // Everything else (consumer steps, turn counting, descriptors, fragment maps, epilogue) is
-// v08's: its kernel, attn_sm90_overlap.cuh, with the TMA producer (produce_tma there, which v14
-// builds on) in the producer hook.
+// v08's: its kernel, attn_sm90_overlap.cuh, with the TMA producer (produce_tma, in
+// attn_sm90_tma_producer.cuh, which v14 builds on) in the producer hook.
 
 #ifndef PROXY_FENCE
 #define PROXY_FENCE 0            // 1: v08's fence.proxy.async after each full-barrier wait (not needed with TMA)
@@ -36,4 +36,5 @@
 // barriers the consumers wait for
 #define OVL_PRODUCER() \
     if (threadIdx.x % 128 < 32) produce_tma<TmaTile>(&tm_q, &tm_k, &tm_v, OVL_RING)
+#include "attn_sm90_tma_producer.cuh"
 #include "attn_sm90_overlap.cuh"

@@ -27,7 +27,8 @@
 // the number of Q blocks is odd, as a cluster must tile the grid).
 //
 // Everything else is v13's: v08's kernel (attn_sm90_overlap.cuh) with v13's TMA producer
-// (produce_tma there), whose tile copy, barrier counts, releases and exits the hooks below change.
+// (produce_tma, attn_sm90_tma_producer.cuh); the hooks below change its tile copy, the barrier
+// counts, the releases and the exits.
 
 #ifndef CLUSTER
 #define CLUSTER 2                // CTAs per cluster sharing K/V by multicast (1 or 2)
@@ -96,4 +97,5 @@ struct MulticastTile {
     CLUSTER_SYNC()
 #define OVL_RELEASE mbar_arrive_cluster
 #define OVL_CONSUMER_EXIT() CLUSTER_SYNC()  // the neighbour may still release slots on this CTA's barriers until here
+#include "attn_sm90_tma_producer.cuh"
 #include "attn_sm90_overlap.cuh"

@@ -280,10 +280,55 @@ def _hunks(old: str, new: str, language: str) -> list[list[tuple[str, str, int]]
 CANDIDATES = 4  # earlier sources a version's file is compared with, nearest first
 
 
-def _predecessor(v: Version, suffix: str, earlier: list[Version], text: str) -> Path | None:
+def _as_compiled_by(v: Version, earlier: list[Version], path: Path, before: bool = False) -> str | None:
+    """A header's text as the version that compiles it takes its ``#if`` branches
+    (:func:`reporter.cudabranches.as_compiled`): ``v`` itself, or with ``before`` the latest earlier
+    version whose source reaches it. None for a version's own source, or a header no such version reaches."""
+    from ..cuda import includes
+    from ..cudabranches import as_compiled
+
+    if path.suffix != ".cuh":
+        return None
+    users = [v] if not before else sorted((w for w in earlier if w.number < v.number), key=lambda w: -w.number)
+    for w in users:
+        cu = w.path.with_suffix(".cu")
+        if cu.is_file() and any(inc.path == path for inc in includes(cu)):
+            return as_compiled(cu, path)
+    return None
+
+
+def _kernel_headers(cu: Path) -> set[Path]:
+    """The assignment's own headers that ``cu`` reaches and that define a kernel."""
+    from ..cuda import includes
+
+    return {inc.path for inc in includes(cu) if inc.path.parent == cu.parent
+            and _cuda_kernel(inc.path.read_text(encoding="utf-8"))}
+
+
+def _same_kernel_predecessor(v: Version, earlier: list[Version]) -> Path | None:
+    """For a version whose ``.cu`` defines no kernel but builds one of a shared header through its
+    hooks (v10 on v08's attn_sm90_overlap.cuh), the latest earlier ``.cu`` that builds a kernel of
+    the same header: the change is in the hooks and helpers one sets and the other does not."""
+    cu = v.path.with_suffix(".cu")
+    if not cu.is_file() or _cuda_kernel(cu.read_text(encoding="utf-8")):
+        return None
+    mine = _kernel_headers(cu)
+    if not mine:
+        return None
+    for w in sorted(earlier, key=lambda w: w.number, reverse=True):
+        other = w.path.with_suffix(".cu")
+        if w.number < v.number and other.is_file() and _kernel_headers(other) & mine:
+            return other
+    return None
+
+
+def _predecessor(v: Version, suffix: str, earlier: list[Version], text: str, path: Path | None = None) -> Path | None:
     """The earlier source of this type that the file changes least: usually the previous
     version's, but a version that takes its kernel from an older one (v04 rewriting v02's kernel
-    where v03 only imported it) is compared with that one."""
+    where v03 only imported it) is compared with that one, and a version file that only sets the
+    hooks of a shared kernel header with the earlier version file that builds the same kernel."""
+    if suffix == ".cu" and path == v.path.with_suffix(".cu") and (same := _same_kernel_predecessor(v, earlier)):
+        return same
     found = [p for w in sorted(earlier, key=lambda w: w.number, reverse=True)
              if w.number < v.number and (p := source_of(w, suffix, earlier)).is_file()][:CANDIDATES]
     if not found:
@@ -354,8 +399,12 @@ def _names_idea(text: str, words: frozenset[str]) -> bool:
 
 def _preprocessor_only(h: list[tuple[str, str, int]]) -> bool:
     """Every changed code line of the hunk is a preprocessor directive (a macro, an include)."""
-    changed = [t for k, t, _ in h if k in ("add", "del") and not _is_comment(t)]
-    return bool(changed) and all(t.lstrip().startswith("#") for t in changed)
+    changed, directive = [], False
+    for k, t, _ in h:  # a line that continues a directive (the one before ends in a backslash) is one too
+        if k in ("add", "del") and not _is_comment(t):
+            changed.append(directive or t.lstrip().startswith("#"))
+        directive = (directive or t.lstrip().startswith("#")) and t.rstrip().endswith("\\")
+    return bool(changed) and all(changed)
 
 
 def _relevance(h: list[tuple[str, str, int]], words: frozenset[str]) -> int:
@@ -517,6 +566,14 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
     new_files = []
     raw: list[tuple[Path, Path, list[tuple[str, str, int]]]] = []  # the hunks before any is shortened
     kernel_source = source_of(v, ".cu", earlier)
+    if kernel_source != v.path.with_suffix(".cu") and (m := _marked(kernel_source.read_text(encoding="utf-8"))):
+        # the kernel header this version introduced marks its key code (`// region key`): the header also
+        # holds the hooks of the versions built on it, so a diff would show theirs as this one's change
+        first, code = m
+        lines = code.rstrip().splitlines()
+        ex = Excerpt(path=rel(kernel_source), first_line=first, code="\n".join(lines[:MAX_LINES]),
+                     language="cuda", truncated=len(lines) > MAX_LINES)
+        return Change(path=ex.path, against=None, lines=[], shown=0, total=0, excerpt=ex)
     sources = [(kernel_source, ".cu", "cuda")]
     sources += [(h, ".cu", "cuda") for h in introduced_headers(v, earlier) if h != kernel_source]
     sources.append((v.path, ".py", "python"))
@@ -524,11 +581,14 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
         if not path.is_file():
             continue
         text = path.read_text(encoding="utf-8")
-        prev = _predecessor(v, suffix, earlier, text)
+        prev = _predecessor(v, suffix, earlier, text, path)
         if prev is None:
             new_files.append(path)
             continue
         old = prev.read_text(encoding="utf-8")
+        if language == "cuda":  # a shared header reads as the version that compiles it takes its branches
+            text = _as_compiled_by(v, earlier, path) or text
+            old = _as_compiled_by(v, earlier, prev, before=True) or old
         fresh = new_idea_words(words, old, text)
         for h in _hunks(old, text, language):
             total += changed(h)
