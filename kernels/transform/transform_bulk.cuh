@@ -1,6 +1,7 @@
 // v07's kernel, x and y moved through a ring of shared-memory tiles by the bulk-copy unit (what
 // and why: v07_bulk.cu); v08 and v09 launch it, v10 builds it with TRANSFORM_HW_CVT.
-// Append-only: once a recorded version builds it, it is never changed in place.
+// Changed in place only with the PTX of every build of every version that builds it unchanged
+// (tools/same_ptx.py; `report same-code` proves it for the recorded runs).
 #pragma once
 
 #define TRANSFORM_FAST_MATH 1
@@ -11,15 +12,8 @@
 #ifndef STAGES
 #define STAGES 4
 #endif
-#ifndef TILE_BYTES
-#define TILE_BYTES 8192
-#endif
-#define THREADS 256
-
-#define TILE (TILE_BYTES / (u32)sizeof(elem_t))  // elements per tile
-#define TILE_GROUPS (TILE / 4)
+#include "transform_tiles.cuh"
 static_assert(TILE_GROUPS % THREADS == 0, "a tile is a whole number of steps of the block");
-static_assert(STAGES * TILE_BYTES <= 47 * 1024, "the ring and the barriers are static shared memory (48 KB)");
 static_assert(STAGES >= 2, "a stage is refilled after the next tile's wait: one stage would wait for itself");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
