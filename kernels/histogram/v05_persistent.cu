@@ -10,7 +10,7 @@
 // and there is no wave tail. Inside the row loop each thread holds two register batches of
 // UNROLL words: it issues the loads of batch i+1, then counts batch i, so that UNROLL loads
 // per thread (32 KB per SM at 1024 threads x 8) are always in flight while the shared
-// atomics run. Counting and flushing are v04's.
+// atomics run. Counting and flushing are v04's, in v04's layout (histogram_bin_major.cuh).
 
 #ifndef THREADS
 #define THREADS 1024
@@ -19,17 +19,8 @@
 #define UNROLL 8                        // rows per thread per batch
 #endif
 #define WARPS (THREADS / 32)
-#define GROUP 128                       // channels per block: 32 lanes x 4 bytes
-#define HIST_WORDS (GROUP * NUM_BINS)   // 32768 counters, 128 KB
-#define TILE_PITCH 9
-#define TILE_WORDS (32 * TILE_PITCH)
 
-// counter of (channel 4*lane + j, value b) at byte b*512 + j*128 + lane*4: bin-major, bank = lane
-#define LANE_BYTES 4
-#define J_BYTES (32 * 4)
-#define VALUE_SHIFT 9
-
-#include "histogram.cuh"
+#include "histogram_bin_major.cuh"
 
 // grid: groups * chunks blocks (block b: group b % groups, chunk b / groups)
 extern "C" __global__ void __launch_bounds__(THREADS, 1)

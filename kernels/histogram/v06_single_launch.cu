@@ -19,17 +19,8 @@
 #define UNROLL 8                        // rows per thread per batch
 #endif
 #define WARPS (THREADS / 32)
-#define GROUP 128                       // channels per block: 32 lanes x 4 bytes
-#define HIST_WORDS (GROUP * NUM_BINS)   // 32768 counters, 128 KB
-#define TILE_PITCH 9
-#define TILE_WORDS (32 * TILE_PITCH)
 
-// counter of (channel 4*lane + j, value b) at byte b*512 + j*128 + lane*4: bin-major, bank = lane
-#define LANE_BYTES 4
-#define J_BYTES (32 * 4)
-#define VALUE_SHIFT 9
-
-#include "histogram.cuh"
+#include "histogram_bin_major.cuh"
 
 // STORE: write every counter (the output is uninitialised); else add the non-zero ones
 template <bool STORE>
