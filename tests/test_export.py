@@ -31,6 +31,7 @@ EXPORTS = {
     ("flashattn", "v04"): ["kernels/flashattn/v04_exp2.py"],
     ("flashattn", "v05"): ["kernels/flashattn/v05_tma.py", "kernels/flashattn/v04_exp2.py"],
     ("histogram", "v05"): ["kernels/histogram/v05_persistent.py", "kernels/histogram/v05_persistent.cu",
+                           "kernels/histogram/histogram_persistent.cuh", "kernels/histogram/histogram_bin_major.cuh",
                            "kernels/histogram/histogram.cuh", "kernels/histogram/histogram_io.py", "reporter/cuda.py"],
 }
 HAVE_TRITON = importlib.util.find_spec("triton") is not None

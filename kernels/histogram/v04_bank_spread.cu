@@ -16,21 +16,16 @@
 // words): 8 conflict-free reads of 32 channels, then reads of the tile in which 8
 // consecutive lanes hold 8 consecutive values of one channel, so each warp-wide global
 // atomicAdd covers 4 full 32-byte sectors instead of 32 scattered words.
+//
+// The layout (the counters' strides LANE_BYTES, J_BYTES, VALUE_SHIFT and the flush tile) is
+// histogram_bin_major.cuh, which v05 and v06 count in too; the flush is flush_bin_major in
+// histogram.cuh. This file keeps v03's threads and batches and is the kernel.
 
-#define GROUP 128                       // channels per block: 32 lanes x 4 bytes
-#define HIST_WORDS (GROUP * NUM_BINS)   // 32768 counters, 128 KB
 #define THREADS 1024
 #define WARPS (THREADS / 32)
 #define BATCH 4                         // rows loaded per thread before counting
-#define TILE_PITCH 9                    // words per tile row: 8 values + 1 pad
-#define TILE_WORDS (32 * TILE_PITCH)
 
-// counter of (channel 4*lane + j, value b) at byte b*512 + j*128 + lane*4: bin-major, bank = lane
-#define LANE_BYTES 4
-#define J_BYTES (32 * 4)
-#define VALUE_SHIFT 9
-
-#include "histogram.cuh"
+#include "histogram_bin_major.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 histogram_bank_spread(const u8* __restrict__ data, u32* __restrict__ out, u32 length, u32 channels,

@@ -10,40 +10,20 @@
 // and there is no wave tail. Inside the row loop each thread holds two register batches of
 // UNROLL words: it issues the loads of batch i+1, then counts batch i, so that UNROLL loads
 // per thread (32 KB per SM at 1024 threads x 8) are always in flight while the shared
-// atomics run. Counting and flushing are v04's.
+// atomics run. Counting and flushing are v04's (histogram_bin_major.cuh).
+//
+// The persistent block (the THREADS and UNROLL defaults, the block's share counted by count_slice
+// into its shared-memory histogram) is persistent_block in histogram_persistent.cuh, whose flush
+// is a hook: this kernel hands it v04's flush, v06 its own.
 
-#ifndef THREADS
-#define THREADS 1024
-#endif
-#ifndef UNROLL
-#define UNROLL 8                        // rows per thread per batch
-#endif
-#define WARPS (THREADS / 32)
-#define GROUP 128                       // channels per block: 32 lanes x 4 bytes
-#define HIST_WORDS (GROUP * NUM_BINS)   // 32768 counters, 128 KB
-#define TILE_PITCH 9
-#define TILE_WORDS (32 * TILE_PITCH)
-
-// counter of (channel 4*lane + j, value b) at byte b*512 + j*128 + lane*4: bin-major, bank = lane
-#define LANE_BYTES 4
-#define J_BYTES (32 * 4)
-#define VALUE_SHIFT 9
-
-#include "histogram.cuh"
+#include "histogram_persistent.cuh"
 
 // grid: groups * chunks blocks (block b: group b % groups, chunk b / groups)
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 histogram_persistent(const u8* __restrict__ data, u32* __restrict__ out, u32 length, u32 channels, u32 groups,
                      u32 chunks)
 {
-    extern __shared__ __align__(16) u32 smem[];
-    u32* hist = smem;
-    u32* tile = smem + HIST_WORDS + (threadIdx.x >> 5) * TILE_WORDS;
-
-    count_slice(hist, data, length, channels, groups, chunks);
-
-    const u32 lane = threadIdx.x & 31;
-    const u32 warp = threadIdx.x >> 5;
-    const u32 group = blockIdx.x % groups;
-    flush_bin_major(hist, tile, out, group, channels, lane, warp);
+    persistent_block(data, length, channels, groups, chunks, [&](u32* hist, u32* tile, u32 group, u32 lane, u32 warp) {
+        flush_bin_major(hist, tile, out, group, channels, lane, warp);
+    });
 }

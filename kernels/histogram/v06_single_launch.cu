@@ -10,26 +10,10 @@
 // adds its counters with global atomics. The grid is one block per SM, so all blocks are
 // resident and the wait cannot deadlock; chunk-0 blocks have the lowest block indices and
 // are dispatched first anyway. `epoch` grows by one per call (the host keeps the count), so
-// the flags never need resetting. Counting is v05's.
+// the flags never need resetting. Counting is v05's: persistent_block in
+// histogram_persistent.cuh, its flush hook set here to the store-or-add flush behind the flags.
 
-#ifndef THREADS
-#define THREADS 1024
-#endif
-#ifndef UNROLL
-#define UNROLL 8                        // rows per thread per batch
-#endif
-#define WARPS (THREADS / 32)
-#define GROUP 128                       // channels per block: 32 lanes x 4 bytes
-#define HIST_WORDS (GROUP * NUM_BINS)   // 32768 counters, 128 KB
-#define TILE_PITCH 9
-#define TILE_WORDS (32 * TILE_PITCH)
-
-// counter of (channel 4*lane + j, value b) at byte b*512 + j*128 + lane*4: bin-major, bank = lane
-#define LANE_BYTES 4
-#define J_BYTES (32 * 4)
-#define VALUE_SHIFT 9
-
-#include "histogram.cuh"
+#include "histogram_persistent.cuh"
 
 // STORE: write every counter (the output is uninitialised); else add the non-zero ones
 template <bool STORE>
@@ -63,27 +47,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 histogram_single_launch(const u8* __restrict__ data, u32* __restrict__ out, u32* __restrict__ flags, u32 length,
                         u32 channels, u32 groups, u32 chunks, u32 epoch)
 {
-    extern __shared__ __align__(16) u32 smem[];
-    u32* hist = smem;
-    u32* tile = smem + HIST_WORDS + (threadIdx.x >> 5) * TILE_WORDS;
-
-    count_slice(hist, data, length, channels, groups, chunks);
-
-    const u32 lane = threadIdx.x & 31;
-    const u32 warp = threadIdx.x >> 5;
-    const u32 group = blockIdx.x % groups;
-    const u32 chunk = blockIdx.x / groups;
-    if (chunk == 0) {
-        flush_store_or_add<true>(hist, tile, out, group, channels, lane, warp);
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            __threadfence();  // the whole block's stores, made visible before the flag
-            store_release(flags + group, epoch);
+    persistent_block(data, length, channels, groups, chunks, [&](u32* hist, u32* tile, u32 group, u32 lane, u32 warp) {
+        const u32 chunk = blockIdx.x / groups;
+        if (chunk == 0) {
+            flush_store_or_add<true>(hist, tile, out, group, channels, lane, warp);
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence();  // the whole block's stores, made visible before the flag
+                store_release(flags + group, epoch);
+            }
+        } else {
+            if (threadIdx.x == 0)
+                while (load_acquire(flags + group) != epoch) __nanosleep(256);
+            __syncthreads();
+            flush_store_or_add<false>(hist, tile, out, group, channels, lane, warp);
         }
-    } else {
-        if (threadIdx.x == 0)
-            while (load_acquire(flags + group) != epoch) __nanosleep(256);
-        __syncthreads();
-        flush_store_or_add<false>(hist, tile, out, group, channels, lane, warp);
-    }
+    });
 }

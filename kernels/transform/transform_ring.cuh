@@ -17,7 +17,8 @@
 // finish does it (finish_block in transform.cuh, finish_packed in transform_sum.cuh).
 //
 // Needs transform.cuh (elem_t, group4, transform_group) and the sm90 bulk and mbarrier headers
-// included first; includes transform_sum.cuh (the fixed point of the in-order ring). Reads no configuration macro: the tile, the stages and the threads are
+// included first (transform_ring_config.cuh includes them, then this header, for the versions
+// from v12 on); includes transform_sum.cuh (the fixed point of the in-order ring). Reads no configuration macro: the tile, the stages and the threads are
 // template arguments, named RING_* so that a version's -DSTAGES=... cannot rewrite them.
 #pragma once
 

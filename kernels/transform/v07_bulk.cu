@@ -11,5 +11,8 @@
 // (wait_group.read 1), so while the threads compute tile k the loads of tiles k+1 .. k+STAGES-2
 // are in flight per block (none with two stages: then the other blocks of the SM cover the wait). The whole groups after the last whole tile go to the last block (block_loop), the
 // partial 32-block and the sum to finish_grid as in v06: one launch per call.
+//
+// The kernel is in transform_bulk.cuh, with hooks for its name, its pass over a tile and its
+// refill that v09 and v11 set; this file builds it with v07's own.
 
 #include "transform_bulk.cuh"

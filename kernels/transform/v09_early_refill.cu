@@ -9,74 +9,22 @@
 // (shared memory, not DRAM), then issues the load of tile k-1+STAGES, which is in flight while
 // the block waits for and computes tile k: STAGES-1 loads ahead instead of STAGES-2.
 // Everything else is v07's: the tiles, the group per thread with the look-back shuffle, the
-// remaining groups by the last block, and the sum finished in the same launch.
-
-#define TRANSFORM_FAST_MATH 1
-#include "transform.cuh"
-#include "common/sm90/bulk.cuh"
-#include "common/sm90/mbarrier.cuh"
+// remaining groups by the last block, and the sum finished in the same launch. The kernel is v07's
+// (transform_bulk.cuh) under its own name, with the two refill hooks set here: the refill before
+// the wait, none after the store.
 
 #ifndef STAGES
 #define STAGES 2
 #endif
-#ifndef TILE_BYTES
-#define TILE_BYTES 8192
-#endif
-#define THREADS 256
+#define BULK_KERNEL transform_early_refill
 
-#define TILE (TILE_BYTES / (u32)sizeof(elem_t))  // elements per tile
-#define TILE_GROUPS (TILE / 4)
-static_assert(TILE_GROUPS % THREADS == 0, "a tile is a whole number of steps of the block");
-static_assert(STAGES * TILE_BYTES <= 47 * 1024, "the ring and the barriers are static shared memory (48 KB)");
-
-extern "C" __global__ void __launch_bounds__(THREADS)
-transform_early_refill(const elem_t* __restrict__ x, elem_t* __restrict__ y, double* __restrict__ partials,
-                       u32* __restrict__ ticket, double* __restrict__ out, u64 n)
-{
-    __shared__ __align__(128) elem_t ring[STAGES][TILE];
-    __shared__ __align__(8) u64 full[STAGES];
-
-    const u64 tiles = n / TILE;
-    const u32 mine = tiles > blockIdx.x ? (u32)((tiles - blockIdx.x + gridDim.x - 1) / gridDim.x) : 0u;
-    auto tile_of = [&](u32 k) { return (u64)blockIdx.x + (u64)k * gridDim.x; };
-    auto fill = [&](u32 k) {  // thread 0: the k-th tile of this block into its stage
-        const u32 s = k % STAGES, bar = smem_u32(&full[s]);
-        mbar_arrive_expect_tx(bar, TILE_BYTES);
-        bulk_load(smem_u32(ring[s]), x + tile_of(k) * TILE, TILE_BYTES, bar);
-    };
-
-    if (threadIdx.x == 0) {
-        for (u32 s = 0; s < STAGES; ++s) mbar_init(smem_u32(&full[s]), 1);
-        fence_mbarrier_init();
-        for (u32 k = 0; k < STAGES && k < mine; ++k) fill(k);
+// thread 0, at the top of step k: once tile k-1's store has read its stage, that stage takes
+// tile k-1+STAGES (before tile k's wait, so one stage does not wait for itself: no STAGES >= 2)
+#define BULK_REFILL_BEFORE_WAIT                                        \
+    if (threadIdx.x == 0 && k >= 1 && k - 1 + STAGES < mine) {         \
+        bulk_wait_read<0>(); /* tile k-1's store has read its stage */ \
+        fill(k - 1 + STAGES);                                          \
     }
-    __syncthreads();
+#define BULK_REFILL_AFTER_STORE  // nothing: the refill came first
 
-    float acc = 0.0f;
-    for (u32 k = 0; k < mine; ++k) {
-        const u32 s = k % STAGES;
-        if (threadIdx.x == 0 && k >= 1 && k - 1 + STAGES < mine) {
-            bulk_wait_read<0>();  // tile k-1's store has read its stage
-            fill(k - 1 + STAGES);
-        }
-        mbar_wait(smem_u32(&full[s]), (k / STAGES) & 1u);
-#pragma unroll
-        for (u32 r = 0; r < TILE_GROUPS / THREADS; ++r) {
-            const u32 g = r * THREADS + threadIdx.x;
-            const group4 f = transform_group(load4(&ring[s][4 * g]), g);
-            store4(&ring[s][4 * g], f);
-            if (f.b > 0.5f) acc += f.a;
-        }
-        fence_proxy_async_shared();
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            bulk_store(y + tile_of(k) * TILE, smem_u32(ring[s]), TILE_BYTES);
-            bulk_commit();
-        }
-    }
-
-    const u64 groups = (n >> 5) << 3;
-    if (blockIdx.x == gridDim.x - 1) acc += block_loop(x, y, tiles * TILE_GROUPS, groups);
-    if (threadIdx.x == 0) bulk_wait_read<0>();  // the ring stays until every store has read it
-    finish_grid(x, y, partials, ticket, out, n, groups, acc);
-}
+#include "transform_bulk.cuh"

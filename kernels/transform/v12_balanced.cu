@@ -11,26 +11,15 @@
 //
 // SKIP_SUM 1 (probes only) leaves out the finish: the ring alone, with the arithmetic, timed to
 // see what the sum's last block costs a call. Its sum and the partial 32-block are not written.
+//
+// The ring's build (fast math, v10's bf16 rounding, 8 KB tiles in two stages unless defined) is
+// transform_ring_config.cuh's, which the versions after it share; this file is the kernel.
 
-#define TRANSFORM_FAST_MATH 1
-#define TRANSFORM_HW_CVT 1
-#include "transform.cuh"
-#include "common/sm90/bulk.cuh"
-#include "common/sm90/mbarrier.cuh"
-#include "transform_ring.cuh"
+#include "transform_ring_config.cuh"
 
-#ifndef STAGES
-#define STAGES 2
-#endif
-#ifndef TILE_BYTES
-#define TILE_BYTES 8192
-#endif
 #ifndef SKIP_SUM
 #define SKIP_SUM 0
 #endif
-#define THREADS 256
-#define TILE (TILE_BYTES / (u32)sizeof(elem_t))  // elements per tile
-static_assert(STAGES * TILE_BYTES <= 47 * 1024, "the ring and the barriers are static shared memory (48 KB)");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 transform_balanced(const elem_t* __restrict__ x, elem_t* __restrict__ y, double* __restrict__ partials,

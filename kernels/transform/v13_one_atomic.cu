@@ -11,24 +11,10 @@
 //
 // The third argument is unused (the launch is transform_launch's, which passes v10's partial
 // sums there); the fourth is the sum's word, zero between calls (v13_one_atomic.py allocates it).
+// The ring's build is v12's (transform_ring_config.cuh); this file is the kernel.
 
-#define TRANSFORM_FAST_MATH 1
-#define TRANSFORM_HW_CVT 1
-#include "transform.cuh"
-#include "common/sm90/bulk.cuh"
-#include "common/sm90/mbarrier.cuh"
-#include "transform_ring.cuh"
+#include "transform_ring_config.cuh"
 #include "transform_sum.cuh"
-
-#ifndef STAGES
-#define STAGES 2
-#endif
-#ifndef TILE_BYTES
-#define TILE_BYTES 8192
-#endif
-#define THREADS 256
-#define TILE (TILE_BYTES / (u32)sizeof(elem_t))  // elements per tile
-static_assert(STAGES * TILE_BYTES <= 47 * 1024, "the ring and the barriers are static shared memory (48 KB)");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 transform_one_atomic(const elem_t* __restrict__ x, elem_t* __restrict__ y, double* __restrict__ unused,
