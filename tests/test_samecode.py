@@ -115,8 +115,9 @@ def test_same_code_command_writes_a_proof_the_report_and_export_use(project):
     built = runner.invoke(app, ["build", "transform", "--html-only", "--out", str(out), *args])
     assert built.exit_code == 0, built.output
     html = (out / "worklog.html").read_text()
-    how = re.search(r'id="how-v01_naive".*?</div>', html, re.S).group(0)
-    assert "proven to compile to the same kernels" in how and proofs[-1].run_id in how
+    # said once at the head of appendix B, each proven version with its record
+    note = re.search(r'<p class="note proven">.*?</p>', html, re.S).group(0)
+    assert "proven to compile to the same" in note and f'data-record="{proofs[-1].run_id}">v01_naive<' in note
     section = re.search(r'<section class="step" id="v01_naive">.*?</section>', html, re.S).group(0)
     assert "earlier code" not in section
     exported = runner.invoke(app, ["export", "transform", "v01", "-o", str(project / "sub.py"), *args])

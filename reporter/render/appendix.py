@@ -170,13 +170,30 @@ def profile_note(v: VersionSummary) -> str:
     return f"Not profiled ({bench.profile.status}): {bench.profile.reason}"
 
 
+@dataclass(frozen=True)
+class ProvenNote:
+    """The versions whose benchmark figure stands on a proof (code rewritten since it ran, proven to
+    compile to the same kernels): said once at the head of appendix B, each name carrying its record."""
+
+    versions: list[tuple[str, str]]  # (version, the proof's record id)
+    compilers: str
+
+
+def proven_note(s: AssignmentSummary) -> ProvenNote | None:
+    proven = [(v.name, st) for v in s.versions if v.bench is not None and (st := v.code(v.bench)).state == "proven"]
+    if not proven:
+        return None
+    return ProvenNote([(name, st.proofs[-1].run_id) for name, st in proven],
+                      "; ".join(sorted({st.proofs[-1].compiler for _, st in proven})))
+
+
 def how_taken(s: AssignmentSummary) -> list[HowTaken]:
     out = []
     usual = common_how(s)
     for v in s.versions:
         lines = [x for x in [timing_note(v.bench, usual)] if x]
-        if v.bench is not None and (words := v.code(v.bench).words()):
-            lines.append(f"Code: {words}.")
+        if v.bench is not None and (st := v.code(v.bench)).state == "changed":  # proven: proven_note, once
+            lines.append(f"Code: {st.words()}.")
         lines += [ranked_line(rr) for c in s.assignment.case_order(list(v.runs)) if (rr := v.ranked(c)) is not None]
         lines += build_lines(v.bench)
         note = profile_note(v)

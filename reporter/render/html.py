@@ -492,6 +492,7 @@ def appendix_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: 
         "case_rows": appendix.case_rows(s),
         "rate_unit": "TFLOP/s" if flops else "GB/s",
         "how_taken": appendix.how_taken(s),
+        "proven_note": appendix.proven_note(s),
         "roofline": _roofline(s, hooks) if flops else None,
         "common_how": appendix.common_how(s),
         "details": _details(s, wl),
