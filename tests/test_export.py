@@ -381,7 +381,7 @@ def test_exported_version_matches_the_reference_on_gpu(assignment, version, tmp_
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    from reporter.harness.check import compare
+    from reporter.compare import compare
 
     path = tmp_path / "bare" / "submission.py"
     result = report(assignment.name, version.name, "-o", path)

@@ -5,7 +5,7 @@ analysis -> render, with the commands on top.
   source store, rewriting and merging records, the assignments and their
   source closures, the CUDA build, the course's file formats, the one answers to "which run stands
   for a version", "does its code still stand" and "which run did the person name", the worklog's
-  structure, the ncu metric names);
+  structure, the ncu metric names, an output compared with its reference);
 - harness: measures and writes records; imports only the base;
 - analysis: reads records and derives figures, verdicts, sentences; imports only the base;
 - render: turns records and analysis into text, HTML, PDF, charts and the export; imports the base
@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "reporter"
 
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("records", "packed", "atomic", "store", "sources", "migrate", "merge", "assignments", "closure", "cuda", "course",
-             "submission", "standing", "samecode", "cudatext", "lookup", "worklog_sections", "ncu_metrics"),
+             "submission", "standing", "samecode", "cudatext", "lookup", "worklog_sections", "ncu_metrics", "compare"),
     "harness": ("harness",),
     "analysis": ("analysis",),
     "render": ("render", "export"),

@@ -99,7 +99,7 @@ def test_repeat_check_keeps_every_sum_and_fails_when_they_differ():
 
 def test_compare_takes_tuple_outputs_part_by_part():
     from reporter.assignments import Tolerance
-    from reporter.harness.check import compare
+    from reporter.compare import compare
 
     ref = (torch.ones(8), torch.tensor(2.0))
     tol = (Tolerance(rtol=0.0, atol=0.1), None)
