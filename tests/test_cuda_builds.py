@@ -14,7 +14,7 @@ import pytest
 
 from reporter import cuda
 from reporter.cuda import CudaKernel, CudaModule, parse_ptxas, parse_ptxas_log, track_launches
-from reporter.harness.run import kernel_builds
+from reporter.harness.worker import kernel_builds
 
 # NVRTC 13, sm_90a, verbatim
 SERIALISED_LOG = """\

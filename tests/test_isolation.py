@@ -146,7 +146,7 @@ class _ScriptedWork:
         return self
 
     def call(self, task):
-        from reporter.harness import run as R
+        from reporter.harness.jobs import new_run
         from reporter.records import PeerResult
 
         self.calls.append(task)
@@ -157,7 +157,7 @@ class _ScriptedWork:
             raise act
         if task[0] == "version":
             v = self.a.version(task[2])
-            r = R._new_run(self.a, v, None, task[1], self.a.case(task[1]), self.info, self.params.session,
+            r = new_run(self.a, v, None, task[1], self.a.case(task[1]), self.info, self.params.session,
                            self.params.command, ROOT, self.ceilings[0])
             r.error = "check failed, not timed: scripted"
             return r
@@ -166,14 +166,14 @@ class _ScriptedWork:
         return None
 
     def _interleaved(self, case, names, peers):
-        from reporter.harness import run as R
+        from reporter.harness.jobs import new_run
 
         act = self.script.get(("interleaved", len(self.calls)))
         if isinstance(act, BaseException):
             raise act
         runs = []
         for name in names:
-            r = R._new_run(self.a, self.a.version(name), None, case, self.a.case(case), self.info,
+            r = new_run(self.a, self.a.version(name), None, case, self.a.case(case), self.info,
                            self.params.session, self.params.command, ROOT, self.ceilings[0])
             r.error = f"timed with {len(names)}"
             runs.append(r)
@@ -186,13 +186,14 @@ class _ScriptedWork:
 def _scripted_run(monkeypatch, tmp_path, script, versions=("v01", "v02", "v03")):
     from reporter.assignments import get_assignment
     from reporter.harness import run as R
+    from reporter.harness.jobs import RunOptions
 
     a = get_assignment(ROOT / "kernels", "histogram")
     work = _ScriptedWork(a, script)
     monkeypatch.setattr(R, "_Work", work)
     monkeypatch.setattr(R, "require_cuda", lambda: None)
     vs = [a.version(v) for v in versions]
-    opts = R.RunOptions(write=True, peers=True)
+    opts = RunOptions(write=True, peers=True)
     return a, vs, work, lambda: R.run(ROOT, tmp_path, a, vs, ["test_small"], opts)
 
 
@@ -260,10 +261,11 @@ def test_two_runs_of_one_version_in_one_millisecond_write_two_files(tmp_path):
 def test_interleaved_a_lost_check_is_tried_again_without_it_and_lost_rounds_lose_the_case(monkeypatch, tmp_path):
     from reporter import store
     from reporter.harness import run as R
+    from reporter.harness.jobs import RunOptions
 
     check = WorkerLost(item=("version", "test_small", "v02_smem_privatized"), how="died of SIGABRT")
     a, vs, work, _ = _scripted_run(monkeypatch, tmp_path, {("interleaved", 1): check})
-    opts = R.RunOptions(write=True, peers=False, interleave=True)
+    opts = RunOptions(write=True, peers=False, interleave=True)
     runs = {r.version: r for r in map(store.load, R.run(ROOT, tmp_path, a, vs, ["test_small"], opts))}
     assert [c[2] for c in work.calls if c[0] == "interleaved"] == [
         [v.name for v in vs], ["v01_global_atomics", "v03_word_loads"]]
@@ -311,16 +313,16 @@ def test_a_raising_version_is_shown_from_its_own_frames():
     from types import SimpleNamespace
 
     from reporter.assignments import Tolerance
-    from reporter.harness import run as R
+    from reporter.harness import worker
 
     def custom_kernel(x):
         raise ValueError("index [j] out of range")
 
     spec = SimpleNamespace(TOLERANCE=Tolerance(rtol=0, atol=0))
     with pytest.raises(ValueError) as info:
-        R._check_once(custom_kernel, torch.zeros(2), torch.zeros(2), spec, 1, ("a", "v01"))
-    text = R.user_traceback(info.value)
-    assert "in custom_kernel" in text and "harness/run.py" not in text
+        worker.check_once(custom_kernel, torch.zeros(2), torch.zeros(2), spec, 1, ("a", "v01"))
+    text = worker.user_traceback(info.value)
+    assert "in custom_kernel" in text and "harness/worker.py" not in text
     assert text.endswith("ValueError: index [j] out of range")
 
 

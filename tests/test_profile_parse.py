@@ -614,7 +614,7 @@ def test_report_run_has_a_profile_option():
     from typer.testing import CliRunner
 
     from reporter.cli import app
-    from reporter.harness.run import RunOptions
+    from reporter.harness.jobs import RunOptions
 
     result = CliRunner().invoke(app, ["run", "--help"])
     assert result.exit_code == 0 and "--profile" in result.output

@@ -11,7 +11,7 @@ NAME = "ceilings"
 def command(root: RootOpt = None, logs: LogsOpt = None) -> None:
     """Measure this GPU's copy bandwidth and matmul peaks; store them under logs/devices/."""
     from ..harness.device import NoGPU, device_info
-    from ..harness.run import ensure_ceilings
+    from ..harness.worker import ensure_ceilings
 
     _, _, logs_dir = project_paths(root, logs)
     try:

@@ -39,7 +39,8 @@ def command(
                                       require_course_root)
     from ..harness.device import NoGPU, device_info, require_cuda
     from ..harness.isolate import WorkerError
-    from ..harness.run import RunOptions, run
+    from ..harness.jobs import RunOptions
+    from ..harness.run import run
     from ..harness.timing import CudaEventTimer, StoppingRule
     from ..render.text import TerminalEvents
 

@@ -44,7 +44,7 @@ def command(
     from ..analysis.diff import compare_timing
     from ..harness.device import NoGPU
     from ..harness.reverify import ReverifyError, reverify
-    from ..harness.run import RunOptions
+    from ..harness.jobs import RunOptions
     from ..harness.timing import StoppingRule
     from ..records import Reverification, ReverifyCase
 

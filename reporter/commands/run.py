@@ -62,7 +62,8 @@ def command(
     """Check and time versions of an assignment on a CUDA GPU; write records under logs/."""
     from ..harness.device import NoGPU
     from ..harness.isolate import WorkerError
-    from ..harness.run import RunOptions, run
+    from ..harness.jobs import RunOptions
+    from ..harness.run import run
     from ..harness.timing import StoppingRule
     from ..render.text import TerminalEvents
 

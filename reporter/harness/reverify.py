@@ -27,18 +27,9 @@ from ..assignments import Assignment, Version
 from ..cuda import track_launches
 from ..records import CodeSnapshot, Run, SourceFile, derive
 from ..submission import Submission, SubmissionError, read_submission
-from .run import (
-    QuietProgress,
-    RunOptions,
-    _CaseInputs,
-    _check_once,
-    _free,
-    _new_run,
-    config_of,
-    draw_case,
-    kernel_builds,
-    open_session,
-)
+from .jobs import RunOptions, config_of, new_run
+from .run import QuietProgress
+from .worker import CaseInputs, check_once, draw_case, free_memory, kernel_builds, open_session
 from .timing import benchmark_interleaved
 
 
@@ -114,9 +105,9 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
             seed = int(case["seed"])
             for p in pairs:
                 config = config_of(p.after, case)
-                after = _new_run(a, p.version, p.after, case_name, case, info, session, command, repo_root,
+                after = new_run(a, p.version, p.after, case_name, case, info, session, command, repo_root,
                                  ceilings_ref)
-                before = _new_run(a, p.version, p.before, case_name, case, info, session, command, repo_root,
+                before = new_run(a, p.version, p.before, case_name, case, info, session, command, repo_root,
                                   ceilings_ref)
                 before_config = config_of(getattr(p.before, "_version", p.before), case)
                 before.code = before_snapshot(p.submission, config if before_config is None else before_config)
@@ -125,7 +116,7 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
                 for r, mod, label in ((after, p.after, "now"), (before, p.before, "before")):
                     try:
                         with track_launches() as launched:
-                            r.check, o = _check_once(mod.custom_kernel, data, ref, a.spec, seed,
+                            r.check, o = check_once(mod.custom_kernel, data, ref, a.spec, seed,
                                                      (a.name, f"{p.version.short} {label}"))
                             del o
                         r.builds = kernel_builds(launched, repo_root)
@@ -139,7 +130,7 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
                         console.print(f"[red]{p.version.name} ({label}) on {case_name} raised[/red]\n"
                                       f"{traceback.format_exc(limit=4)}")
                 if len(fns) == 2:
-                    inputs = _CaseInputs(a, case, data, ref, opts.ranked)
+                    inputs = CaseInputs(a, case, data, ref, opts.ranked)
                     task = progress.add_task(f"{p.version.short} now/before · {case_name}", total=opts.rule.max_reps)
                     res = benchmark_interleaved([lambda rep, f=f: f(inputs.data) for f in fns], timer=timer,
                                                 rule=opts.rule, flush=flush, prepare_round=inputs.prepare,
@@ -152,7 +143,7 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
                             r.timing = st
                             r.derived = derive(r.work, st.mean_ms, ceilings) if st else None
                 out.append(CaseResult(p.version.name, case_name, after, before))
-                _free()
+                free_memory()
             del data, ref
-            _free()
+            free_memory()
     return out
