@@ -26,7 +26,7 @@ def test_an_answer_and_its_messages_come_back():
     seen, out = [], []
     with _worker(on_output=out.append) as w:
         assert w.call(("ok", 21), seen.append) == 42
-    assert ("print", "a line for the terminal") in seen
+    assert ("say", "a line for the terminal", "info", "") in seen
     assert any(m[0] == "progress" for m in seen)
     assert not any(m[0] in ("item", "answer") for m in seen)  # the protocol's own messages stay inside
     assert "working on 21" in "".join(out)  # what the worker printed reaches the terminal
@@ -337,3 +337,122 @@ def test_failures_are_listed_under_the_table_one_line_each(monkeypatch, tmp_path
     assert len(lines) == 3 and all("\n" not in line for line in lines)
     assert lines[1].startswith("[red]FAIL[/red] v02_smem_privatized on test_small: v02_smem_privatized on test_small: "
                                "the process running it died of SIGSEGV")
+
+
+TOY_ASSIGNMENT = '''
+"""y = 2x on the CPU: enough to drive the real worker's Session without a GPU."""
+from reporter.assignments import Peer, Tolerance
+from reporter.records import WorkModel
+
+TITLE = "toy"
+CASES = {"small": {"n": 64, "seed": 3}}
+BENCHMARK_CASE = "small"
+TOLERANCE = Tolerance(rtol=1e-6, atol=1e-6)
+PEERS = {"eager": Peer(lambda x: x * 2, "torch eager")}
+REFERENCE_RESULTS: list = []
+
+
+def generate_input(n, seed):
+    import torch
+
+    return torch.randn(n, generator=torch.Generator().manual_seed(seed))
+
+
+def ref_kernel(x):
+    return x * 2
+
+
+def work_model(n, seed):
+    return WorkModel(flops=float(n), bytes=float(8 * n), ceiling="copy", description="x read, y written")
+'''
+
+
+class _CpuTimer:
+    method = "fake"
+
+    def time_call(self, fn, before):
+        fn()
+        return 1.0
+
+
+class _Heard:
+    """Events that keep what they hear, with bars that keep their calls."""
+
+    def __init__(self):
+        from reporter.harness.events import NoProgress
+
+        self.said, self.outputs, self.written, self.bars = [], [], [], NoProgress()
+
+    def run_written(self, run, device):
+        self.written.append(run)
+
+    def profiled(self, run):
+        pass
+
+    def runs_done(self, runs):
+        pass
+
+    def sweep_written(self, sweep):
+        pass
+
+    def say(self, text, level="info", detail=""):
+        self.said.append((text, level, detail))
+
+    def output(self, text):
+        self.outputs.append(text)
+
+    def status(self, text):
+        from contextlib import nullcontext
+
+        self.said.append((text, "step", ""))
+        return nullcontext(lambda text: None)
+
+    def progress(self):
+        from contextlib import nullcontext
+
+        return nullcontext(self.bars)
+
+
+def test_a_run_in_this_process_goes_through_the_real_worker_session_on_the_cpu(monkeypatch, tmp_path):
+    """--no-isolate: the parent reaches the worker module by its name (isolate.InProcess), and the
+    Session's tasks (open, peer, version, free) run the real check and timing on CPU tensors with
+    the device stubbed; what the worker says (a version that raised, with its traceback) reaches the
+    parent's events as a line, and every record is written."""
+    from reporter import store
+    from reporter.assignments import get_assignment
+    from reporter.harness import run as R
+    from reporter.harness import worker
+    from reporter.harness.jobs import RunOptions
+    from reporter.harness.timing import StoppingRule
+
+    folder = tmp_path / "kernels" / "toy"
+    folder.mkdir(parents=True)
+    (folder / "assignment.py").write_text(TOY_ASSIGNMENT)
+    (folder / "v01_double.py").write_text('"""Doubles."""\n\ndef custom_kernel(x):\n    return x * 2\n')
+    (folder / "v02_raises.py").write_text('"""Not written yet."""\n\ndef custom_kernel(x):\n'
+                                          '    raise NotImplementedError("the second pass")\n')
+    ceilings = store.load(sorted((ROOT / "logs" / "devices" / "h100").glob("*.json"))[0])
+    for mod in (R, worker):
+        monkeypatch.setattr(mod, "require_cuda", lambda: None)
+    monkeypatch.setattr(worker, "device_info", lambda: ceilings.device)
+    monkeypatch.setattr(worker, "ensure_ceilings", lambda logs, info, events, remeasure, write=True:
+                        ("devices/h100/x.json", ceilings))
+    monkeypatch.setattr(worker, "L2Flusher", lambda nbytes: None)
+    monkeypatch.setattr(worker, "make_timer", lambda hold: _CpuTimer())
+    monkeypatch.setattr(worker, "open_sampler", lambda: None)
+
+    a = get_assignment(tmp_path / "kernels", "toy")
+    heard = _Heard()
+    rule = StoppingRule(min_reps=3, max_reps=3, warmup_reps=1, budget_s=60)
+    logs = tmp_path / "logs"
+    written = R.run(tmp_path, logs, a, a.versions(), ["small"], RunOptions(rule=rule, isolate=False), events=heard)
+    runs = {r.version: r for r in map(store.load, written)}
+    assert sorted(runs) == ["v01_double", "v02_raises"] and [r.version for r in heard.written] == sorted(runs)
+    ok, bad = runs["v01_double"], runs["v02_raises"]
+    assert ok.check.passed and ok.timing is not None and ok.timing.n == 3 and ok.error is None
+    assert [p.name for p in ok.peers] == ["eager"] and ok.peers[0].timing is not None
+    assert bad.error.startswith("NotImplementedError: the second pass") and bad.timing is None
+    assert ("toy/small: drawing input and reference", "step", "") in heard.said
+    (raised,) = [s for s in heard.said if s[1] == "error"]
+    assert raised[0] == "v02_raises on small raised" and "in custom_kernel" in raised[2]
+    assert "NotImplementedError: the second pass" in raised[2] and "harness/worker.py" not in raised[2]

@@ -124,3 +124,44 @@ def test_the_check_catches_an_upward_import(tmp_path, code, expect):
 def test_a_module_in_no_layer_is_refused():
     with pytest.raises(AssertionError, match="in no layer"):
         layer_of("reporter.somewhere_new")
+
+
+#: entry points of child processes, whose stdout or stderr the process that started them reads:
+#: the ncu report reader's JSON, and the profiled target's one line when it cannot load the version
+CHILD_OUTPUT = {("harness/profile.py", "_read_report_main"), ("harness/profile_target.py", "main")}
+
+
+def prints(package: Path = PACKAGE) -> list[str]:
+    """Where a harness module imports a terminal library (rich) or uses ``print`` (called, or passed
+    on as a default) outside :data:`CHILD_OUTPUT`."""
+    out = []
+    for path in sorted((package / "harness").rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        owner: dict[ast.AST, str] = {}  # node -> the innermost function holding it (ast.walk goes outside in)
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                owner.update((node, fn.name) for node in ast.walk(fn) if node is not fn)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "rich" for a in node.names) or \
+                    isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "rich":
+                out.append(f"{rel}:{node.lineno}: imports rich")
+            elif isinstance(node, ast.Name) and node.id == "print" and (rel, owner.get(node)) not in CHILD_OUTPUT:
+                out.append(f"{rel}:{node.lineno}: print in {owner.get(node, 'the module')}")
+    return out
+
+
+def test_the_harness_prints_nothing():
+    """What a person sees of the harness goes through its events (reporter.harness.events), drawn by
+    the command that called it (reporter.render.text.TerminalEvents): no harness module imports a
+    terminal library or prints, except the entry points of child processes, whose output their
+    parent reads."""
+    assert prints() == []
+
+
+def test_the_print_check_sees_a_print_and_a_console(tmp_path):
+    fake = tmp_path / "reporter"
+    (fake / "harness").mkdir(parents=True)
+    (fake / "harness" / "loud.py").write_text("from rich.console import Console\n\ndef f(say=print):\n    print('hi')\n")
+    assert sorted(prints(fake)) == ["harness/loud.py:1: imports rich", "harness/loud.py:3: print in f",
+                                    "harness/loud.py:4: print in f"]

@@ -468,7 +468,8 @@ def test_profile_into_run_attaches_the_profile_and_the_cli_prints_it(tmp_path, f
         cat "{HANDWRITTEN}"
     """)
     console = Console(record=True, width=120)
-    prof = profile_into_run(run, ROOT, a, v, options=ProfileOptions(ncu=ncu, timeout_s=30), console=console)
+    prof = profile_into_run(run, ROOT, a, v, options=ProfileOptions(ncu=ncu, timeout_s=30),
+                            events=TerminalEvents(console))
     assert run.profile is prof and prof.status == "ok"
     assert "Kernel 1:" not in console.export_text(clear=False)  # the harness formats no result
     TerminalEvents(console).profiled(run)

@@ -91,7 +91,7 @@ def _captured_run(monkeypatch):
 
     got = {}
 
-    def fake_run(repo, logs, a, versions, cases, opts, console, events=None):
+    def fake_run(repo, logs, a, versions, cases, opts, events=None):
         got.update(opts=opts, versions=[v.name for v in versions], cases=cases, events=events)
         return []
 

@@ -87,7 +87,7 @@ def command(
                                                                     profile_timeout_s=profile_timeout_s,
                                                                     hold=hold, interleave=interleave,
                                                                     probes=probes, write=not quick,
-                                                                    isolate=isolate, timeout_s=timeout_s), console,
+                                                                    isolate=isolate, timeout_s=timeout_s),
                       events=TerminalEvents(console, written=not quick))
     except NoGPU as e:
         fail(str(e), 3)

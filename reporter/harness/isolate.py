@@ -18,8 +18,9 @@ side, and knows nothing of kernels or CUDA:
 * :class:`InProcess` answers the same calls in this process, from the same module imported by its
   name (``report run --no-isolate``: a debugger sees the kernel; a crash ends the run).
 
-The messages a worker sends: ``("item", key, budget_s, detail)``, ``("progress", method, args,
-kwargs)``, ``("print", text)``, ``("answer", value)``, ``("error", text)`` (the task could not be
+The messages a worker sends: ``("item", key, budget_s, detail)``, ``("progress", method, bar, args,
+kwargs)`` (a call on its progress bars), ``("say", text, level, detail)`` (a line for the person, as
+:meth:`reporter.harness.events.Events.say` takes it), ``("answer", value)``, ``("error", text)`` (the task could not be
 done at all: the message is for the person) and ``("exit", why, value)`` (the answer ``value``, after
 which the worker ends: its CUDA context is lost, ``why`` says so; the next call starts a fresh one).
 """

@@ -21,14 +21,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rich.console import Console
-
 from ..assignments import Assignment, Version
 from ..cuda import track_launches
 from ..records import CodeSnapshot, Run, SourceFile, derive
 from ..submission import Submission, SubmissionError, read_submission
+from .events import Events, Silent
 from .jobs import RunOptions, config_of, new_run
-from .run import QuietProgress
 from .worker import CaseInputs, check_once, draw_case, free_memory, kernel_builds, open_session
 from .timing import benchmark_interleaved
 
@@ -85,11 +83,11 @@ def before_snapshot(sub: Submission, config: dict | None) -> CodeSnapshot:
 
 
 def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], befores: dict[str, Path],
-             case_names: list[str], opts: RunOptions, console: Console | None = None) -> list[CaseResult]:
+             case_names: list[str], opts: RunOptions, events: Events | None = None) -> list[CaseResult]:
     """Check and time each version against its earlier export on each case; returns the pairs of
     runs (nothing is written here: the caller records them with the verdicts)."""
-    console = console or Console()
-    info, ceilings_ref, ceilings, session, command, flush, timer = open_session(logs, opts, console)
+    events = events or Silent()
+    info, ceilings_ref, ceilings, session, command, flush, timer = open_session(logs, opts, events)
     # every current version first: an export gives back the module names the process already had,
     # so the current versions' own imports stay theirs
     afters = {v.name: v.load() for v in versions}
@@ -99,9 +97,9 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
         pairs.append(Pair(v, afters[v.name], before, sub))
 
     out: list[CaseResult] = []
-    with QuietProgress(console=console, transient=False) as progress:
+    with events.progress() as progress:
         for case_name in case_names:
-            case, data, ref = draw_case(a, case_name, console)
+            case, data, ref = draw_case(a, case_name, events)
             seed = int(case["seed"])
             for p in pairs:
                 config = config_of(p.after, case)
@@ -127,8 +125,8 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
                             r.error = f"check failed, not timed: {r.check.message}"
                     except Exception as e:
                         r.error = f"{type(e).__name__}: {e}"
-                        console.print(f"[red]{p.version.name} ({label}) on {case_name} raised[/red]\n"
-                                      f"{traceback.format_exc(limit=4)}")
+                        events.say(f"{p.version.name} ({label}) on {case_name} raised", "error",
+                                   traceback.format_exc(limit=4))
                 if len(fns) == 2:
                     inputs = CaseInputs(a, case, data, ref, opts.ranked)
                     task = progress.add_task(f"{p.version.short} now/before · {case_name}", total=opts.rule.max_reps)

@@ -16,50 +16,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from .. import store
 from ..assignments import Assignment, Version
 from ..records import DeviceCeilings, DeviceInfo, PeerResult, ProbeResult, Run
 from .device import require_cuda
-from .events import Events, Silent
+from .events import Events, Progress, Silent
 from .jobs import ALL_CONFIGS, WORKER_MODULE, OpenParams, RunOptions, command_line, new_run
 from .timing import StoppingRule
 
 
-class QuietProgress(Progress):
-    """A progress display that draws only when asked, between samples.
-
-    Rich's default redraws from a background thread ten times a second; the redraw holds the
-    GIL, and when it lands inside a timed call whose host path outlasts the L2 clear queued
-    before it (a library call with a heavy dispatch, say), the launch waits and the sample grows.
-    ``update`` redraws at most every ``interval_s``, from the harness's own thread, after the
-    sample's end event was waited on. (With this and the collector kept out of the rounds,
-    cuDNN's test_small mean in our harness went from 87 to 81 µs; the course's harness measures
-    64–70 µs, and the rest of that gap is not explained yet.)
-    """
-
-    def __init__(self, *columns: Any, interval_s: float = 0.25, **kwargs: Any) -> None:
-        columns = columns or (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                              TimeElapsedColumn())
-        super().__init__(*columns, auto_refresh=False, **kwargs)
-        self._interval_s = interval_s
-        self._drawn = 0.0
-
-    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        import time
-
-        super().update(*args, **kwargs)
-        now = time.perf_counter()
-        if now - self._drawn >= self._interval_s:
-            self._drawn = now
-            self.refresh()
-
-
-def _profile(r: Run, repo_root: Path, a: Assignment, v: Version, opts: RunOptions, console: Console,
-             progress: Progress, events: Events) -> None:
+def _profile(r: Run, repo_root: Path, a: Assignment, v: Version, opts: RunOptions, progress: Progress,
+             events: Events) -> None:
     """One call of a checked version under Nsight Compute, into ``r.profile`` (never raises: a
     missing or failing ncu is recorded there). Its report file is kept beside the run's record
     (same stem, ``.ncu-rep.gz``) when records are written."""
@@ -67,16 +34,16 @@ def _profile(r: Run, repo_root: Path, a: Assignment, v: Version, opts: RunOption
 
     path = store.run_path(opts.logs, r) if opts.write and opts.logs is not None else None
     keep = path.with_name(path.stem + KEPT_SUFFIX) if path is not None else None
-    profile_into_run(r, repo_root, a, v, console=console, progress=progress,
+    profile_into_run(r, repo_root, a, v, events=events, progress=progress,
                      options=ProfileOptions(timeout_s=opts.profile_timeout_s, keep_report=keep))
     events.profiled(r)
 
 
 class _Relay:
-    """The parent's end of a worker's messages: its progress bars and its text, shown here."""
+    """The parent's end of a worker's messages: its progress bars and what it says, shown here."""
 
-    def __init__(self, progress: Progress, console: Console) -> None:
-        self.progress, self.console = progress, console
+    def __init__(self, progress: Progress, events: Events) -> None:
+        self.progress, self.events = progress, events
         self.ids: dict[int, Any] = {}
 
     def __call__(self, msg: tuple[Any, ...]) -> None:
@@ -87,10 +54,11 @@ class _Relay:
                 self.ids[wid] = self.progress.add_task(*args, **kwargs)
             elif wid in self.ids:
                 getattr(self.progress, method)(self.ids[wid], *args, **kwargs)
-        elif kind == "print":
-            self.console.print(msg[1])
+        elif kind == "say":
+            _, text, level, detail = msg
+            self.events.say(text, level, detail)
         elif kind == "exit":
-            self.console.print(f"[yellow]{msg[1]}: the next work goes to a fresh process[/yellow]")
+            self.events.say(f"{msg[1]}: the next work goes to a fresh process", "warning")
 
     def reset(self) -> None:
         """Hide the bars of a worker that is gone."""
@@ -100,18 +68,18 @@ class _Relay:
 
     def echo(self, text: str) -> None:
         """What the worker wrote to its stdout or stderr (a library's warning, a kernel's printf)."""
-        self.console.print(text.rstrip("\n"), markup=False, highlight=False, style="dim")
+        self.events.output(text.rstrip("\n"))
 
 
 class _Work:
     """The parent's handle on the worker process (or, with ``isolate=False``, on a session in this
     process): opens a session on each fresh worker, relays its messages, answers its tasks."""
 
-    def __init__(self, params: Any, isolate: bool, progress: Progress, console: Console) -> None:
+    def __init__(self, params: Any, isolate: bool, progress: Progress, events: Events) -> None:
         from .isolate import InProcess, Worker
 
         self.params = params
-        self.relay = _Relay(progress, console)
+        self.relay = _Relay(progress, events)
         self.info: DeviceInfo | None = None
         self.ceilings: tuple[str, DeviceCeilings] | None = None
         self.w: Any
@@ -163,9 +131,9 @@ def _lost_run(work: _Work, a: Assignment, v: Version, case_name: str, lost: Any,
 
 
 def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], case_names: list[str],
-        opts: RunOptions, console: Console | None = None, events: Events | None = None) -> list[Path]:
+        opts: RunOptions, events: Events | None = None) -> list[Path]:
     """Check and time each version on each case; returns the paths of the records written (none
-    when ``opts.write`` is False). ``console`` shows progress; ``events`` hears of each run (the CLI
+    when ``opts.write`` is False). ``events`` shows the progress and hears of each run (the CLI
     prints its text), written or not.
 
     The versions run in a worker process (:mod:`.worker`; ``opts.isolate``): one that crashes it,
@@ -175,7 +143,6 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
     """
     from .isolate import WorkerLost
 
-    console = console or Console()
     events = events or Silent()
     if opts.logs is None:
         opts = replace(opts, logs=logs)
@@ -188,9 +155,9 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
     probes_of = (getattr(a.spec, "PROBES", {}) or {}) if opts.probes else {}
     by_name = {v.name: v for v in versions}
 
-    with QuietProgress(console=console, transient=False) as progress:
+    with events.progress() as progress:
         overall = progress.add_task("runs", total=len(case_names) * len(versions))
-        work = _Work(params, opts.isolate, progress, console)
+        work = _Work(params, opts.isolate, progress, events)
         try:
             info = work.info
 
@@ -214,12 +181,12 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
             def profile(r: Run) -> None:
                 if opts.profile and r.timing is not None:
                     free()  # the profiled child process needs the memory the worker cached
-                    _profile(r, repo_root, a, by_name[r.version], opts, console, progress, events)
+                    _profile(r, repo_root, a, by_name[r.version], opts, progress, events)
                     resave(r)
 
             for case_name in case_names:
                 if opts.interleave:
-                    runs = _interleaved_case(work, a, versions, case_name, list(peers_of), console)
+                    runs = _interleaved_case(work, a, versions, case_name, list(peers_of), events)
                 else:
                     peers = []
                     for name, peer in peers_of.items():
@@ -228,14 +195,14 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                         except WorkerLost as e:
                             peers.append(PeerResult(name=name, description=peer.description,
                                                     error=e.explain(f"peer {name} on {case_name}")))
-                            console.print(f"[red]{escape(peers[-1].error or '')}[/red]")
+                            events.say(peers[-1].error or "", "error")
                     runs = []
                     for v in versions:
                         try:
                             r = work.call(("version", case_name, v.name))
                         except WorkerLost as e:
                             r = _lost_run(work, a, v, case_name, e, f"{v.name} on {case_name}")
-                            console.print(f"[red]{escape(r.error or '')}[/red]")
+                            events.say(r.error or "", "error")
                         r.peers = peers
                         keep(r)  # written now: a crash further on (a profiler's, say) loses nothing of it
                         profile(r)
@@ -259,8 +226,8 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                         profile(r)
                 free()
         except KeyboardInterrupt:
-            console.print(f"[yellow]interrupted: {len(written)} record(s) written, every one whole; "
-                          "the version that was running has none[/yellow]")
+            events.say(f"interrupted: {len(written)} record(s) written, every one whole; "
+                       "the version that was running has none", "warning")
             raise
         finally:
             work.close()
@@ -269,7 +236,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
 
 
 def _interleaved_case(work: _Work, a: Assignment, versions: list[Version], case_name: str, peers: list[str],
-                      console: Console) -> list[Run]:
+                      events: Events) -> list[Run]:
     """One case of ``--interleave`` in the worker; a version or peer whose check loses the worker is
     recorded as lost and the case is tried again without it. Losing the worker during the rounds
     loses the rounds: every version of the case gets a record saying so."""
@@ -291,7 +258,7 @@ def _interleaved_case(work: _Work, a: Assignment, versions: list[Version], case_
             if kind == "version" and key in remaining:
                 lost_runs[key] = _lost_run(work, a, by_name[key], case_name, e, f"{key} on {case_name} (its check)")
                 remaining.remove(key)
-                console.print(f"[red]{escape(lost_runs[key].error or '')}[/red]")
+                events.say(lost_runs[key].error or "", "error")
             elif kind == "peer" and key in peer_names:
                 desc = (getattr(a.spec, "PEERS", {}) or {})[key].description
                 lost_peers.append(PeerResult(name=key, description=desc, error=e.explain(f"peer {key} on {case_name}")))
@@ -300,7 +267,7 @@ def _interleaved_case(work: _Work, a: Assignment, versions: list[Version], case_
                 for name in remaining:
                     lost_runs[name] = _lost_run(work, a, by_name[name], case_name, e,
                                                 f"the interleaved rounds of {case_name} (with {name})")
-                console.print(f"[red]{escape(e.explain(f'the interleaved rounds of {case_name}'))}[/red]")
+                events.say(e.explain(f"the interleaved rounds of {case_name}"), "error")
                 remaining, runs = [], []
     got = {r.version: r for r in runs}
     got.update(lost_runs)
@@ -312,7 +279,7 @@ def _interleaved_case(work: _Work, a: Assignment, versions: list[Version], case_
 
 
 def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str, rule: StoppingRule,
-          console: Console | None = None, hold: bool = False, interleave: bool = True,
+          hold: bool = False, interleave: bool = True,
           events: Events | None = None, write: bool = True, isolate: bool = True,
           timeout_s: float = 300.0) -> Path | None:
     """Time every configuration a tunable version offers (``SWEEP`` list and ``make_kernel(config)``).
@@ -330,7 +297,6 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
     """
     from .isolate import WorkerLost
 
-    console = console or Console()
     events = events or Silent()
     require_cuda()
     opts = RunOptions(rule=rule, hold=hold, write=write, peers=False, isolate=isolate, timeout_s=timeout_s, logs=logs)
@@ -338,8 +304,8 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
                         session=store.utc_stamp(), command=command_line(), budget_s=timeout_s,
                         needs_ceilings=False, extra={"interleave": interleave})
     skip: dict[int, str] = {}
-    with QuietProgress(console=console) as progress:
-        work = _Work(params, isolate, progress, console)
+    with events.progress() as progress:
+        work = _Work(params, isolate, progress, events)
         try:
             while True:
                 try:
@@ -349,13 +315,13 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
                     kind, key = (e.item[0], e.item[2]) if isinstance(e.item, tuple) and len(e.item) == 3 else ("task", None)
                     if kind == "config" and isinstance(key, int) and key not in skip:
                         skip[key] = e.explain(f"configuration {e.detail} of {v.name}", "the other configurations")[:2000]
-                        console.print(f"[red]{escape(skip[key])}[/red]")
+                        events.say(skip[key], "error")
                         continue
                     if kind == "rounds":  # every checked configuration's timing is lost: a record says so
                         skip[ALL_CONFIGS] = (f"the rounds of the sweep of {v.name}: the worker process {e.how}, so no "
                                              "configuration's timing is kept" + ("; its last lines:\n" + "\n".join(
                                                  e.tail) if e.tail else ""))[:2000]
-                        console.print(f"[red]{escape(skip[ALL_CONFIGS])}[/red]")
+                        events.say(skip[ALL_CONFIGS], "error")
                         continue
                     raise
         finally:

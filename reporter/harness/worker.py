@@ -30,16 +30,12 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import Progress
 
 from .. import store
 from ..assignments import Assignment, AssignmentError, Version, get_assignment, short_handle
@@ -59,6 +55,7 @@ from ..records import (
 )
 from .check import check_output, clone_input, poison_allocator
 from .device import device_info, measure_ceilings, require_cuda
+from .events import Events, Level, Progress, Silent
 from .gpu_state import open_sampler
 from .jobs import ALL_CONFIGS, OpenParams, RunOptions, command_line, config_of, new_run
 from .nvtx_ranges import ranges
@@ -82,10 +79,10 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
-def draw_case(a: Assignment, case_name: str, console: Console) -> tuple[dict, Any, Any]:
+def draw_case(a: Assignment, case_name: str, events: Events) -> tuple[dict, Any, Any]:
     """A case's parameters, its seeded input and the reference output, computed once per case."""
     case = a.case(case_name)
-    with console.status(f"{a.name}/{case_name}: drawing input and reference"):
+    with events.status(f"{a.name}/{case_name}: drawing input and reference"):
         data = a.spec.generate_input(**case)
         ref = a.spec.ref_kernel(data)
         _sync()
@@ -117,7 +114,7 @@ def free_memory() -> None:
         pass
 
 
-def ensure_ceilings(logs: Path, info: DeviceInfo, console: Console, remeasure: bool,
+def ensure_ceilings(logs: Path, info: DeviceInfo, events: Events, remeasure: bool,
                     write: bool = True) -> tuple[str, DeviceCeilings]:
     """The device's ceilings: the latest record under logs/devices/, or measured now (and written
     there unless ``write`` is False, when the reference says they were measured and not kept)."""
@@ -125,11 +122,11 @@ def ensure_ceilings(logs: Path, info: DeviceInfo, console: Console, remeasure: b
     if found:
         path, c = found
         return _relative(path, logs), c
-    with console.status(f"measuring ceilings of {info.name} (copy bandwidth, fp16/bf16/fp32 matmul)"):
+    with events.status(f"measuring ceilings of {info.name} (copy bandwidth, fp16/bf16/fp32 matmul)"):
         c = measure_ceilings(info)
     where = str(store.save(c, store.ceilings_path(logs, c), logs=logs)) if write else "not written (quick run)"
-    console.print(f"ceilings: copy {c.copy_gbps:,.0f} GB/s; "
-                  + ", ".join(f"{k} {v:,.0f} TFLOP/s" for k, v in c.matmul_tflops.items()) + f"  → {where}")
+    events.say(f"ceilings: copy {c.copy_gbps:,.0f} GB/s; "
+               + ", ".join(f"{k} {v:,.0f} TFLOP/s" for k, v in c.matmul_tflops.items()) + f"  → {where}")
     return (_relative(Path(where), logs) if write else "measured in this session, not written"), c
 
 
@@ -339,7 +336,7 @@ def _time_probes(a: Assignment, case: dict, data: Any, opts: RunOptions, flush: 
 
 def run_version(r: Run, a: Assignment, mod: Any, data: Any, ref: Any, opts: RunOptions, flush: L2Flusher,
                 timer: CudaEventTimer, ceilings: DeviceCeilings, repo_root: Path, progress: Progress,
-                state: Callable[[], dict[str, float]] | None, console: Console) -> Run:
+                state: Callable[[], dict[str, float]] | None, events: Events) -> Run:
     """Check one version on its case and, when it passes, time it, into ``r`` (made by
     :func:`~reporter.harness.jobs.new_run`). Whatever the version does (raises, returns the wrong thing, fails a ranked
     re-check) ends in ``r.check`` and ``r.error``, never in an exception."""
@@ -364,7 +361,7 @@ def run_version(r: Run, a: Assignment, mod: Any, data: Any, ref: Any, opts: RunO
         r.error = str(e)
     except Exception as e:
         r.error = explain_exception(e, f"{r.version} on {r.case_name}")
-        console.print(f"[red]{r.version} on {r.case_name} raised[/red]\n{escape(user_traceback(e))}")
+        events.say(f"{r.version} on {r.case_name} raised", "error", user_traceback(e))
     r.builds = kernel_builds(launched, repo_root)
     progress.update(task, completed=opts.rule.max_reps, visible=False)
     free_memory()
@@ -375,7 +372,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
                           case: dict, data: Any, ref: Any, opts: RunOptions, flush: L2Flusher,
                           timer: CudaEventTimer, ceilings: DeviceCeilings, ceilings_ref: str, info: DeviceInfo,
                           session: str, command: str, repo_root: Path, progress: Progress,
-                          state: Callable[[], dict[str, float]] | None, console: Console,
+                          state: Callable[[], dict[str, float]] | None, events: Events,
                           peers_only: list[str] | None = None,
                           on_item: Callable[..., None] | None = None) -> tuple[list[Run], list[PeerResult]]:
     """One case of ``report run --interleave``: check every version and peer once, then time all
@@ -435,7 +432,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
                 r.error = f"check failed, not timed: {r.check.message}"
         except Exception as e:
             r.error = f"{type(e).__name__}: {e}"
-            console.print(f"[red]{v.name} on {case_name} raised[/red]\n{escape(user_traceback(e))}")
+            events.say(f"{v.name} on {case_name} raised", "error", user_traceback(e))
         runs.append(r)
 
     inputs = CaseInputs(a, case, data, ref, opts.ranked)  # one fresh input per round, shared by all
@@ -482,7 +479,7 @@ def _run_case_interleaved(a: Assignment, versions: list[Version], modules: dict[
 
 def sweep_in_process(a: Assignment, v: Version, case_name: str, opts: RunOptions, *, info: DeviceInfo,
                      flush: L2Flusher, timer: CudaEventTimer, state: Callable[[], dict[str, float]] | None,
-                     console: Console, progress: Progress, case: dict, data: Any, ref: Any,
+                     events: Events, progress: Progress, case: dict, data: Any, ref: Any,
                      skip: dict[int, str] | None = None, on_item: Callable[..., None] | None = None,
                      interleave: bool = True) -> Sweep:
     """The sweep of :func:`reporter.harness.run.sweep`, in the worker: configurations in ``skip`` (index -> why;
@@ -553,13 +550,13 @@ def sweep_in_process(a: Assignment, v: Version, case_name: str, opts: RunOptions
     return s
 
 
-def open_session(logs: Path, opts: RunOptions, console: Console
+def open_session(logs: Path, opts: RunOptions, events: Events
                  ) -> tuple[DeviceInfo, str, DeviceCeilings, str, str, L2Flusher, CudaEventTimer]:
     """What every timed session in this process starts with: the device, its ceilings (measured
     once, then read from logs/), the session id, the command line, the L2 flusher and the timer."""
     require_cuda()
     info = device_info()
-    ceilings_ref, ceilings = ensure_ceilings(logs, info, console, opts.remeasure_ceilings, write=opts.write)
+    ceilings_ref, ceilings = ensure_ceilings(logs, info, events, opts.remeasure_ceilings, write=opts.write)
     return (info, ceilings_ref, ceilings, store.utc_stamp(), command_line(), L2Flusher(info.l2_bytes),
             make_timer(opts.hold))
 
@@ -602,7 +599,7 @@ def _short_error(e: BaseException) -> str:
 
 
 class RemoteProgress:
-    """The part of rich's Progress the harness uses, forwarded to the parent's display."""
+    """The progress bars (:class:`~reporter.harness.events.Progress`), forwarded to the parent's display."""
 
     def __init__(self, send: Send) -> None:
         self.send = send
@@ -624,20 +621,25 @@ class RemoteProgress:
     def advance(self, task: int, advance: float = 1.0) -> None:
         self.send(("progress", "advance", task, (), dict(advance=advance)))
 
+    def remove_task(self, task: int) -> None:
+        self.send(("progress", "remove_task", task, (), {}))
 
-class RemoteConsole:
-    """The part of rich's Console the harness uses: text goes to the parent, which prints it."""
+
+class RemoteEvents(Silent):
+    """What the work says (:meth:`~reporter.harness.events.Events.say`), sent to the parent, whose
+    events show it; a step (:meth:`status`) is said once, as it starts. The records' own events are
+    the parent's, which writes them."""
 
     def __init__(self, send: Send) -> None:
         self.send = send
 
-    def print(self, *objects: Any, **kwargs: Any) -> None:
-        self.send(("print", " ".join(str(o) for o in objects)))
+    def say(self, text: str, level: Level = "info", detail: str = "") -> None:
+        self.send(("say", text, level, detail))
 
     @contextmanager
-    def status(self, text: str, **kwargs: Any):  # type: ignore[no-untyped-def]
-        self.send(("print", f"[dim]{text}[/dim]"))
-        yield self
+    def status(self, text: str) -> Iterator[Callable[[str], None]]:
+        self.say(text, "step")
+        yield lambda text: None
 
 
 def cuda_context_ok() -> tuple[bool, str]:
@@ -674,14 +676,14 @@ class Session:
         self.state: Callable[[], dict[str, float]] | None = None
         self.send: Send = lambda msg: None
         self.progress: RemoteProgress | None = None
-        self.console: RemoteConsole | None = None
+        self.events: RemoteEvents | None = None
         self.exiting = False  # set once a task ended with the CUDA context lost: the process ends after it
 
     # ------------------------------------------------------------------ dispatch
     def handle(self, task: tuple[Any, ...], send: Send) -> None:
         self.send = send
         self.progress = RemoteProgress(send)
-        self.console = RemoteConsole(send)
+        self.events = RemoteEvents(send)
         op = task[0]
         try:
             fn = getattr(self, f"task_{op}")
@@ -718,7 +720,7 @@ class Session:
         if p.ceilings is not None:
             self.ceilings_ref, self.ceilings = p.ceilings
         elif p.needs_ceilings:
-            self.ceilings_ref, self.ceilings = ensure_ceilings(p.logs, self.info, self.console,  # type: ignore[arg-type]
+            self.ceilings_ref, self.ceilings = ensure_ceilings(p.logs, self.info, self.events,  # type: ignore[arg-type]
                                                                p.opts.remeasure_ceilings, write=p.opts.write)
         self.flush = L2Flusher(self.info.l2_bytes)
         self.timer = make_timer(p.opts.hold)
@@ -735,7 +737,7 @@ class Session:
             self._case = None
             free_memory()
             assert self.a is not None
-            case, data, ref = draw_case(self.a, case_name, self.console)  # type: ignore[arg-type]
+            case, data, ref = draw_case(self.a, case_name, self.events)  # type: ignore[arg-type]
             self._case = (case_name, case, data, ref)
         return self._case[1], self._case[2], self._case[3]
 
@@ -775,7 +777,7 @@ class Session:
         r.code.config = dict(config_of(mod, self.a.case(case_name)) or {})
         _, data, ref = self._case_data(case_name)
         run_version(r, self.a, mod, data, ref, self.p.opts, self.flush, self.timer, self.ceilings,  # type: ignore[arg-type]
-                    self.p.repo_root, self.progress, self.state, self.console)  # type: ignore[arg-type]
+                    self.p.repo_root, self.progress, self.state, self.events)  # type: ignore[arg-type]
         return self._after_failure(r, r.error is not None and r.timing is None)
 
     def task_interleaved(self, case_name: str, names: list[str], peers: list[str]) -> Any:
@@ -799,7 +801,7 @@ class Session:
         runs, peer_results = _run_case_interleaved(
             self.a, versions, modules, case_name, case, data, ref, self.p.opts, self.flush, self.timer,
             self.ceilings, self.ceilings_ref, self.info, self.p.session, self.p.command, self.p.repo_root,  # type: ignore[arg-type]
-            self.progress, self.state, self.console, peers_only=peers, on_item=on_item)  # type: ignore[arg-type]
+            self.progress, self.state, self.events, peers_only=peers, on_item=on_item)  # type: ignore[arg-type]
         failures = any(r.error and r.timing is None for r in runs) or any(p.error for p in peer_results)
         return self._after_failure((runs + failed, peer_results), failures)
 
@@ -819,7 +821,7 @@ class Session:
 
         case, data, ref = self._case_data(case_name)
         return sweep_in_process(self.a, self.a.version(name), case_name, self.p.opts, info=self.info,
-                                flush=self.flush, timer=self.timer, state=self.state, console=self.console,  # type: ignore[arg-type]
+                                flush=self.flush, timer=self.timer, state=self.state, events=self.events,  # type: ignore[arg-type]
                                 progress=self.progress, case=case, data=data, ref=ref, skip=skip,  # type: ignore[arg-type]
                                 on_item=on_item, interleave=bool(self.p.extra.get("interleave", True)))
 
