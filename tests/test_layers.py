@@ -1,5 +1,6 @@
 """The reporter package's layers, enforced: data flows one way, kernels -> harness -> records ->
-analysis -> render, with the commands on top.
+analysis -> render, with the commands on top; no module imports one that imports it back; nothing
+under kernels/ imports the harness; the harness prints nothing itself.
 
 - base (records and what every layer reads: the record models, their packed arrays, the store, the
   source store, rewriting and merging records, the assignments and their
@@ -124,6 +125,127 @@ def test_the_check_catches_an_upward_import(tmp_path, code, expect):
 def test_a_module_in_no_layer_is_refused():
     with pytest.raises(AssertionError, match="in no layer"):
         layer_of("reporter.somewhere_new")
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the modules of the package it imports (at the top or inside a function): ``from
+    .worker import x`` and ``from . import worker`` both give ``reporter.harness.worker``; a name
+    that is not a module gives the module it comes from."""
+    mods = modules(package)
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+
+    def known(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    for module, path in mods.items():
+        here = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            targets: list[str | None] = []
+            if isinstance(node, ast.Import):
+                targets = [known(a.name) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join([*here[: len(here) - node.level + 1], *([node.module] if node.module else [])]) \
+                    if node.level else node.module or ""
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else known(base) for a in node.names]
+            graph[module].update(t for t in targets if t is not None and t != module)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+#: cycles that were there before this check, through imports inside functions; each is a debt to
+#: pay by moving what both sides need to a module of its own (as reporter.harness.jobs did for
+#: run and worker), after which it leaves this list. Nothing joins it.
+KNOWN_CYCLES = [
+    ["reporter.analysis.compare", "reporter.analysis.diff", "reporter.analysis.facts", "reporter.analysis.sweep"],
+    ["reporter.render.tables", "reporter.render.text"],
+]
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    """No import cycle in the package, the imports inside functions included: two modules that need
+    each other share a third (reporter.harness.run and .worker share .jobs)."""
+    assert cycles(import_graph()) == KNOWN_CYCLES
+
+
+def test_the_cycle_check_catches_run_and_worker_importing_each_other(tmp_path):
+    """The shape reporter.harness had: the parent imports the worker's Session, the worker takes
+    helpers from the parent inside its functions."""
+    fake = tmp_path / "reporter"
+    (fake / "harness").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "harness" / "__init__.py").write_text("")
+    (fake / "harness" / "jobs.py").write_text("X = 1\n")
+    (fake / "harness" / "run.py").write_text("from .jobs import X\n\ndef go():\n    from .worker import Session\n")
+    (fake / "harness" / "worker.py").write_text("class Session:\n    def task(self):\n        from . import run\n")
+    assert cycles(import_graph(fake)) == [["reporter.harness.run", "reporter.harness.worker"]]
+    (fake / "harness" / "worker.py").write_text("from .jobs import X\n\nclass Session:\n    pass\n")
+    (fake / "harness" / "run.py").write_text("import importlib\n\nWORKER = 'reporter.harness.worker'\n")
+    assert cycles(import_graph(fake)) == []
+
+
+KERNELS = PACKAGE.parent / "kernels"
+
+
+def kernels_importing_the_harness(kernels: Path = KERNELS) -> list[str]:
+    """Every Python file under kernels/ that imports reporter.harness (or a module of it): the
+    versions, their helpers and their self-tests run on top of the harness, never inside it."""
+    out = []
+    for path in sorted(kernels.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            if any(n == "reporter.harness" or n.startswith("reporter.harness.") for n in names):
+                out.append(f"{path.relative_to(kernels.parent)}:{node.lineno}")
+    return sorted(set(out))
+
+
+def test_nothing_under_kernels_imports_the_harness():
+    assert kernels_importing_the_harness() == []
+
+
+@pytest.mark.parametrize("code", ["from reporter.harness.check import compare\n",
+                                  "def f():\n    import reporter.harness.timing\n",
+                                  "from reporter import harness\n"])
+def test_the_kernels_check_catches_a_harness_import(tmp_path, code):
+    (tmp_path / "kernels" / "toy").mkdir(parents=True)
+    (tmp_path / "kernels" / "toy" / "selftest.py").write_text(code)
+    assert kernels_importing_the_harness(tmp_path / "kernels") == [f"kernels/toy/selftest.py:{code.count(chr(10))}"]
 
 
 #: entry points of child processes, whose stdout or stderr the process that started them reads:
