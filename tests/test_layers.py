@@ -128,9 +128,10 @@ def test_a_module_in_no_layer_is_refused():
 
 
 def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
-    """Module -> the modules of the package it imports (at the top or inside a function): ``from
-    .worker import x`` and ``from . import worker`` both give ``reporter.harness.worker``; a name
-    that is not a module gives the module it comes from."""
+    """Module -> the modules of the package it imports when it runs (at the top or inside a
+    function; not under ``if TYPE_CHECKING:``, which never runs): ``from .worker import x`` and
+    ``from . import worker`` both give ``reporter.harness.worker``; a name that is not a module
+    gives the module it comes from."""
     mods = modules(package)
     graph: dict[str, set[str]] = {m: set() for m in mods}
 
@@ -141,7 +142,13 @@ def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
 
     for module, path in mods.items():
         here = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                       and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+                       for stmt in node.body for n in ast.walk(stmt)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
             targets: list[str | None] = []
             if isinstance(node, ast.Import):
                 targets = [known(a.name) for a in node.names]
@@ -212,8 +219,21 @@ def test_the_cycle_check_catches_run_and_worker_importing_each_other(tmp_path):
     (fake / "harness" / "worker.py").write_text("class Session:\n    def task(self):\n        from . import run\n")
     assert cycles(import_graph(fake)) == [["reporter.harness.run", "reporter.harness.worker"]]
     (fake / "harness" / "worker.py").write_text("from .jobs import X\n\nclass Session:\n    pass\n")
-    (fake / "harness" / "run.py").write_text("import importlib\n\nWORKER = 'reporter.harness.worker'\n")
+    (fake / "harness" / "run.py").write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                                             "    from .worker import Session\nWORKER = 'reporter.harness.worker'\n")
+    assert cycles(import_graph(fake)) == []  # a name for the type checker only is no import at run time
+    (fake / "harness" / "worker.py").write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                                                "    from .run import WORKER\n")
     assert cycles(import_graph(fake)) == []
+
+
+def test_the_cuda_package_imports_only_itself():
+    """`report export` carries reporter.cuda whole into a submission that holds nothing else of the
+    package, so its modules import only each other."""
+    def cuda(m: str) -> bool:
+        return m == "reporter.cuda" or m.startswith("reporter.cuda.")
+
+    assert [f"{m} imports {t}" for m, ts in import_graph().items() if cuda(m) for t in ts if not cuda(t)] == []
 
 
 KERNELS = PACKAGE.parent / "kernels"
