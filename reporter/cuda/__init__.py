@@ -28,7 +28,7 @@ One module per job, each importing only its siblings (an export carries the pack
 - :mod:`.build`: NVRTC through CuPy on the GPU, the loaded module and its cache;
 - :mod:`.launch`: launch arguments, kernels, launch plans, tracking the kernels a call launched;
 - :mod:`.tma`: TMA tensor maps, checked and encoded;
-- :mod:`.nvrtc`: NVRTC without a GPU (ctypes on the wheel's library);
+- :mod:`.nvrtc`: NVRTC without a GPU (ctypes on the wheel's library): builds, PTX, the headers it read;
 - :mod:`.ptxas`: ptxas's report of each kernel, from NVRTC's log or from nvcc.
 
 The names other code uses are re-exported here (``from reporter.cuda import load_module``); a test
@@ -47,7 +47,8 @@ from __future__ import annotations
 
 from .build import CudaModule, load_module, loaded_kernels, nvrtc_version
 from .launch import CudaKernel, LaunchPlan, ParamBytes, kernel_arg, param_buffers, track_launches
-from .nvrtc import NVRTC_LIBRARY_ENV, find_nvrtc_library, nvrtc_compile_offline, nvrtc_ptx_offline
+from .nvrtc import (NVRTC_LIBRARY_ENV, find_nvrtc_library, nvrtc_compile_offline, nvrtc_headers_offline,
+                    nvrtc_ptx_offline)
 from .options import ARCH_ENV, DEFAULT_OPTIONS, CudaCompileError, arch_for, compile_options, define_options
 from .ptxas import KernelResources, PtxasReport, parse_ptxas, parse_ptxas_log, ptxas_report
 from .sources import Include, file_sha256, include_dirs, includes, source_digest, source_files
@@ -57,7 +58,7 @@ __all__ = [
     "ARCH_ENV", "DEFAULT_OPTIONS", "NVRTC_LIBRARY_ENV", "TENSOR_MAP_BYTES", "CudaCompileError", "CudaKernel",
     "CudaModule", "Include", "KernelResources", "LaunchPlan", "ParamBytes", "PtxasReport", "arch_for",
     "compile_options", "define_options", "encode_tensor_map", "file_sha256", "find_nvrtc_library", "include_dirs",
-    "includes", "kernel_arg", "load_module", "loaded_kernels", "nvrtc_compile_offline", "nvrtc_ptx_offline",
-    "nvrtc_version", "param_buffers", "parse_ptxas", "parse_ptxas_log", "ptxas_report", "source_digest",
-    "source_files", "tensor_map_args", "track_launches",
+    "includes", "kernel_arg", "load_module", "loaded_kernels", "nvrtc_compile_offline", "nvrtc_headers_offline",
+    "nvrtc_ptx_offline", "nvrtc_version", "param_buffers", "parse_ptxas", "parse_ptxas_log", "ptxas_report",
+    "source_digest", "source_files", "tensor_map_args", "track_launches",
 ]

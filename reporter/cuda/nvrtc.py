@@ -1,6 +1,6 @@
 """NVRTC without a GPU: a source compiled through ctypes on the ``nvidia-cuda-nvrtc`` wheel's
 ``libnvrtc`` with the options :func:`~reporter.cuda.build.load_module` gives it, to learn before a
-device session whether it builds, and what PTX it makes."""
+device session whether it builds, what PTX it makes, and which headers it reads."""
 
 from __future__ import annotations
 
@@ -63,8 +63,43 @@ def nvrtc_ptx_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mappin
     return ptx
 
 
+def nvrtc_headers_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str, Any] | None = None,
+                          library: Path | None = None) -> list[Path]:
+    """Every header NVRTC read compiling ``path`` with :func:`~reporter.cuda.build.load_module`'s
+    options (NVRTC's own built-in headers left out), each once, as NVRTC itself reports them: not
+    through an include scanner, so a test can hold :func:`~reporter.cuda.sources.includes` to it.
+
+    NVRTC 13.0 takes none of the dependency options of nvcc and gcc (``-M``, ``-MM``, ``-MD``,
+    ``-MF``, ``--generate-dependencies``, ``--dependency-output``: each is "unrecognized option");
+    its ``--fdevice-time-trace`` does write one "Processing Header File" event per header it read,
+    with the path it found the header at, and ``--fdevice-syntax-only`` stops after the front end,
+    which is where headers are read (a tenth of a second a source). A name NVRTC found relative to
+    the current folder (as it may for the main file's quoted includes) is resolved against it.
+    Raises :class:`CudaCompileError` with the log when the source does not compile."""
+    import json
+    import tempfile
+
+    lib_path = library or find_nvrtc_library()
+    if lib_path is None:
+        raise FileNotFoundError(f"no libnvrtc found: install the nvidia-cuda-nvrtc wheel or set {NVRTC_LIBRARY_ENV}")
+    with tempfile.TemporaryDirectory(prefix="nvrtc-trace-") as tmp:
+        trace = Path(tmp) / "trace"  # NVRTC writes trace.json
+        ok, log, _ = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path,
+                                    extra=(f"--fdevice-time-trace={trace}", "--fdevice-syntax-only"))
+        if not ok:
+            raise CudaCompileError(f"{path}: NVRTC failed (defines {dict(defines or {})})\n{log[-3000:]}")
+        events = json.loads(trace.with_name(trace.name + ".json").read_text(encoding="utf-8"))["traceEvents"]
+    out: list[Path] = []
+    for e in events:
+        if e.get("name") == "Processing Header File":
+            p = Path(os.path.abspath(e["args"]["detail"]))
+            if p.is_file() and p.resolve() not in out:  # NVRTC's built-in headers are no files
+                out.append(p.resolve())
+    return out
+
+
 def _nvrtc_offline(path: str | Path, *, arch: str, defines: Mapping[str, Any] | None, library: Path,
-                   drop: tuple[str, ...] = ()) -> tuple[bool, str, str]:
+                   drop: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> tuple[bool, str, str]:
     import ctypes
 
     for builtins in sorted(library.parent.glob("libnvrtc-builtins.so.*")):
@@ -72,7 +107,7 @@ def _nvrtc_offline(path: str | Path, *, arch: str, defines: Mapping[str, Any] | 
             ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
     lib = ctypes.CDLL(str(library))
     resolved = Path(path).resolve()
-    opts = [o.encode() for o in compile_options(arch, resolved, defines) if o not in drop]
+    opts = [o.encode() for o in (*compile_options(arch, resolved, defines), *extra) if o not in drop]
     prog = ctypes.c_void_p()
     src = resolved.read_text(encoding="utf-8").encode()
     if lib.nvrtcCreateProgram(ctypes.byref(prog), src, resolved.name.encode(), 0, None, None) != 0:
