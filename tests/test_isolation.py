@@ -413,17 +413,28 @@ class _Heard:
         return nullcontext(self.bars)
 
 
-def test_a_run_in_this_process_goes_through_the_real_worker_session_on_the_cpu(monkeypatch, tmp_path):
-    """--no-isolate: the parent reaches the worker module by its name (isolate.InProcess), and the
-    Session's tasks (open, peer, version, free) run the real check and timing on CPU tensors with
-    the device stubbed; what the worker says (a version that raised, with its traceback) reaches the
-    parent's events as a line, and every record is written."""
+TOY_SWEEP = '''"""Multiplies by k: only k=2 is right."""
+
+SWEEP = [{"k": 2}, {"k": 3}]
+CONFIG = SWEEP[0]
+
+
+def make_kernel(config):
+    return lambda x: x * config["k"]
+
+
+custom_kernel = make_kernel(CONFIG)
+'''
+
+
+@pytest.fixture
+def cpu_toy(monkeypatch, tmp_path):
+    """A toy assignment on CPU tensors, and the worker's device stubbed (no CUDA, a timer that
+    calls and says 1 ms, the ceilings of a committed record): the real Session does the rest."""
     from reporter import store
     from reporter.assignments import get_assignment
     from reporter.harness import run as R
     from reporter.harness import worker
-    from reporter.harness.jobs import RunOptions
-    from reporter.harness.timing import StoppingRule
 
     folder = tmp_path / "kernels" / "toy"
     folder.mkdir(parents=True)
@@ -431,6 +442,7 @@ def test_a_run_in_this_process_goes_through_the_real_worker_session_on_the_cpu(m
     (folder / "v01_double.py").write_text('"""Doubles."""\n\ndef custom_kernel(x):\n    return x * 2\n')
     (folder / "v02_raises.py").write_text('"""Not written yet."""\n\ndef custom_kernel(x):\n'
                                           '    raise NotImplementedError("the second pass")\n')
+    (folder / "v03_tunable.py").write_text(TOY_SWEEP)
     ceilings = store.load(sorted((ROOT / "logs" / "devices" / "h100").glob("*.json"))[0])
     for mod in (R, worker):
         monkeypatch.setattr(mod, "require_cuda", lambda: None)
@@ -440,13 +452,29 @@ def test_a_run_in_this_process_goes_through_the_real_worker_session_on_the_cpu(m
     monkeypatch.setattr(worker, "L2Flusher", lambda nbytes: None)
     monkeypatch.setattr(worker, "make_timer", lambda hold: _CpuTimer())
     monkeypatch.setattr(worker, "open_sampler", lambda: None)
+    return get_assignment(tmp_path / "kernels", "toy")
 
-    a = get_assignment(tmp_path / "kernels", "toy")
+
+def _cpu_run(a, tmp_path, **opts):
+    from reporter import store
+    from reporter.harness import run as R
+    from reporter.harness.jobs import RunOptions
+    from reporter.harness.timing import StoppingRule
+
     heard = _Heard()
     rule = StoppingRule(min_reps=3, max_reps=3, warmup_reps=1, budget_s=60)
-    logs = tmp_path / "logs"
-    written = R.run(tmp_path, logs, a, a.versions(), ["small"], RunOptions(rule=rule, isolate=False), events=heard)
-    runs = {r.version: r for r in map(store.load, written)}
+    vs = [a.version("v01"), a.version("v02")]
+    written = R.run(tmp_path, tmp_path / "logs", a, vs, ["small"], RunOptions(rule=rule, isolate=False, **opts),
+                    events=heard)
+    return {r.version: r for r in map(store.load, written)}, heard
+
+
+def test_a_run_in_this_process_goes_through_the_real_worker_session_on_the_cpu(cpu_toy, tmp_path):
+    """--no-isolate: the parent reaches the worker module by its name (isolate.InProcess), and the
+    Session's tasks (open, peer, version, free) run the real check and timing on CPU tensors with
+    the device stubbed; what the worker says (a version that raised, with its traceback) reaches the
+    parent's events as a line, and every record is written."""
+    runs, heard = _cpu_run(cpu_toy, tmp_path)
     assert sorted(runs) == ["v01_double", "v02_raises"] and [r.version for r in heard.written] == sorted(runs)
     ok, bad = runs["v01_double"], runs["v02_raises"]
     assert ok.check.passed and ok.timing is not None and ok.timing.n == 3 and ok.error is None
@@ -456,3 +484,31 @@ def test_a_run_in_this_process_goes_through_the_real_worker_session_on_the_cpu(m
     (raised,) = [s for s in heard.said if s[1] == "error"]
     assert raised[0] == "v02_raises on small raised" and "in custom_kernel" in raised[2]
     assert "NotImplementedError: the second pass" in raised[2] and "harness/worker.py" not in raised[2]
+
+
+def test_interleaved_and_ranked_in_this_process_on_the_cpu(cpu_toy, tmp_path):
+    """The interleaved task (versions and peers checked, then timed in rounds) and the ranked
+    re-checks on fresh seeded inputs, through the real Session."""
+    runs, heard = _cpu_run(cpu_toy, tmp_path, interleave=True, ranked=True)
+    ok, bad = runs["v01_double"], runs["v02_raises"]
+    assert ok.timing is not None and ok.timing.interleaved and ok.timing.ranked and ok.timing.n == 3
+    assert len(ok.ranked_checks) == 3 and all(c.passed for c in ok.ranked_checks)
+    assert len({c.seed for c in ok.ranked_checks}) == 3
+    assert [p.name for p in ok.peers] == ["eager"] and ok.peers[0].timing is not None
+    assert bad.error.startswith("NotImplementedError") and bad.timing is None
+    assert any(s[0] == "v02_raises on small raised" and s[1] == "error" for s in heard.said)
+
+
+def test_a_sweep_in_this_process_on_the_cpu(cpu_toy, tmp_path):
+    from reporter import store
+    from reporter.harness import run as R
+    from reporter.harness.timing import StoppingRule
+
+    heard = _Heard()
+    path = R.sweep(tmp_path, tmp_path / "logs", cpu_toy, cpu_toy.version("v03"), "small",
+                   StoppingRule(min_reps=3, max_reps=3, warmup_reps=1, budget_s=60), events=heard, isolate=False)
+    s = store.load(path)
+    assert s.chosen == {"k": 2} and s.timing_order == "interleaved"
+    right, wrong = s.points
+    assert right.timing is not None and right.timing.n == 3 and wrong.timing is None
+    assert "outside tolerance" in (wrong.error or "")
