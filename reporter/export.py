@@ -13,9 +13,9 @@ stands. The export carries all of it in one file:
   version's source closure (:mod:`reporter.closure`, the same files a run record holds), a
   shared header placed by its path from ``kernels/`` (``common/sm90/wgmma.cuh``) beside the
   version so that the compiler finds it as it does in the repository;
-* the modules of this package they import: only :mod:`reporter.cuda`, which imports no other
-  module of the package; importing any other ``reporter`` module stops the export with an
-  error naming the file;
+* the modules of this package they import: only the :mod:`reporter.cuda` package, whose modules
+  import only each other, embedded whole; importing any other ``reporter`` module stops the
+  export with an error naming the file;
 * a header docstring: assignment, version, ``CONFIG``, commit and whether the embedded files
   differ from it, each file's sha256 (of its text, as `report run` records it, so the two can
   be compared), what the harness must have installed, the newest benchmark median per GPU
@@ -23,9 +23,10 @@ stands. The export carries all of it in one file:
 
 How the embedded code runs. Each source is stored verbatim as a string. Importing the
 submission writes them into a private temporary folder (``tempfile.mkdtemp``, removed at
-exit), laid out as in the repository (``v05_tma.py``, ``v04_exp2.py``, ``reporter/cuda.py``),
-and imports them from there by file, in dependency order, each registered in ``sys.modules``
-under its own name. Real files rather than ``exec`` of strings, because three things need
+exit), laid out as in the repository (``v05_tma.py``, ``v04_exp2.py``, ``reporter/cuda/build.py``),
+and imports them from there by file, in dependency order (a package before its modules), each
+registered in ``sys.modules`` under its own name; a module a package's ``__init__`` imports is
+found in the folder, as the package's ``__path__`` points there, and loaded once. Real files rather than ``exec`` of strings, because three things need
 them: Triton's ``@jit`` reads a kernel's source back through ``inspect``; a version finds its
 CUDA source as ``Path(__file__).with_suffix(".cu")`` and NVRTC resolves ``#include`` from
 that folder; and tracebacks show the lines. A folder per process rather than a cache shared
@@ -64,7 +65,7 @@ from .submission import EmbeddedFile
 
 PACKAGE = __name__.partition(".")[0]  # 'reporter'
 PACKAGE_DIR = Path(__file__).resolve().parent
-EMBEDDABLE_PACKAGE_MODULES = frozenset({f"{PACKAGE}.cuda"})  # standalone by design: no other reporter imports
+EMBEDDABLE_PACKAGE_MODULES = frozenset({f"{PACKAGE}.cuda"})  # standalone by design, with its modules: no other reporter imports
 EXPORTED_PREFIX = "Exported:"
 
 
@@ -127,20 +128,32 @@ def _parse(path: Path, text: str) -> ast.Module:
 
 def _package_imports(tree: ast.Module, path: Path) -> list[str]:
     """The modules of this package a file imports: ``from reporter.cuda import x``,
-    ``import reporter.cuda``, ``from reporter import cuda`` all give 'reporter.cuda'."""
+    ``import reporter.cuda``, ``from reporter import cuda`` all give 'reporter.cuda'; in a module of
+    the package, ``from .launch import x`` and ``from . import launch`` give its sibling."""
     out: list[str] = []
     for module, _, names in imported_modules(tree):
         if module == PACKAGE and names:
             out.extend(f"{PACKAGE}.{n}" for n in names)
         elif module == PACKAGE or module.startswith(PACKAGE + "."):
             out.append(module)
-    for node in ast.walk(tree):  # relative imports, in a module of this package
-        if isinstance(node, ast.ImportFrom) and node.level > 0 and inside(path, PACKAGE_DIR):
-            if node.module:
-                out.append(f"{PACKAGE}.{node.module}")
-            else:
-                out.extend(f"{PACKAGE}.{a.name}" for a in node.names)
+    if inside(path, PACKAGE_DIR):  # relative imports, resolved against the module's own package
+        rel = path.resolve().relative_to(PACKAGE_DIR.parent.resolve()).with_suffix("").parts
+        here = list(rel[:-1])  # a package's __init__ and a plain module both sit in the folder they name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level > 0:
+                base = ".".join(here[: len(here) - node.level + 1] + ([node.module] if node.module else []))
+                out.extend([base] if node.module else [f"{base}.{a.name}" for a in node.names])
     return list(dict.fromkeys(out))
+
+
+def _embeddable(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in EMBEDDABLE_PACKAGE_MODULES)
+
+
+def _package_file(module: str) -> Path:
+    """The file of a module of this package: ``reporter/cuda/__init__.py`` for a package."""
+    folder = PACKAGE_DIR.joinpath(*module.split(".")[1:])
+    return folder / "__init__.py" if folder.is_dir() else folder.with_suffix(".py")
 
 
 def _origin(path: Path, repo: Path) -> str:
@@ -208,13 +221,13 @@ def collect(repo: Path, version: Version) -> tuple[list[EmbeddedFile], list[tupl
     while todo:
         _, path, tree = todo.pop(0)
         for mod in _package_imports(tree, path):
-            if mod not in EMBEDDABLE_PACKAGE_MODULES:
+            if not _embeddable(mod):
                 can = ", ".join(sorted(EMBEDDABLE_PACKAGE_MODULES))
                 raise ExportError(f"{path}: imports {mod}, which a submission cannot carry (it needs the rest of "
                                   f"the {PACKAGE} package); an exported version may import only {can}")
             if mod in package_modules:
                 continue
-            p = PACKAGE_DIR.joinpath(*mod.split(".")[1:]).with_suffix(".py")
+            p = _package_file(mod)
             text = p.read_text(encoding="utf-8")
             tree = _parse(p, text)
             texts[mod] = (p, text, tree)
@@ -230,9 +243,10 @@ def collect(repo: Path, version: Version) -> tuple[list[EmbeddedFile], list[tupl
         files.append(EmbeddedFile(rel=_origin(path, PACKAGE_DIR.parent), origin=_origin(path, repo), text=text,
                                   module=name))
 
-    packages = sorted({".".join(m.split(".")[:i]) for m in package_modules for i in range(1, m.count(".") + 1)})
-    modules = [(p, p.replace(".", "/") + "/__init__.py") for p in packages]
-    modules += [(m, next(f.rel for f in files if f.module == m)) for m in package_modules]
+    packages = sorted({".".join(m.split(".")[:i]) for m in package_modules for i in range(1, m.count(".") + 1)}
+                      | {m for m in package_modules if _package_file(m).name == "__init__.py"})
+    modules = [(p, p.replace(".", "/") + "/__init__.py") for p in packages]  # a parent before its children
+    modules += [(m, next(f.rel for f in files if f.module == m)) for m in package_modules if m not in packages]
     modules += [(m, next(f.rel for f in files if f.module == m)) for m in order]
 
     local = set(order) | {PACKAGE, "__future__"}
@@ -391,10 +405,13 @@ def _import_embedded():
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    before = {{name: sys.modules.get(name) for name, _ in _MODULES}}
+    before = {{name: sys.modules.pop(name, None) for name, _ in _MODULES}}
     module = None
     try:
         for name, rel in _MODULES:
+            if name in sys.modules:  # imported already, from the folder, by the package above it
+                module = sys.modules[name]
+                continue
             path = folder / rel
             search = [str(path.parent)] if path.name == "__init__.py" else None
             spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=search)

@@ -22,7 +22,7 @@ class SubmissionError(Exception):
 
 @dataclass(frozen=True)
 class EmbeddedFile:
-    rel: str  # where it goes in the submission's folder: 'v04_exp2.py', 'reporter/cuda.py'
+    rel: str  # where it goes in the submission's folder: 'v04_exp2.py', 'reporter/cuda/build.py'
     origin: str  # where it came from, for the header: relative to the project root when inside it
     text: str
     module: str | None = None  # the name it is imported under; None for a CUDA source

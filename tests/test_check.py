@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from reporter.assignments import Tolerance  # noqa: E402
-from reporter.harness.check import compare  # noqa: E402
+from reporter.compare import compare  # noqa: E402
 
 TOL = Tolerance(rtol=1e-2, atol=1e-2)
 

@@ -1,8 +1,11 @@
 """A version's source closure (reporter.closure): what a record hashes, an export embeds and the
-compile cache key covers. On the real versions and on a toy project with a shared header."""
+compile cache key covers. On the real versions and on a toy project with a shared header; and the
+CUDA part of every version's closure against the headers NVRTC itself reads compiling its sources
+(not the include scanner the closure is built on, so the two can disagree)."""
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from pathlib import Path
 
@@ -15,6 +18,8 @@ from reporter.export import ExportError, collect
 
 ROOT = Path(__file__).resolve().parents[1]
 FLASH = ROOT / "kernels" / "flashattn"
+LIBRARY = cuda.find_nvrtc_library()
+needs_nvrtc = pytest.mark.skipif(LIBRARY is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
 
 
 def rels(version_path: Path) -> list[str]:
@@ -62,6 +67,58 @@ def test_records_exports_and_builds_agree_on_every_version(a):
         cu = [f.path for f in closure.files if f.role == "cuda"]
         reached = {p for src in cu for p in cuda.source_files(src)}
         assert {f.path for f in closure.files if f.is_cuda} <= reached, v.name
+
+
+# --------------------------------------------------------------------------- what NVRTC reads
+
+
+@functools.cache
+def nvrtc_read(source: Path) -> frozenset[Path]:
+    """The source and every header NVRTC read compiling it (one compile a source, however many
+    versions compile it), with the options and the working folder of `report run`'s worker."""
+    return frozenset({source.resolve(), *cuda.nvrtc_headers_offline(source, library=LIBRARY)})
+
+
+def cuda_part_against_nvrtc(closure_cuda: set[Path], sources: list[Path]) -> tuple[set[Path], set[Path]]:
+    """(files NVRTC read that the closure lacks, files in the closure NVRTC never read)."""
+    read = set().union(*(nvrtc_read(s) for s in sources)) if sources else set()
+    return read - closure_cuda, closure_cuda - read
+
+
+VERSIONS = [pytest.param(v, id=f"{a.name}-{v.short}") for a in list_assignments(ROOT / "kernels") for v in a.versions()]
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_cuda_closure_is_what_nvrtc_reads(version, monkeypatch):
+    """Every .cu a version compiles and every header NVRTC reads compiling it (syntax only, default
+    defines, sm_90a, from the repository's root as the worker runs) is in the version's closure, and
+    the closure holds no CUDA file NVRTC does not read. A header the scanner misses (an include
+    through a macro, one found from the working folder) would leave a record blind to its edits;
+    one it adds wrongly would call a figure stale. A header included only under a define that the
+    defaults leave off would show here as closure-only: compile with that define to check it."""
+    monkeypatch.chdir(ROOT)
+    closure = version.closure()
+    sources = [f.path for f in closure.files if f.role == "cuda"]
+    missed, extra = cuda_part_against_nvrtc({f.path.resolve() for f in closure.files if f.is_cuda}, sources)
+    assert not missed, f"NVRTC reads what {version.name}'s closure lacks: {sorted(map(str, missed))}"
+    assert not extra, f"{version.name}'s closure holds what NVRTC never reads: {sorted(map(str, extra))}"
+
+
+@needs_nvrtc
+def test_the_nvrtc_check_sees_what_the_scanner_misses_and_adds(tmp_path, monkeypatch):
+    """The two lists come from different readers: an include through a macro is read by NVRTC and
+    missed by the scanner; one under ``#if 0`` is listed by the scanner and never read."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "macro.cuh").write_text("#pragma once\n")
+    (tmp_path / "dead.cuh").write_text("#pragma once\n")
+    (tmp_path / "plain.cuh").write_text("#pragma once\n")
+    src = tmp_path / "v01.cu"
+    src.write_text('#include "plain.cuh"\n#define HEADER "macro.cuh"\n#include HEADER\n'
+                   '#if 0\n#include "dead.cuh"\n#endif\nextern "C" __global__ void k() {}\n')
+    scanned = {src.resolve(), *(i.path for i in cuda.includes(src))}
+    missed, extra = cuda_part_against_nvrtc(scanned, [src])
+    assert missed == {(tmp_path / "macro.cuh").resolve()} and extra == {(tmp_path / "dead.cuh").resolve()}
 
 
 # --------------------------------------------------------------------------- a toy project with a shared header

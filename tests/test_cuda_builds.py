@@ -14,7 +14,7 @@ import pytest
 
 from reporter import cuda
 from reporter.cuda import CudaKernel, CudaModule, parse_ptxas, parse_ptxas_log, track_launches
-from reporter.harness.run import kernel_builds
+from reporter.harness.worker import kernel_builds
 
 # NVRTC 13, sm_90a, verbatim
 SERIALISED_LOG = """\
@@ -135,7 +135,7 @@ def test_unparseable_log_loads_with_no_report(monkeypatch):
     def broken(text):
         raise ValueError("unexpected log")
 
-    monkeypatch.setattr(cuda, "parse_ptxas_log", broken)
+    monkeypatch.setattr(cuda.build, "parse_ptxas_log", broken)  # where CudaModule looks it up
     mod = _module(SERIALISED_LOG)
     assert mod.resources == {} and mod.advisories == []
 
@@ -188,7 +188,7 @@ def test_tracking_ends_when_the_block_raises():
             k(1, 1, stream=STREAM)
             1 / 0
     assert launched == [k]
-    assert cuda._TRACKING is None
+    assert cuda.launch._TRACKING is None
 
 
 # --------------------------------------------------------------------------- into the record

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -54,7 +55,7 @@ def test_a_struct_argument_takes_the_raw_launch(monkeypatch):
     fake_cupy.cuda = fake_cuda
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
     monkeypatch.setitem(sys.modules, "cupy.cuda", fake_cuda)
-    mod = cuda.CudaModule(path=cuda.Path("x.cu"), arch="sm_90a", options=(), device_index=0, binary=b"")
+    mod = cuda.CudaModule(path=Path("x.cu"), arch="sm_90a", options=(), device_index=0, binary=b"")
     k = cuda.CudaKernel("k", mod, types.SimpleNamespace(ptr=1234))
     blob = ParamBytes(bytes([7]) * 128)
     k((4, 2), (384,), blob, np.int32(9), np.uint64(0xABC), shared_mem=1000, stream=types.SimpleNamespace(ptr=55))

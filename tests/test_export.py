@@ -26,13 +26,16 @@ from reporter.export import EXPORTED_PREFIX
 
 runner = CliRunner()
 
+#: the reporter.cuda package, which an export of a version that compiles CUDA carries whole
+CUDA_PACKAGE = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "reporter" / "cuda").glob("*.py")
+                      if p.name != "__main__.py")
 # what each export must carry, as paths relative to the repository
 EXPORTS = {
     ("flashattn", "v04"): ["kernels/flashattn/v04_exp2.py"],
     ("flashattn", "v05"): ["kernels/flashattn/v05_tma.py", "kernels/flashattn/v04_exp2.py"],
     ("histogram", "v05"): ["kernels/histogram/v05_persistent.py", "kernels/histogram/v05_persistent.cu",
                            "kernels/histogram/histogram_persistent.cuh", "kernels/histogram/histogram_bin_major.cuh",
-                           "kernels/histogram/histogram.cuh", "kernels/histogram/histogram_io.py", "reporter/cuda.py"],
+                           "kernels/histogram/histogram.cuh", "kernels/histogram/histogram_io.py", *CUDA_PACKAGE],
 }
 HAVE_TRITON = importlib.util.find_spec("triton") is not None
 
@@ -156,15 +159,47 @@ def test_histogram_export_runs_without_the_repository(exported):
         print(json.dumps(dict(
             callable=callable(submission.custom_kernel), version_file=v.__file__, cu=str(v.SOURCE),
             cu_text=Path(v.SOURCE).read_text(encoding="utf-8"), cuda_file=cuda.__file__,
-            same_loader=v.load_module is cuda.load_module)))
+            same_loader=v.load_module is cuda.load_module is sys.modules["reporter.cuda.build"].load_module,
+            launch_once=sys.modules["reporter.cuda.build"].CudaKernel is sys.modules["reporter.cuda.launch"].CudaKernel,
+            modules=sorted(n for n in sys.modules if n.startswith("reporter.cuda.")))))
     """, cwd=path.parent)
-    assert got["callable"] and got["same_loader"]
+    assert got["callable"] and got["same_loader"] and got["launch_once"]  # each module of the package loaded once
+    assert got["modules"] == sorted(p.removesuffix(".py").replace("/", ".") for p in CUDA_PACKAGE
+                                    if not p.endswith("__init__.py"))
     folder = Path(got["version_file"]).parent
     assert Path(got["cu"]) == folder / "v05_persistent.cu"
     assert got["cu_text"] == (ROOT / "kernels/histogram/v05_persistent.cu").read_text(encoding="utf-8")
-    assert Path(got["cuda_file"]) == folder / "reporter" / "cuda.py"
+    assert Path(got["cuda_file"]) == folder / "reporter" / "cuda" / "__init__.py"
     assert not folder.is_relative_to(ROOT)
     assert not folder.exists(), "the submission's temporary folder outlived its process"
+
+
+def test_an_export_imported_where_reporter_cuda_is_loaded_uses_its_own_and_gives_the_host_its_back(exported):
+    """As `report reverify` imports an earlier export in a process that has this package: the
+    version runs on the embedded reporter.cuda package (all of its modules), and the host's
+    modules are in sys.modules again afterwards."""
+    path, _ = exported[("histogram", "v05")]
+    script = textwrap.dedent(f"""
+        import importlib.util, json, sys
+        import reporter.cuda, reporter.cuda.build
+        host = {{n: m for n, m in sys.modules.items() if n == "reporter" or n.startswith("reporter.cuda")}}
+        spec = importlib.util.spec_from_file_location("before", {str(path)!r})
+        sub = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sub)
+        v = sys.modules["v05_persistent"]
+        print(json.dumps(dict(
+            restored=all(sys.modules[n] is m for n, m in host.items()),
+            host_file=reporter.cuda.build.__file__, embedded_file=v.load_module.__globals__["__file__"],
+            own=v.load_module is not reporter.cuda.load_module)))
+    """)
+    res = subprocess.run([sys.executable, "-c", script], cwd=path.parent, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert got["restored"] and got["own"]
+    assert Path(got["host_file"]) == ROOT / "reporter" / "cuda" / "build.py"
+    assert Path(got["embedded_file"]).parts[-3:] == ("reporter", "cuda", "build.py")
+    assert not Path(got["embedded_file"]).is_relative_to(ROOT)
 
 
 @pytest.mark.skipif(not HAVE_TRITON, reason="triton is not installed here: the flashattn modules import it "
@@ -323,7 +358,7 @@ def test_toy_chain_loads_in_dependency_order(tmp_path):
     assert "CONFIG:      WIDTH=4, name='wide'" in text
     assert "no timed 'benchmark' run" in text
     assert set(embedded(out)) == {"v03_grandchild.py", "v02_child.py", "v01_base.py", "v01_base.cu", "common.cuh",
-                                  "reporter/cuda.py", "reporter/__init__.py"}
+                                  "reporter/__init__.py", *CUDA_PACKAGE}
     got = clean_python("""
         import types
         host = types.ModuleType("reporter")  # a harness's own module of the same name
@@ -382,7 +417,7 @@ def test_exported_version_matches_the_reference_on_gpu(assignment, version, tmp_
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    from reporter.harness.check import compare
+    from reporter.compare import compare
 
     path = tmp_path / "bare" / "submission.py"
     result = report(assignment.name, version.name, "-o", path)

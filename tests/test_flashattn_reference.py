@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from conftest import ROOT  # noqa: E402
 from reporter.assignments import get_assignment  # noqa: E402
-from reporter.harness.check import compare  # noqa: E402
+from reporter.compare import compare  # noqa: E402
 
 A = get_assignment(ROOT / "kernels", "flashattn")
 

@@ -38,7 +38,8 @@ def test_version_passes_check(assignment, version, case):
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     from reporter.cuda import track_launches
-    from reporter.harness.check import compare, poison_allocator
+    from reporter.compare import compare
+    from reporter.harness.check import poison_allocator
 
     spec = assignment.spec
     params = assignment.case(case)

@@ -26,7 +26,7 @@ def test_an_answer_and_its_messages_come_back():
     seen, out = [], []
     with _worker(on_output=out.append) as w:
         assert w.call(("ok", 21), seen.append) == 42
-    assert ("print", "a line for the terminal") in seen
+    assert ("say", "a line for the terminal", "info", "") in seen
     assert any(m[0] == "progress" for m in seen)
     assert not any(m[0] in ("item", "answer") for m in seen)  # the protocol's own messages stay inside
     assert "working on 21" in "".join(out)  # what the worker printed reaches the terminal
@@ -146,7 +146,7 @@ class _ScriptedWork:
         return self
 
     def call(self, task):
-        from reporter.harness import run as R
+        from reporter.harness.jobs import new_run
         from reporter.records import PeerResult
 
         self.calls.append(task)
@@ -157,7 +157,7 @@ class _ScriptedWork:
             raise act
         if task[0] == "version":
             v = self.a.version(task[2])
-            r = R._new_run(self.a, v, None, task[1], self.a.case(task[1]), self.info, self.params.session,
+            r = new_run(self.a, v, None, task[1], self.a.case(task[1]), self.info, self.params.session,
                            self.params.command, ROOT, self.ceilings[0])
             r.error = "check failed, not timed: scripted"
             return r
@@ -166,14 +166,14 @@ class _ScriptedWork:
         return None
 
     def _interleaved(self, case, names, peers):
-        from reporter.harness import run as R
+        from reporter.harness.jobs import new_run
 
         act = self.script.get(("interleaved", len(self.calls)))
         if isinstance(act, BaseException):
             raise act
         runs = []
         for name in names:
-            r = R._new_run(self.a, self.a.version(name), None, case, self.a.case(case), self.info,
+            r = new_run(self.a, self.a.version(name), None, case, self.a.case(case), self.info,
                            self.params.session, self.params.command, ROOT, self.ceilings[0])
             r.error = f"timed with {len(names)}"
             runs.append(r)
@@ -186,13 +186,14 @@ class _ScriptedWork:
 def _scripted_run(monkeypatch, tmp_path, script, versions=("v01", "v02", "v03")):
     from reporter.assignments import get_assignment
     from reporter.harness import run as R
+    from reporter.harness.jobs import RunOptions
 
     a = get_assignment(ROOT / "kernels", "histogram")
     work = _ScriptedWork(a, script)
     monkeypatch.setattr(R, "_Work", work)
     monkeypatch.setattr(R, "require_cuda", lambda: None)
     vs = [a.version(v) for v in versions]
-    opts = R.RunOptions(write=True, peers=True)
+    opts = RunOptions(write=True, peers=True)
     return a, vs, work, lambda: R.run(ROOT, tmp_path, a, vs, ["test_small"], opts)
 
 
@@ -260,10 +261,11 @@ def test_two_runs_of_one_version_in_one_millisecond_write_two_files(tmp_path):
 def test_interleaved_a_lost_check_is_tried_again_without_it_and_lost_rounds_lose_the_case(monkeypatch, tmp_path):
     from reporter import store
     from reporter.harness import run as R
+    from reporter.harness.jobs import RunOptions
 
     check = WorkerLost(item=("version", "test_small", "v02_smem_privatized"), how="died of SIGABRT")
     a, vs, work, _ = _scripted_run(monkeypatch, tmp_path, {("interleaved", 1): check})
-    opts = R.RunOptions(write=True, peers=False, interleave=True)
+    opts = RunOptions(write=True, peers=False, interleave=True)
     runs = {r.version: r for r in map(store.load, R.run(ROOT, tmp_path, a, vs, ["test_small"], opts))}
     assert [c[2] for c in work.calls if c[0] == "interleaved"] == [
         [v.name for v in vs], ["v01_global_atomics", "v03_word_loads"]]
@@ -311,16 +313,16 @@ def test_a_raising_version_is_shown_from_its_own_frames():
     from types import SimpleNamespace
 
     from reporter.assignments import Tolerance
-    from reporter.harness import run as R
+    from reporter.harness import worker
 
     def custom_kernel(x):
         raise ValueError("index [j] out of range")
 
     spec = SimpleNamespace(TOLERANCE=Tolerance(rtol=0, atol=0))
     with pytest.raises(ValueError) as info:
-        R._check_once(custom_kernel, torch.zeros(2), torch.zeros(2), spec, 1, ("a", "v01"))
-    text = R.user_traceback(info.value)
-    assert "in custom_kernel" in text and "harness/run.py" not in text
+        worker.check_once(custom_kernel, torch.zeros(2), torch.zeros(2), spec, 1, ("a", "v01"))
+    text = worker.user_traceback(info.value)
+    assert "in custom_kernel" in text and "harness/worker.py" not in text
     assert text.endswith("ValueError: index [j] out of range")
 
 
@@ -335,3 +337,178 @@ def test_failures_are_listed_under_the_table_one_line_each(monkeypatch, tmp_path
     assert len(lines) == 3 and all("\n" not in line for line in lines)
     assert lines[1].startswith("[red]FAIL[/red] v02_smem_privatized on test_small: v02_smem_privatized on test_small: "
                                "the process running it died of SIGSEGV")
+
+
+TOY_ASSIGNMENT = '''
+"""y = 2x on the CPU: enough to drive the real worker's Session without a GPU."""
+from reporter.assignments import Peer, Tolerance
+from reporter.records import WorkModel
+
+TITLE = "toy"
+CASES = {"small": {"n": 64, "seed": 3}}
+BENCHMARK_CASE = "small"
+TOLERANCE = Tolerance(rtol=1e-6, atol=1e-6)
+PEERS = {"eager": Peer(lambda x: x * 2, "torch eager")}
+REFERENCE_RESULTS: list = []
+
+
+def generate_input(n, seed):
+    import torch
+
+    return torch.randn(n, generator=torch.Generator().manual_seed(seed))
+
+
+def ref_kernel(x):
+    return x * 2
+
+
+def work_model(n, seed):
+    return WorkModel(flops=float(n), bytes=float(8 * n), ceiling="copy", description="x read, y written")
+'''
+
+
+class _CpuTimer:
+    method = "fake"
+
+    def time_call(self, fn, before):
+        fn()
+        return 1.0
+
+
+class _Heard:
+    """Events that keep what they hear, with bars that keep their calls."""
+
+    def __init__(self):
+        from reporter.harness.events import NoProgress
+
+        self.said, self.outputs, self.written, self.bars = [], [], [], NoProgress()
+
+    def run_written(self, run, device):
+        self.written.append(run)
+
+    def profiled(self, run):
+        pass
+
+    def runs_done(self, runs):
+        pass
+
+    def sweep_written(self, sweep):
+        pass
+
+    def say(self, text, level="info", detail=""):
+        self.said.append((text, level, detail))
+
+    def output(self, text):
+        self.outputs.append(text)
+
+    def status(self, text):
+        from contextlib import nullcontext
+
+        self.said.append((text, "step", ""))
+        return nullcontext(lambda text: None)
+
+    def progress(self):
+        from contextlib import nullcontext
+
+        return nullcontext(self.bars)
+
+
+TOY_SWEEP = '''"""Multiplies by k: only k=2 is right."""
+
+SWEEP = [{"k": 2}, {"k": 3}]
+CONFIG = SWEEP[0]
+
+
+def make_kernel(config):
+    return lambda x: x * config["k"]
+
+
+custom_kernel = make_kernel(CONFIG)
+'''
+
+
+@pytest.fixture
+def cpu_toy(monkeypatch, tmp_path):
+    """A toy assignment on CPU tensors, and the worker's device stubbed (no CUDA, a timer that
+    calls and says 1 ms, the ceilings of a committed record): the real Session does the rest."""
+    from reporter import store
+    from reporter.assignments import get_assignment
+    from reporter.harness import run as R
+    from reporter.harness import worker
+
+    folder = tmp_path / "kernels" / "toy"
+    folder.mkdir(parents=True)
+    (folder / "assignment.py").write_text(TOY_ASSIGNMENT)
+    (folder / "v01_double.py").write_text('"""Doubles."""\n\ndef custom_kernel(x):\n    return x * 2\n')
+    (folder / "v02_raises.py").write_text('"""Not written yet."""\n\ndef custom_kernel(x):\n'
+                                          '    raise NotImplementedError("the second pass")\n')
+    (folder / "v03_tunable.py").write_text(TOY_SWEEP)
+    ceilings = store.load(sorted((ROOT / "logs" / "devices" / "h100").glob("*.json"))[0])
+    for mod in (R, worker):
+        monkeypatch.setattr(mod, "require_cuda", lambda: None)
+    monkeypatch.setattr(worker, "device_info", lambda: ceilings.device)
+    monkeypatch.setattr(worker, "ensure_ceilings", lambda logs, info, events, remeasure, write=True:
+                        ("devices/h100/x.json", ceilings))
+    monkeypatch.setattr(worker, "L2Flusher", lambda nbytes: None)
+    monkeypatch.setattr(worker, "make_timer", lambda hold: _CpuTimer())
+    monkeypatch.setattr(worker, "open_sampler", lambda: None)
+    return get_assignment(tmp_path / "kernels", "toy")
+
+
+def _cpu_run(a, tmp_path, **opts):
+    from reporter import store
+    from reporter.harness import run as R
+    from reporter.harness.jobs import RunOptions
+    from reporter.harness.timing import StoppingRule
+
+    heard = _Heard()
+    rule = StoppingRule(min_reps=3, max_reps=3, warmup_reps=1, budget_s=60)
+    vs = [a.version("v01"), a.version("v02")]
+    written = R.run(tmp_path, tmp_path / "logs", a, vs, ["small"], RunOptions(rule=rule, isolate=False, **opts),
+                    events=heard)
+    return {r.version: r for r in map(store.load, written)}, heard
+
+
+def test_a_run_in_this_process_goes_through_the_real_worker_session_on_the_cpu(cpu_toy, tmp_path):
+    """--no-isolate: the parent reaches the worker module by its name (isolate.InProcess), and the
+    Session's tasks (open, peer, version, free) run the real check and timing on CPU tensors with
+    the device stubbed; what the worker says (a version that raised, with its traceback) reaches the
+    parent's events as a line, and every record is written."""
+    runs, heard = _cpu_run(cpu_toy, tmp_path)
+    assert sorted(runs) == ["v01_double", "v02_raises"] and [r.version for r in heard.written] == sorted(runs)
+    ok, bad = runs["v01_double"], runs["v02_raises"]
+    assert ok.check.passed and ok.timing is not None and ok.timing.n == 3 and ok.error is None
+    assert [p.name for p in ok.peers] == ["eager"] and ok.peers[0].timing is not None
+    assert bad.error.startswith("NotImplementedError: the second pass") and bad.timing is None
+    assert ("toy/small: drawing input and reference", "step", "") in heard.said
+    (raised,) = [s for s in heard.said if s[1] == "error"]
+    assert raised[0] == "v02_raises on small raised" and "in custom_kernel" in raised[2]
+    assert "NotImplementedError: the second pass" in raised[2] and "harness/worker.py" not in raised[2]
+
+
+def test_interleaved_and_ranked_in_this_process_on_the_cpu(cpu_toy, tmp_path):
+    """The interleaved task (versions and peers checked, then timed in rounds) and the ranked
+    re-checks on fresh seeded inputs, through the real Session."""
+    runs, heard = _cpu_run(cpu_toy, tmp_path, interleave=True, ranked=True)
+    ok, bad = runs["v01_double"], runs["v02_raises"]
+    assert ok.timing is not None and ok.timing.interleaved and ok.timing.ranked and ok.timing.n == 3
+    assert len(ok.ranked_checks) == 3 and all(c.passed for c in ok.ranked_checks)
+    assert len({c.seed for c in ok.ranked_checks}) == 3
+    assert [p.name for p in ok.peers] == ["eager"] and ok.peers[0].timing is not None
+    assert bad.error.startswith("NotImplementedError") and bad.timing is None
+    assert any(s[0] == "v02_raises on small raised" and s[1] == "error" for s in heard.said)
+
+
+def test_a_sweep_in_this_process_on_the_cpu(cpu_toy, tmp_path):
+    from reporter import store
+    from reporter.harness import run as R
+    from reporter.harness.timing import StoppingRule
+
+    heard = _Heard()
+    path = R.sweep(tmp_path, tmp_path / "logs", cpu_toy, cpu_toy.version("v03"), "small",
+                   StoppingRule(min_reps=3, max_reps=3, warmup_reps=1, budget_s=60), events=heard, isolate=False)
+    s = store.load(path)
+    assert s.chosen == {"k": 2} and s.timing_order == "interleaved"
+    right, wrong = s.points
+    assert right.timing is not None and right.timing.n == 3 and wrong.timing is None
+    assert "outside tolerance" in (wrong.error or "")

@@ -468,7 +468,8 @@ def test_profile_into_run_attaches_the_profile_and_the_cli_prints_it(tmp_path, f
         cat "{HANDWRITTEN}"
     """)
     console = Console(record=True, width=120)
-    prof = profile_into_run(run, ROOT, a, v, options=ProfileOptions(ncu=ncu, timeout_s=30), console=console)
+    prof = profile_into_run(run, ROOT, a, v, options=ProfileOptions(ncu=ncu, timeout_s=30),
+                            events=TerminalEvents(console))
     assert run.profile is prof and prof.status == "ok"
     assert "Kernel 1:" not in console.export_text(clear=False)  # the harness formats no result
     TerminalEvents(console).profiled(run)
@@ -614,7 +615,7 @@ def test_report_run_has_a_profile_option():
     from typer.testing import CliRunner
 
     from reporter.cli import app
-    from reporter.harness.run import RunOptions
+    from reporter.harness.jobs import RunOptions
 
     result = CliRunner().invoke(app, ["run", "--help"])
     assert result.exit_code == 0 and "--profile" in result.output

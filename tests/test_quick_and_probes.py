@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from reporter import store
 from reporter.assignments import Probe
 from reporter.cli import app
+from reporter.harness.jobs import RunOptions
 from reporter.harness.timing import StoppingRule, benchmark
 from reporter.records import ProbeResult, TimingStats
 
@@ -38,22 +39,22 @@ class _Progress:
 
 
 def _fake_harness(monkeypatch):
-    from reporter.harness import run as run_mod
+    from reporter.harness import worker
 
     seen = []
-    monkeypatch.setattr(run_mod, "_free", lambda: None)
-    monkeypatch.setattr(run_mod, "_sync", lambda: None)
+    monkeypatch.setattr(worker, "free_memory", lambda: None)
+    monkeypatch.setattr(worker, "_sync", lambda: None)
 
     def fake_time(fn, data, *, opts, **kw):
         seen.append(opts)
         return benchmark(lambda rep: fn(data), timer=_Timer(), rule=opts.rule, ranked=opts.ranked)
 
-    monkeypatch.setattr(run_mod, "time_callable", fake_time)
-    return run_mod, seen
+    monkeypatch.setattr(worker, "time_callable", fake_time)
+    return worker, seen
 
 
 def test_probes_are_timed_unranked_and_a_failing_one_is_recorded(monkeypatch):
-    run_mod, seen = _fake_harness(monkeypatch)
+    worker, seen = _fake_harness(monkeypatch)
     calls = []
 
     def reads(data):
@@ -64,8 +65,8 @@ def test_probes_are_timed_unranked_and_a_failing_one_is_recorded(monkeypatch):
 
     spec = SimpleNamespace(PROBES={"reads": Probe(reads, "read only"), "strips": Probe(wrong_case, "strips")})
     a = SimpleNamespace(name="fake", spec=spec)
-    opts = run_mod.RunOptions(ranked=True, hold=False, rule=RULE)
-    reads_r, strips_r = run_mod._time_probes(a, {"seed": 1}, "input", opts, None, None, _Progress(), None)
+    opts = RunOptions(ranked=True, hold=False, rule=RULE)
+    reads_r, strips_r = worker._time_probes(a, {"seed": 1}, "input", opts, None, None, _Progress(), None)
     # one untimed first call, one warm-up, four timed: every one on the case's own input
     assert calls == ["input"] * 6
     assert [o.ranked for o in seen] == [False]  # a probe's output is not the answer: nothing to re-check
@@ -90,7 +91,7 @@ def _captured_run(monkeypatch):
 
     got = {}
 
-    def fake_run(repo, logs, a, versions, cases, opts, console, events=None):
+    def fake_run(repo, logs, a, versions, cases, opts, events=None):
         got.update(opts=opts, versions=[v.name for v in versions], cases=cases, events=events)
         return []
 

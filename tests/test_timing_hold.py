@@ -196,22 +196,23 @@ class _Progress:
 def test_peers_are_timed_the_way_the_versions_are(monkeypatch, ranked, hold):
     from types import SimpleNamespace
 
-    from reporter.harness import run as run_mod
+    from reporter.harness import worker
+    from reporter.harness.jobs import RunOptions
     from reporter.records import CheckResult
 
     seen = []
     ok = CheckResult(passed=True, exact=False, n_elements=1, mismatches=0)
-    monkeypatch.setattr(run_mod, "_check_once", lambda *a, **k: (ok, None))
-    monkeypatch.setattr(run_mod, "_free", lambda: None)
+    monkeypatch.setattr(worker, "check_once", lambda *a, **k: (ok, None))
+    monkeypatch.setattr(worker, "free_memory", lambda: None)
 
     def fake_time(fn, data, *, opts, **kw):
         seen.append(opts)
         return benchmark(lambda rep: rep, timer=EnqueueTimer(), rule=RULE, ranked=opts.ranked)
 
-    monkeypatch.setattr(run_mod, "time_callable", fake_time)
+    monkeypatch.setattr(worker, "time_callable", fake_time)
     a = SimpleNamespace(name="fake", spec=_Spec({"p": _Peer()}))
-    opts = run_mod.RunOptions(ranked=ranked, rule=RULE, hold=hold)
-    (peer,) = run_mod._time_peers(a, {"seed": 1}, None, None, opts, None, None, None, _Progress(), None)
+    opts = RunOptions(ranked=ranked, rule=RULE, hold=hold)
+    (peer,) = worker._time_peers(a, {"seed": 1}, None, None, opts, None, None, None, _Progress(), None)
     assert [(o.ranked, o.hold) for o in seen] == [(ranked, hold)]
     assert peer.timing is not None and peer.timing.ranked is ranked and peer.error is None
 
@@ -219,21 +220,22 @@ def test_peers_are_timed_the_way_the_versions_are(monkeypatch, ranked, hold):
 def test_a_peer_failing_a_ranked_recheck_is_recorded_not_raised(monkeypatch):
     from types import SimpleNamespace
 
-    from reporter.harness import run as run_mod
+    from reporter.harness import worker
+    from reporter.harness.jobs import RunOptions
     from reporter.records import CheckResult
 
     ok = CheckResult(passed=True, exact=False, n_elements=1, mismatches=0)
     bad = CheckResult(passed=False, exact=False, n_elements=1, mismatches=1, seed=14, message="1 mismatch")
-    monkeypatch.setattr(run_mod, "_check_once", lambda *a, **k: (ok, None))
-    monkeypatch.setattr(run_mod, "_free", lambda: None)
+    monkeypatch.setattr(worker, "check_once", lambda *a, **k: (ok, None))
+    monkeypatch.setattr(worker, "free_memory", lambda: None)
 
     def failing(*a, **k):
-        raise run_mod.RankedCheckFailed(bad)
+        raise worker.RankedCheckFailed(bad)
 
-    monkeypatch.setattr(run_mod, "time_callable", failing)
+    monkeypatch.setattr(worker, "time_callable", failing)
     a = SimpleNamespace(name="fake", spec=_Spec({"p": _Peer()}))
-    opts = run_mod.RunOptions(ranked=True, rule=RULE)
-    (peer,) = run_mod._time_peers(a, {"seed": 1}, None, None, opts, None, None, None, _Progress(), None)
+    opts = RunOptions(ranked=True, rule=RULE)
+    (peer,) = worker._time_peers(a, {"seed": 1}, None, None, opts, None, None, None, _Progress(), None)
     assert peer.timing is None and peer.check == bad and "seed 14" in peer.error
 
 

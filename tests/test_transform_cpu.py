@@ -77,7 +77,7 @@ def test_a_running_fp32_sum_misses_the_accumulation_bound():
 
 
 def test_repeat_check_keeps_every_sum_and_fails_when_they_differ():
-    from reporter.harness import run as R
+    from reporter.harness import worker
 
     x = T.generate_input(4097, "float32", T.SEED, device="cpu")
     ref = T.ref_kernel(x)
@@ -91,15 +91,15 @@ def test_repeat_check_keeps_every_sum_and_fails_when_they_differ():
         y, s = T._eager(data)
         return y, s + (calls["n"] % 3) * 1e-12  # a different last bit now and then, as float atomics give
 
-    res, _ = R._check_once(steady, x, ref, T, T.SEED, ("transform", "steady"))
+    res, _ = worker.check_once(steady, x, ref, T, T.SEED, ("transform", "steady"))
     assert res.passed and len(res.repeats) == T.REPEATS and len(set(res.repeats)) == 1
-    res, _ = R._check_once(drifting, x, ref, T, T.SEED, ("transform", "drifting"))
+    res, _ = worker.check_once(drifting, x, ref, T, T.SEED, ("transform", "drifting"))
     assert not res.passed and "not the same from call to call: 3 distinct values in 20 calls" in res.message
 
 
 def test_compare_takes_tuple_outputs_part_by_part():
     from reporter.assignments import Tolerance
-    from reporter.harness.check import compare
+    from reporter.compare import compare
 
     ref = (torch.ones(8), torch.tensor(2.0))
     tol = (Tolerance(rtol=0.0, atol=0.1), None)
@@ -155,7 +155,7 @@ def test_v16_runs_v15s_rings_and_names_the_one_a_case_runs():
     import v15_in_order as v15
     import v16_lean_call as v16
 
-    from reporter.harness.run import config_of
+    from reporter.harness.jobs import config_of
 
     assert v16.SOURCE == v15.SOURCE and v16.CONFIG == v15.CONFIG
     fp32, bf16 = config_of(v16, T.CASES["benchmark"]), config_of(v16, T.CASES["benchmark_bf16"])
@@ -178,7 +178,7 @@ def test_v16_refuses_cpu_tensors_and_arrays_its_word_cannot_sum():
 def test_config_of_prefers_config_for_and_says_when_it_is_not_a_dict():
     from types import SimpleNamespace
 
-    from reporter.harness.run import config_of
+    from reporter.harness.jobs import config_of
 
     assert config_of(None, {}) is None
     assert config_of(SimpleNamespace(CONFIG={"A": 1}), {"dtype": "float32"}) == {"A": 1}
@@ -194,7 +194,7 @@ def test_v17_runs_the_ring_v16s_recorded_sweeps_chose_in_both_dtypes():
     import v17_swept_ring as v17
 
     from reporter import store
-    from reporter.harness.run import config_of
+    from reporter.harness.jobs import config_of
     from reporter.records import Sweep
 
     sweeps = sorted((ROOT / "logs" / "transform" / "v16_lean_call" / "sweeps").glob("*_h100_*.json"))

@@ -470,7 +470,7 @@ def child_mode0(payload: dict[str, Any]) -> None:
     import torch
 
     import assignment
-    from reporter.harness.check import compare
+    from reporter.compare import compare
 
     defines = dict(payload.get("defines", {}))
     debug = dict(batch_size=1, num_heads=2, seq_len=256, head_dim=128, seed=SEED)
@@ -540,7 +540,7 @@ def child_v07(payload: dict[str, Any]) -> None:
 
     import assignment
     from reporter.cuda import load_module, ptxas_report
-    from reporter.harness.check import compare
+    from reporter.compare import compare
 
     v07 = _v07()
     nvcc = shutil.which("nvcc")

@@ -11,10 +11,11 @@ NAME = "ceilings"
 def command(root: RootOpt = None, logs: LogsOpt = None) -> None:
     """Measure this GPU's copy bandwidth and matmul peaks; store them under logs/devices/."""
     from ..harness.device import NoGPU, device_info
-    from ..harness.run import ensure_ceilings
+    from ..harness.worker import ensure_ceilings
+    from ..render.text import TerminalEvents
 
     _, _, logs_dir = project_paths(root, logs)
     try:
-        ensure_ceilings(logs_dir, device_info(), console, remeasure=True)
+        ensure_ceilings(logs_dir, device_info(), TerminalEvents(console), remeasure=True)
     except NoGPU as e:
         fail(str(e), 3)

@@ -39,7 +39,8 @@ def command(
                                       require_course_root)
     from ..harness.device import NoGPU, device_info, require_cuda
     from ..harness.isolate import WorkerError
-    from ..harness.run import RunOptions, run
+    from ..harness.jobs import RunOptions
+    from ..harness.run import run
     from ..harness.timing import CudaEventTimer, StoppingRule
     from ..render.text import TerminalEvents
 
@@ -57,12 +58,12 @@ def command(
         def ours(cases: list[str]) -> list[Path]:
             return run(repo, logs_dir, a, [v], cases,
                        RunOptions(rule=StoppingRule(min_reps=100, rest_s=rest_s), peers=True),
-                       console, events=TerminalEvents(console, blocks=False))
+                       events=TerminalEvents(console, blocks=False))
 
         submission = render_export(repo, logs_dir, a, v).text if root_dir is not None else None
         path, check = crosscheck(repo, logs_dir, a, v, opts,
                                  submission=submission, run_ours=ours, do_bench=_do_bench_median, info=info, rest=timer.rest,
-                                 say=lambda s: console.print(s, highlight=False, markup=False))
+                                 events=TerminalEvents(console, blocks=False))
     except NoGPU as e:
         fail(str(e), 3)
         return

@@ -43,10 +43,11 @@ def command(
     from .. import store
     from ..analysis.diff import compare_timing
     from ..harness.device import NoGPU
+    from ..harness.jobs import RunOptions
     from ..harness.reverify import ReverifyError, reverify
-    from ..harness.run import RunOptions
     from ..harness.timing import StoppingRule
     from ..records import Reverification, ReverifyCase
+    from ..render.text import TerminalEvents
 
     repo, kernels, logs_dir = project_paths(root, logs)
     try:
@@ -64,7 +65,7 @@ def command(
             befores[v.name] = p
         rule = StoppingRule(min_reps=min_reps, max_reps=max_reps, budget_s=budget_s, target_rel_stderr=1e-3,
                             warmup_reps=warmup, rest_s=rest_s)
-        results = reverify(repo, logs_dir, a, versions, befores, cases, RunOptions(rule=rule), console)
+        results = reverify(repo, logs_dir, a, versions, befores, cases, RunOptions(rule=rule), TerminalEvents(console))
     except NoGPU as e:
         fail(str(e), 3)
     except (AssignmentError, RecordError, ReverifyError, ValueError) as e:

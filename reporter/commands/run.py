@@ -62,7 +62,8 @@ def command(
     """Check and time versions of an assignment on a CUDA GPU; write records under logs/."""
     from ..harness.device import NoGPU
     from ..harness.isolate import WorkerError
-    from ..harness.run import RunOptions, run
+    from ..harness.jobs import RunOptions
+    from ..harness.run import run
     from ..harness.timing import StoppingRule
     from ..render.text import TerminalEvents
 
@@ -86,7 +87,7 @@ def command(
                                                                     profile_timeout_s=profile_timeout_s,
                                                                     hold=hold, interleave=interleave,
                                                                     probes=probes, write=not quick,
-                                                                    isolate=isolate, timeout_s=timeout_s), console,
+                                                                    isolate=isolate, timeout_s=timeout_s),
                       events=TerminalEvents(console, written=not quick))
     except NoGPU as e:
         fail(str(e), 3)

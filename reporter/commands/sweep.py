@@ -42,7 +42,7 @@ def command(
         a = get_assignment(kernels, assignment)
         v = a.version(version)
         rule = StoppingRule(min_reps=3, max_reps=max_reps, budget_s=budget_s, warmup_reps=1)
-        path = sweep(repo, logs_dir, a, v, case or a.benchmark_case, rule, console, hold=hold, interleave=interleave,
+        path = sweep(repo, logs_dir, a, v, case or a.benchmark_case, rule, hold=hold, interleave=interleave,
                      events=TerminalEvents(console), write=not quick, isolate=isolate, timeout_s=timeout_s)
     except NoGPU as e:
         fail(str(e), 3)

@@ -45,6 +45,7 @@ from ..assignments import Assignment, AssignmentError, Version
 from ..course import parse_test_file
 from ..records import CourseCase, CourseHarnessRun, CrossCheck, CrossCheckEntry, DeviceInfo, DoBenchResult, Run
 from ..standing import figure_ms
+from .events import Events, Silent
 
 EVAL = "eval.py"
 SHARED_FILES = ("eval.py", "utils.py")
@@ -212,15 +213,16 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
                submission: str | None, run_ours: Callable[[list[str]], list[Path]],
                do_bench: Callable[[Callable[[Any], Any], Any], float] | None,
                info: DeviceInfo, rest: Callable[[float], None],
-               say: Callable[[str], None] = print) -> tuple[Path, CrossCheck]:
+               events: Events | None = None) -> tuple[Path, CrossCheck]:
     """The session described in the module's docstring; returns the record's path and the record.
 
     ``submission`` is the version's export (``report export``'s text), which the course harness
     imports as its submission.py; needed when ``opts.course_root`` is set.
     ``run_ours(cases)`` runs our harness on the version and the peers for those cases and returns
     the records written; ``do_bench(fn, data)`` returns ``triton.testing.do_bench``'s median (None:
-    skip it); ``rest(seconds)`` leaves the GPU idle.
+    skip it); ``rest(seconds)`` leaves the GPU idle. ``events`` hears each step as it starts.
     """
+    say = (events or Silent()).say
     check_options(a, opts)
     for p in opts.peers:
         if p not in (getattr(a.spec, "PEERS", {}) or {}):

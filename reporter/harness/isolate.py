@@ -15,11 +15,12 @@ side, and knows nothing of kernels or CUDA:
   its process group), :class:`WorkerLost` says which item it was, how it ended (the signal, the
   exit status, or the timeout) and the last lines the worker wrote. The next call starts a fresh
   worker.
-* :class:`InProcess` answers the same calls in this process (``report run --no-isolate``: a
-  debugger sees the kernel; a crash ends the run).
+* :class:`InProcess` answers the same calls in this process, from the same module imported by its
+  name (``report run --no-isolate``: a debugger sees the kernel; a crash ends the run).
 
-The messages a worker sends: ``("item", key, budget_s, detail)``, ``("progress", method, args,
-kwargs)``, ``("print", text)``, ``("answer", value)``, ``("error", text)`` (the task could not be
+The messages a worker sends: ``("item", key, budget_s, detail)``, ``("progress", method, bar, args,
+kwargs)`` (a call on its progress bars), ``("say", text, level, detail)`` (a line for the person, as
+:meth:`reporter.harness.events.Events.say` takes it), ``("answer", value)``, ``("error", text)`` (the task could not be
 done at all: the message is for the person) and ``("exit", why, value)`` (the answer ``value``, after
 which the worker ends: its CUDA context is lost, ``why`` says so; the next call starts a fresh one).
 """
@@ -275,10 +276,13 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
 
 
 class InProcess:
-    """The same calls answered in this process by ``handle(task, send)`` (no isolation)."""
+    """The same calls answered in this process (no isolation) by the worker module that
+    :class:`Worker` would run, imported here by its name: its ``Session().handle(task, send)``."""
 
-    def __init__(self, handle: Callable[[tuple[Any, ...], OnMessage], Any]) -> None:
-        self.handle = handle
+    def __init__(self, module: str) -> None:
+        import importlib
+
+        self.handle: Callable[[tuple[Any, ...], OnMessage], Any] = importlib.import_module(module).Session().handle
         self.started = 1
 
     def call(self, task: tuple[Any, ...], on_message: OnMessage, budget_s: float | None = None) -> Any:

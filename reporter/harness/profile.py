@@ -40,10 +40,9 @@ from typing import TYPE_CHECKING, Literal
 from ..ncu_metrics import LAUNCH_METRICS, PROFILE_METRICS
 from ..records import KernelProfile, Metric, Profile
 
-if TYPE_CHECKING:  # rich is present wherever `report run` runs; typing only here
-    from rich.console import Console
-    from rich.progress import Progress
+from .events import Events, Progress, Silent
 
+if TYPE_CHECKING:
     from ..assignments import Assignment, Version
     from ..records import Run
 
@@ -474,7 +473,7 @@ _PROFILING = re.compile(r'==PROF== Profiling "([^"]+)"')
 
 
 def profile_version(repo_root: Path, a: Assignment, v: Version, case_name: str, *,
-                    options: ProfileOptions | None = None, console: Console | None = None,
+                    options: ProfileOptions | None = None, events: Events | None = None,
                     progress: Progress | None = None) -> Profile:
     """Profile one warm call of version ``v`` on ``case_name`` under ncu. Never raises for
     profiler trouble: the Profile's status and reason say what happened."""
@@ -489,7 +488,7 @@ def profile_version(repo_root: Path, a: Assignment, v: Version, case_name: str, 
         export = Path(tmp) / f"profile{REPORT_SUFFIX}"
         cmd = ncu_command(ncu, assignment=a.name, version=v.name, version_short=v.short, case=case_name,
                           root=repo_root, metrics=opts.metrics, export=export)
-        prof = _profile_run(cmd, ncu, version, repo_root, v, case_name, opts, console, progress)
+        prof = _profile_run(cmd, ncu, version, repo_root, v, case_name, opts, events or Silent(), progress)
         if prof.status == "ok" and opts.keep_report is not None and export.is_file():
             _keep(export, opts.keep_report)
             prof.report_file = opts.keep_report.name
@@ -511,7 +510,7 @@ def _keep(report: Path, dest: Path) -> None:
 
 
 def _profile_run(cmd: list[str], ncu: str, version: str | None, repo_root: Path, v: Version, case_name: str,
-                 opts: ProfileOptions, console: Console | None, progress: Progress | None) -> Profile:
+                 opts: ProfileOptions, events: Events, progress: Progress | None) -> Profile:
     """Run ncu's command, then read what it measured: its report file, else its printed CSV."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(repo_root), *filter(None, [env.get("PYTHONPATH")])])
@@ -534,13 +533,10 @@ def _profile_run(cmd: list[str], ncu: str, version: str | None, repo_root: Path,
                                       on_line=lambda ln: on_line(ln, lambda d: progress.update(task, description=d)))
             finally:
                 progress.remove_task(task)
-        elif console is not None:
-            with console.status(f"{label}: starting (profiling replays each kernel many times)") as status:
-                done = _run_streaming(cmd, cwd=repo_root, env=env, timeout_s=opts.timeout_s,
-                                      on_line=lambda ln: on_line(ln, lambda d: status.update(d)))
         else:
-            done = _run_streaming(cmd, cwd=repo_root, env=env, timeout_s=opts.timeout_s,
-                                  on_line=lambda ln: None)
+            with events.status(f"{label}: starting (profiling replays each kernel many times)") as status:
+                done = _run_streaming(cmd, cwd=repo_root, env=env, timeout_s=opts.timeout_s,
+                                      on_line=lambda ln: on_line(ln, status))
     except OSError as e:
         return Profile(status="unavailable", tool="ncu", tool_version=version, command=cmd,
                        reason=f"cannot start ncu ({ncu}): {e.strerror or e}")
@@ -593,12 +589,12 @@ def profile_from_output(returncode: int, stdout: str, stderr: str, *, tool_versi
 
 
 def profile_into_run(run: Run, repo_root: Path, a: Assignment, v: Version, *, options: ProfileOptions | None = None,
-                     console: Console | None = None, progress: Progress | None = None) -> Profile:
+                     events: Events | None = None, progress: Progress | None = None) -> Profile:
     """Profile the run's version and case and attach the result to ``run.profile``. How the
     profile's duration compares with the run's own timing is analysis
     (:func:`reporter.analysis.diagnose.timing_crosscheck`), read from the record by whoever shows it."""
     try:
-        prof = profile_version(repo_root, a, v, run.case_name, options=options, console=console, progress=progress)
+        prof = profile_version(repo_root, a, v, run.case_name, options=options, events=events, progress=progress)
     except Exception as e:  # a bug here must cost the profile, not the timed run
         prof = Profile(status="failed", tool="ncu", reason=f"profiling raised {type(e).__name__}: {e}")
     run.profile = prof

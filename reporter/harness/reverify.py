@@ -21,24 +21,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rich.console import Console
-
 from ..assignments import Assignment, Version
 from ..cuda import track_launches
 from ..records import CodeSnapshot, Run, SourceFile, derive
 from ..submission import Submission, SubmissionError, read_submission
-from .run import (
-    QuietProgress,
-    RunOptions,
-    _CaseInputs,
-    _check_once,
-    _free,
-    _new_run,
-    config_of,
-    draw_case,
-    kernel_builds,
-    open_session,
-)
+from .events import Events, Silent
+from .jobs import RunOptions, config_of, new_run
+from .worker import CaseInputs, check_once, draw_case, free_memory, kernel_builds, open_session
 from .timing import benchmark_interleaved
 
 
@@ -94,11 +83,11 @@ def before_snapshot(sub: Submission, config: dict | None) -> CodeSnapshot:
 
 
 def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], befores: dict[str, Path],
-             case_names: list[str], opts: RunOptions, console: Console | None = None) -> list[CaseResult]:
+             case_names: list[str], opts: RunOptions, events: Events | None = None) -> list[CaseResult]:
     """Check and time each version against its earlier export on each case; returns the pairs of
     runs (nothing is written here: the caller records them with the verdicts)."""
-    console = console or Console()
-    info, ceilings_ref, ceilings, session, command, flush, timer = open_session(logs, opts, console)
+    events = events or Silent()
+    info, ceilings_ref, ceilings, session, command, flush, timer = open_session(logs, opts, events)
     # every current version first: an export gives back the module names the process already had,
     # so the current versions' own imports stay theirs
     afters = {v.name: v.load() for v in versions}
@@ -108,15 +97,15 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
         pairs.append(Pair(v, afters[v.name], before, sub))
 
     out: list[CaseResult] = []
-    with QuietProgress(console=console, transient=False) as progress:
+    with events.progress() as progress:
         for case_name in case_names:
-            case, data, ref = draw_case(a, case_name, console)
+            case, data, ref = draw_case(a, case_name, events)
             seed = int(case["seed"])
             for p in pairs:
                 config = config_of(p.after, case)
-                after = _new_run(a, p.version, p.after, case_name, case, info, session, command, repo_root,
+                after = new_run(a, p.version, p.after, case_name, case, info, session, command, repo_root,
                                  ceilings_ref)
-                before = _new_run(a, p.version, p.before, case_name, case, info, session, command, repo_root,
+                before = new_run(a, p.version, p.before, case_name, case, info, session, command, repo_root,
                                   ceilings_ref)
                 before_config = config_of(getattr(p.before, "_version", p.before), case)
                 before.code = before_snapshot(p.submission, config if before_config is None else before_config)
@@ -125,7 +114,7 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
                 for r, mod, label in ((after, p.after, "now"), (before, p.before, "before")):
                     try:
                         with track_launches() as launched:
-                            r.check, o = _check_once(mod.custom_kernel, data, ref, a.spec, seed,
+                            r.check, o = check_once(mod.custom_kernel, data, ref, a.spec, seed,
                                                      (a.name, f"{p.version.short} {label}"))
                             del o
                         r.builds = kernel_builds(launched, repo_root)
@@ -136,10 +125,10 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
                             r.error = f"check failed, not timed: {r.check.message}"
                     except Exception as e:
                         r.error = f"{type(e).__name__}: {e}"
-                        console.print(f"[red]{p.version.name} ({label}) on {case_name} raised[/red]\n"
-                                      f"{traceback.format_exc(limit=4)}")
+                        events.say(f"{p.version.name} ({label}) on {case_name} raised", "error",
+                                   traceback.format_exc(limit=4))
                 if len(fns) == 2:
-                    inputs = _CaseInputs(a, case, data, ref, opts.ranked)
+                    inputs = CaseInputs(a, case, data, ref, opts.ranked)
                     task = progress.add_task(f"{p.version.short} now/before · {case_name}", total=opts.rule.max_reps)
                     res = benchmark_interleaved([lambda rep, f=f: f(inputs.data) for f in fns], timer=timer,
                                                 rule=opts.rule, flush=flush, prepare_round=inputs.prepare,
@@ -152,7 +141,7 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
                             r.timing = st
                             r.derived = derive(r.work, st.mean_ms, ceilings) if st else None
                 out.append(CaseResult(p.version.name, case_name, after, before))
-                _free()
+                free_memory()
             del data, ref
-            _free()
+            free_memory()
     return out
