@@ -61,13 +61,15 @@ def _nvcc(path: Path, digest: str, defines: tuple[tuple[str, Any], ...], arch: s
     assert NVCC is not None, "nvcc not installed"
     cc = arch.removeprefix("sm_")
     cmd = [NVCC, f"-gencode=arch=compute_{cc},code={arch}", "-cubin", "-std=c++17", "-Xptxas", "-v",
-           *(f"-I{d}" for d in cuda.include_dirs(path)), *cuda.define_options(dict(defines)), "-o", "/dev/null", str(path)]
+           *(f"-I{d}" for d in cuda.include_dirs(path)), *cuda.define_options(dict(defines)),
+           "-o", "/dev/null", str(path)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     return Build(res.returncode == 0, res.stdout + res.stderr)
 
 
 def nvrtc(source: Path, defines: Mapping[str, Any] | None = None, arch: str = "sm_90a") -> Build:
-    """``source`` compiled by the offline NVRTC with ``report run``'s options (:func:`reporter.cuda.nvrtc_compile_offline`)."""
+    """``source`` compiled by the offline NVRTC with ``report run``'s options
+    (:func:`reporter.cuda.nvrtc_compile_offline`)."""
     path = Path(source).resolve()
     return _nvrtc(path, cuda.source_digest(path), _key(defines), arch)
 

@@ -78,7 +78,8 @@ SM90 = [
          clean=({}, {"DBG_MODE": 1}, {"DBG_MODE": 2}, {"STAGES": 3}, {"HANG_TRAP": 0}, {"PROXY_FENCE": 0}),
          # off by default: ptxas budgets its wgmma pipeline with the 168 entry registers and spills
          builds=({"INTRA_WG_OVERLAP": 1},),
-         refused=(({"PRODUCER_REGS": 32}, "must not exceed"),  # 32 + 2 x 240 > 3 x 168: setmaxnreg.inc would wait forever
+         # 32 + 2 x 240 > 3 x 168: setmaxnreg.inc would wait forever
+         refused=(({"PRODUCER_REGS": 32}, "must not exceed"),
                   ({"DBG_MODE": 3}, "DBG_MODE"))),
     Sm90("v07", "v07_pingpong", "attn_fwd_pingpong", traps=True,
          clean=tuple({**_config("v07"), "STAGES": s} for s in (2, 3)),
@@ -208,7 +209,7 @@ def test_settings_that_cannot_work_do_not_compile(version, defines, message):
         cuda.ptxas_report(version.source, arch="sm_90a", defines=defines)
 
 
-# --------------------------------------------------------------------------- v06: the first wgmma kernel and its self-test
+# --------------------------------------------------------------------------- v06 and its self-test
 
 
 SELFTEST = FOLDER / "wgmma_selftest.py"
@@ -697,7 +698,8 @@ def test_v18_every_swept_geometry_and_the_traced_build_compile_without_spills(de
 # --------------------------------------------------------------------------- v19-v21: two Q buffers, store hooks
 
 
-@pytest.mark.parametrize("name,hook", [("v20_wide_stores.cu", "store_o_wide"), ("v21_staged_stores.cu", "store_o_staged")])
+@pytest.mark.parametrize("name,hook", [("v20_wide_stores.cu", "store_o_wide"),
+                                       ("v21_staged_stores.cu", "store_o_staged")])
 def test_v20_and_v21_are_v19_with_only_their_store_hook(name, hook):
     own = own_code(FOLDER / name)
     assert '#include "attn_sm90_double_q.cuh"' in own and f"#define STORE_O {hook}" in own

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-import cuda_build  # tests/cuda_build.py: a build asked for again (a version's own tests build its CONFIG too) is read back
+import cuda_build  # tests/cuda_build.py: each build once a session (a version's own tests build its CONFIG too)
 from reporter import cuda
 from reporter.assignments import list_assignments
 
