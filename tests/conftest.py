@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -10,13 +11,28 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "logs"
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # a pytest-xdist worker starts with COLUMNS=80 in its environment: the CLI's rich consoles, made when
+    # reporter.cli is imported, would keep that width whatever a test's CliRunner(env={"COLUMNS": ...}) says.
+    # Without it a worker sizes its consoles as a plain pytest run does.
+    os.environ.pop("COLUMNS", None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test`: -n auto --dist loadgroup), the tests that read the committed reports
+    run on one worker, so that each report is built once (:class:`Reports`), not once per worker."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if "reports" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("reports"))
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _report_cache(tmp_path_factory: pytest.TempPathFactory):
     """Builds in the tests keep their cache (rendered parts of the PDF, charts) in one folder of
     this session, not in the checkout: the first build of a report lays it out, later ones reuse it."""
-    import os
-
     old = os.environ.get("REPORT_CACHE_DIR")
     os.environ["REPORT_CACHE_DIR"] = str(tmp_path_factory.mktemp("report-cache"))
     yield
