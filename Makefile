@@ -4,8 +4,18 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 ASSIGNMENT ?= flashattn
-# CPU build of torch from the package index; never the multi-GB CUDA build on a CPU box
-TORCH_CPU ?= torch==2.13.0
+# torch for the tests: its CPU build, never the multi-GB CUDA build that plain PyPI gives Linux x86_64.
+# Two ways, the first that works:
+#  1. `pip install --no-index torch==$(TORCH_VERSION)`: a wheel of that version that pip finds without an
+#     index, in a find-links folder of pip's configuration. This workplace's machines, CI's included, keep
+#     torch-2.13.0+cpu in /opt/wheels (find-links in PIP_FIND_LINKS and ~/.config/pip/pip.conf: see
+#     `pip config list`) and reach PyPI but no other index. With --no-index pip opens no connection: the
+#     wheel is installed in seconds, or pip fails at once where there is none.
+#  2. PyTorch's CPU index (TORCH_INDEX), where a plain machine finds the CPU wheel.
+# Both take torch alone (--no-deps); its own needs (filelock, sympy, networkx, ...) come with '.[test]'
+# from the usual index, since pip resolves an installed torch's requirements too.
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX   ?= https://download.pytorch.org/whl/cpu
 
 # wheelhouse: wheels for an offline GPU node (Python 3.12, x86_64) holding what the
 # harness needs beyond torch/triton/cupy: pydantic, typer, rich, nvidia-ml-py and their needs.
@@ -28,9 +38,11 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -c "import matplotlib.pyplot" >/dev/null 2>&1 || true
 	@touch $@
 
-# tests also need torch: the CPU build first, so '.[test]' finds it satisfied
+# tests also need torch: the CPU build first (see TORCH_VERSION), so '.[test]' finds it satisfied
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/pip install -q $(TORCH_CPU)
+	$(BIN)/pip install -q --no-index --no-deps torch==$(TORCH_VERSION) 2>/dev/null \
+	  || { echo "torch $(TORCH_VERSION): no local wheel; the CPU build from $(TORCH_INDEX)"; \
+	       $(BIN)/pip install -q --no-deps --index-url $(TORCH_INDEX) torch==$(TORCH_VERSION); }
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $@
 
@@ -40,8 +52,11 @@ demo: install
 	$(BIN)/report build $(ASSIGNMENT)
 	@echo "PDF: $(CURDIR)/reports/$(ASSIGNMENT)/worklog.pdf"
 
+# the suite on every core (pytest-xdist), then alone the few tests whose check is a wall time (marker `timed`),
+# which a test on the other core would slow down; plain `pytest` runs everything in one process
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not gpu and not timed"
+	$(BIN)/python -m pytest -m timed
 
 # on a GPU machine with the package installed: every version checked on the small cases
 gpu-test:

@@ -24,16 +24,15 @@ ASSIGNMENTS = ("flashattn", "histogram")
 
 
 @pytest.fixture(scope="module", params=ASSIGNMENTS)
-def report(request, tmp_path_factory):
-    name = request.param
-    out = tmp_path_factory.mktemp(name)
-    result = runner.invoke(app, ["build", name, "--root", str(ROOT), "--out", str(out)])
-    assert result.exit_code == 0, result.output
+def report(request, reports):
+    """The report as conftest's session builds it once, HTML and PDF (tests/test_build.py reads flashattn's too)."""
     from pypdf import PdfReader
 
-    reader = PdfReader(str(out / "worklog.pdf"))
-    pages = [" ".join(p.extract_text().split()) for p in reader.pages]
-    return name, out, reader, pages, result.output
+    name = request.param
+    built = reports.pdf(name)
+    reader = PdfReader(str(built.out / "worklog.pdf"))
+    pages = [" ".join(text.split()) for text in built.page_texts()]
+    return name, built.out, reader, pages, built.output
 
 
 def _squeeze(text: str) -> str:

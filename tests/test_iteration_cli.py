@@ -424,6 +424,7 @@ def test_a_record_that_is_not_a_run_is_refused():
     assert "a 'sweep' record, not a run" in _one_line_error(report("diff", sweep, _run_file("v01_naive")))
 
 
+@pytest.mark.timed
 def test_diff_and_list_stay_fast_and_import_no_heavy_libraries():
     """`report diff` answers in about a second and `report list`, over every record committed, in at
     most half a second once the command line is loaded (issue 29's budget; the best of three calls,

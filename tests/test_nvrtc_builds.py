@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
+import cuda_build  # tests/cuda_build.py: each build once a session (a version's own tests build its CONFIG too)
 from reporter import cuda
 from reporter.assignments import list_assignments
 
 ROOT = Path(__file__).resolve().parents[1]
-LIBRARY = cuda.find_nvrtc_library()
+LIBRARY = cuda_build.NVRTC_LIBRARY
 needs_nvrtc = pytest.mark.skipif(LIBRARY is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
 
 
@@ -74,10 +75,10 @@ def test_the_cuda_versions_are_all_collected():
 @needs_nvrtc
 @pytest.mark.parametrize("source,defines,is_config", BUILDS)
 def test_nvrtc_builds_the_source(source, defines, is_config):
-    ok, log = cuda.nvrtc_compile_offline(source, defines=defines, library=LIBRARY)
-    assert ok, log[-3000:]
+    build = cuda_build.nvrtc(source, defines)
+    assert build.ok, build.log[-3000:]
     if is_config:
-        assert "C7512" not in log, log[-3000:]
+        assert "C7512" not in build.log, build.log[-3000:]
 
 
 @needs_nvrtc

@@ -1,0 +1,81 @@
+"""Compiling CUDA sources in the tests without a GPU, each build once per session.
+
+Several test files build the same source with the same defines (a version's CONFIG is checked by
+its own tests and by tests/test_nvrtc_builds.py; a clean build is read for its registers, its
+spills and its advisories): :func:`nvcc` and :func:`nvrtc` keep each build's log, keyed by the
+source's path, the digest of its include closure (:func:`reporter.cuda.source_digest`) and the
+defines, so a second test that asks for it reads the log instead of compiling again.
+
+- :func:`nvcc`: ``nvcc -cubin -Xptxas -v`` for sm_90a, the command of :func:`reporter.cuda.ptxas_report`
+  (whose own path, the error it raises, the tests keep for the builds that must fail);
+- :func:`nvrtc`: :func:`reporter.cuda.nvrtc_compile_offline`, NVRTC with ``report run``'s options.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from reporter import cuda
+
+NVCC = shutil.which("nvcc")
+NVRTC_LIBRARY = cuda.find_nvrtc_library()
+
+
+@dataclass(frozen=True)
+class Build:
+    ok: bool
+    log: str  # the compiler's output: ptxas -v's report, its advisories, the errors
+
+    @property
+    def report(self) -> cuda.PtxasReport:
+        return cuda.parse_ptxas_log(self.log)
+
+    def kernel(self, name: str) -> cuda.KernelResources:
+        """The entry ``name`` of this build's ptxas report (fails the test if the build has none)."""
+        found = [k for k in self.report.kernels if k.name == name and k.entry]
+        assert len(found) == 1, f"kernel {name}: {len(found)} entries in\n{self.log[-3000:]}"
+        return found[0]
+
+    def kernels(self) -> list[cuda.KernelResources]:
+        return [k for k in self.report.kernels if k.entry]
+
+
+def _key(defines: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((defines or {}).items()))
+
+
+def nvcc(source: Path, defines: Mapping[str, Any] | None = None, arch: str = "sm_90a") -> Build:
+    """``source`` built to a cubin by nvcc with ``-Xptxas -v`` (as :func:`reporter.cuda.ptxas_report`)."""
+    path = Path(source).resolve()
+    return _nvcc(path, cuda.source_digest(path), _key(defines), arch)
+
+
+@cache
+def _nvcc(path: Path, digest: str, defines: tuple[tuple[str, Any], ...], arch: str) -> Build:
+    assert NVCC is not None, "nvcc not installed"
+    cc = arch.removeprefix("sm_")
+    cmd = [NVCC, f"-gencode=arch=compute_{cc},code={arch}", "-cubin", "-std=c++17", "-Xptxas", "-v",
+           *(f"-I{d}" for d in cuda.include_dirs(path)), *cuda.define_options(dict(defines)),
+           "-o", "/dev/null", str(path)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    return Build(res.returncode == 0, res.stdout + res.stderr)
+
+
+def nvrtc(source: Path, defines: Mapping[str, Any] | None = None, arch: str = "sm_90a") -> Build:
+    """``source`` compiled by the offline NVRTC with ``report run``'s options
+    (:func:`reporter.cuda.nvrtc_compile_offline`)."""
+    path = Path(source).resolve()
+    return _nvrtc(path, cuda.source_digest(path), _key(defines), arch)
+
+
+@cache
+def _nvrtc(path: Path, digest: str, defines: tuple[tuple[str, Any], ...], arch: str) -> Build:
+    assert NVRTC_LIBRARY is not None, "no libnvrtc (pip install nvidia-cuda-nvrtc)"
+    ok, log = cuda.nvrtc_compile_offline(path, arch=arch, defines=dict(defines), library=NVRTC_LIBRARY)
+    return Build(ok, log)
