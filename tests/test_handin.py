@@ -220,19 +220,35 @@ def test_the_key_change_is_the_lines_that_changed():
 
 
 def test_a_version_that_prunes_its_predecessor_shows_what_it_keeps():
-    """v08 is v07 with only its PIPELINE=1 schedule: the diff is removals and renamed calls, so the
-    step shows the loop it keeps, where the softmax runs while P·V is in flight."""
+    """transform v17 is v16 with one of its paths kept (the swept ring): the diff is removals and a few
+    edits, so the step shows the code it keeps."""
+    from reporter.render.code import key_change
+
+    a = get_assignment(ROOT / "kernels", "transform")
+    vs = a.versions()
+    v17 = next(v for v in vs if v.short == "v17")
+    c = key_change(v17, [v for v in vs if v.number < 17], ROOT)
+    assert c.excerpt is not None and c.against == "kernels/transform/v16_lean_call.py"
+    assert c.removed > 4 * c.edited
+
+
+def test_a_kernel_header_a_version_introduced_shows_its_marked_step():
+    """v08's kernel lives in attn_sm90_overlap.cuh with the hooks of v10-v14: a diff against v07 would show
+    their branches as v08's change, so the step shows the region the header marks, where S_j is issued
+    with the previous P·V and the softmax runs while P·V is in flight."""
     from reporter.render.code import key_change
 
     a = get_assignment(ROOT / "kernels", "flashattn")
     vs = a.versions()
     v08 = next(v for v in vs if v.short == "v08")
     c = key_change(v08, [v for v in vs if v.number < 8], ROOT)
-    assert c.excerpt is not None and c.against == "kernels/flashattn/v07_pingpong.cu"
-    assert c.removed > 4 * c.edited
-    assert "wgmma_wait<1>" in c.excerpt.code and "softmax_tile" in c.excerpt.code
+    assert c.excerpt is not None and c.path == "kernels/flashattn/attn_sm90_overlap.cuh"
+    assert "wgmma_wait<1>" in c.excerpt.code and "issue_pv" in c.excerpt.code
     v07 = next(v for v in vs if v.short == "v07")  # a version that adds its idea is still shown as a diff
     assert key_change(v07, [v for v in vs if v.number < 7], ROOT).excerpt is None
+    v10 = next(v for v in vs if v.short == "v10")  # a version that sets a hook: against the file that set the others
+    c10 = key_change(v10, [v for v in vs if v.number < 10], ROOT)
+    assert c10.against == "kernels/flashattn/v08_overlap.cu" and any("__all_sync" in t for _, t in c10.lines)
 
 
 def test_chart_labels_never_overlap():

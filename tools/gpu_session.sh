@@ -6,7 +6,7 @@
 # Here, `report merge new_logs.tgz` brings them into the checkout (a second merge changes nothing).
 #   DEADLINE_S=540 STEP_TIMEOUT_S=240 tools/gpu_session.sh "run flashattn -v v01" "sweep flashattn v03"
 # A step that is not a `report` command (a probe script) is given with a leading '!':
-#   tools/gpu_session.sh "run transform -v v17" "!python kernels/transform/host_call_probe.py"
+#   tools/gpu_session.sh "run transform -v v17" "!python tools/host_call_probe.py"
 # The records name the commit their code is at, and the device's copy of the repository keeps the
 # git state of the session's start, not the commits made since: say it, from `git rev-parse HEAD`
 # and `git status --porcelain kernels reporter` here, as

@@ -1,6 +1,6 @@
 """How long does the host take to queue one call of transform's versions, and what in it takes the time?
 
-    python kernels/transform/host_call_probe.py   # a probe record under logs/devices/<gpu>/probes/
+    python tools/host_call_probe.py          # a probe record under logs/devices/<gpu>/probes/
 
 A course harness queues its L2 clear, records the start event, calls ``custom_kernel`` and records
 the end event; when queuing the call takes the host longer than the clear takes the GPU, the GPU
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # transform's folder: assignment, v15, v16
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "kernels" / "transform"))
 sys.path.insert(0, str(ROOT))
 ROUNDS = 400
 
