@@ -55,7 +55,7 @@ demo: install
 # the suite on every core (pytest-xdist), then alone the few tests whose check is a wall time (marker `timed`),
 # which a test on the other core would slow down; plain `pytest` runs everything in one process
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not gpu and not timed"
+	$(BIN)/python -m pytest -n auto -m "not gpu and not timed"
 	$(BIN)/python -m pytest -m timed
 
 # on a GPU machine with the package installed: every version checked on the small cases

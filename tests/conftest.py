@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,15 +21,36 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`make test`: -n auto --dist loadgroup), the tests that read the committed reports
-    run on one worker, so that each report is built once (:class:`Reports`), not once per worker."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        if "reports" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("reports"))
+def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """Under pytest-xdist, the folder of this run that every worker shares (each worker's basetemp is a
+    folder in it); None in a plain run, whose one process shares what it builds in memory."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return tmp_path_factory.getbasetemp().parent
+    return None
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (created if need be) across the workers of a pytest-xdist run."""
+    import fcntl
+
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_builds(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Under pytest-xdist, the CUDA builds of tests/cuda_build.py are kept where every worker reads them."""
+    shared = shared_dir(tmp_path_factory)
+    if shared is not None:
+        import cuda_build
+
+        cuda_build.SHARED = shared / "cuda-builds"
+        cuda_build.SHARED.mkdir(exist_ok=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -64,44 +88,75 @@ class Built:
         return (self.out / "worklog.html").read_text()
 
     def page_texts(self) -> list[str]:
-        """The text of each page of worklog.pdf as pypdf extracts it (read once: a 30-page report takes seconds)."""
+        """The text of each page of worklog.pdf as pypdf extracts it, once a run (a 30-page report takes seconds):
+        kept beside the report for the other workers of a pytest-xdist run."""
         if self._texts is None:
-            from pypdf import PdfReader
+            kept = self.out / "pages.json"
+            with locked(self.out.parent / f"{self.out.name}.pages.lock"):
+                if kept.is_file():
+                    self._texts = json.loads(kept.read_text())
+                else:
+                    from pypdf import PdfReader
 
-            self._texts = [p.extract_text() for p in PdfReader(str(self.out / "worklog.pdf")).pages]
+                    self._texts = [p.extract_text() for p in PdfReader(str(self.out / "worklog.pdf")).pages]
+                    kept.write_text(json.dumps(self._texts))
         return self._texts
 
 
 class Reports:
-    """The committed reports, each built at most once per session (a whole build of flashattn lays out
-    some 30 pages): ``pdf(name)`` with its PDF, ``html(name)`` the HTML alone, read from a whole build
-    where one was made (the same page: the HTML does not depend on the PDF being written)."""
+    """The committed reports, each built at most once per run (a whole build of flashattn lays out some
+    30 pages): ``pdf(name)`` with its PDF, ``html(name)`` the HTML alone, read from a whole build where one
+    was made (the same page: the HTML does not depend on the PDF being written). Under pytest-xdist the
+    workers share them through :func:`shared_dir`: the first that needs a report builds it, under a lock,
+    and the others wait for it and read it."""
 
     def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
         self._tmp = tmp_path_factory
+        self._shared = shared_dir(tmp_path_factory)
         self._built: dict[tuple[str, bool], Built] = {}
 
     def pdf(self, name: str) -> Built:
         return self._build(name, pdf=True)
 
     def html(self, name: str) -> Built:
-        return self._built.get((name, True)) or self._build(name, pdf=False)
+        whole = self._built.get((name, True))
+        if whole is None and self._shared is not None and (self._shared / f"report-{name}-pdf/built.json").is_file():
+            whole = self.pdf(name)  # another worker built it whole
+        return whole or self._build(name, pdf=False)
 
     def _build(self, name: str, *, pdf: bool) -> Built:
         if (name, pdf) not in self._built:
-            from typer.testing import CliRunner
-
-            from reporter.cli import app
-
-            out = self._tmp.mktemp(f"report-{name}")
-            args = ["build", name, "--root", str(ROOT), "--out", str(out), *([] if pdf else ["--html-only"])]
-            t0 = time.perf_counter()
-            result = CliRunner().invoke(app, args)
-            seconds = time.perf_counter() - t0
-            assert result.exit_code == 0, result.output
-            assert "contradiction" not in result.output  # the consistency check is on: it fails the build
-            self._built[name, pdf] = Built(out, result.output, seconds)
+            key = f"report-{name}-{'pdf' if pdf else 'html'}"
+            if self._shared is None:
+                self._built[name, pdf] = self._run(name, pdf, self._tmp.mktemp(key))
+            else:
+                out = self._shared / key
+                with locked(self._shared / f"{key}.lock"):
+                    done = out / "built.json"
+                    if done.is_file():
+                        kept = json.loads(done.read_text())
+                        self._built[name, pdf] = Built(out, kept["output"], kept["seconds"])
+                    else:
+                        shutil.rmtree(out, ignore_errors=True)  # a worker that failed half-way
+                        out.mkdir()
+                        built = self._run(name, pdf, out)
+                        done.write_text(json.dumps({"output": built.output, "seconds": built.seconds}))
+                        self._built[name, pdf] = built
         return self._built[name, pdf]
+
+    @staticmethod
+    def _run(name: str, pdf: bool, out: Path) -> Built:
+        from typer.testing import CliRunner
+
+        from reporter.cli import app
+
+        args = ["build", name, "--root", str(ROOT), "--out", str(out), *([] if pdf else ["--html-only"])]
+        t0 = time.perf_counter()
+        result = CliRunner().invoke(app, args)
+        seconds = time.perf_counter() - t0
+        assert result.exit_code == 0, result.output
+        assert "contradiction" not in result.output  # the consistency check is on: it fails the build
+        return Built(out, result.output, seconds)
 
 
 @pytest.fixture(scope="session")

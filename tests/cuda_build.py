@@ -4,7 +4,9 @@ Several test files build the same source with the same defines (a version's CONF
 its own tests and by tests/test_nvrtc_builds.py; a clean build is read for its registers, its
 spills and its advisories): :func:`nvcc` and :func:`nvrtc` keep each build's log, keyed by the
 source's path, the digest of its include closure (:func:`reporter.cuda.source_digest`) and the
-defines, so a second test that asks for it reads the log instead of compiling again.
+defines, so a second test that asks for it reads the log instead of compiling again. Under pytest-xdist
+the logs are also kept in :data:`SHARED` (conftest sets it to a folder of the run), where the other
+workers read them.
 
 - :func:`nvcc`: ``nvcc -cubin -Xptxas -v`` for sm_90a, the command of :func:`reporter.cuda.ptxas_report`
   (whose own path, the error it raises, the tests keep for the builds that must fail);
@@ -13,9 +15,12 @@ defines, so a second test that asks for it reads the log instead of compiling ag
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,6 +30,7 @@ from reporter import cuda
 
 NVCC = shutil.which("nvcc")
 NVRTC_LIBRARY = cuda.find_nvrtc_library()
+SHARED: Path | None = None  # under pytest-xdist, the folder where every worker keeps and reads the builds' logs
 
 
 @dataclass(frozen=True)
@@ -50,13 +56,33 @@ def _key(defines: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted((defines or {}).items()))
 
 
+def _shared(compile_: Callable[..., Build]) -> Callable[..., Build]:
+    """``compile_`` once per (path, digest, defines, arch) and process; under pytest-xdist, once per run."""
+
+    @cache
+    def once(path: Path, digest: str, defines: tuple[tuple[str, Any], ...], arch: str) -> Build:
+        if SHARED is None:
+            return compile_(path, digest, defines, arch)
+        name = hashlib.sha256(repr((compile_.__name__, str(path), digest, defines, arch)).encode()).hexdigest()[:32]
+        kept = SHARED / f"{name}.json"
+        if kept.is_file():
+            return Build(**json.loads(kept.read_text()))
+        build = compile_(path, digest, defines, arch)
+        tmp = kept.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"ok": build.ok, "log": build.log}))
+        os.replace(tmp, kept)  # whole or not at all: another worker reads it
+        return build
+
+    return once
+
+
 def nvcc(source: Path, defines: Mapping[str, Any] | None = None, arch: str = "sm_90a") -> Build:
     """``source`` built to a cubin by nvcc with ``-Xptxas -v`` (as :func:`reporter.cuda.ptxas_report`)."""
     path = Path(source).resolve()
     return _nvcc(path, cuda.source_digest(path), _key(defines), arch)
 
 
-@cache
+@_shared
 def _nvcc(path: Path, digest: str, defines: tuple[tuple[str, Any], ...], arch: str) -> Build:
     assert NVCC is not None, "nvcc not installed"
     cc = arch.removeprefix("sm_")
@@ -74,7 +100,7 @@ def nvrtc(source: Path, defines: Mapping[str, Any] | None = None, arch: str = "s
     return _nvrtc(path, cuda.source_digest(path), _key(defines), arch)
 
 
-@cache
+@_shared
 def _nvrtc(path: Path, digest: str, defines: tuple[tuple[str, Any], ...], arch: str) -> Build:
     assert NVRTC_LIBRARY is not None, "no libnvrtc (pip install nvidia-cuda-nvrtc)"
     ok, log = cuda.nvrtc_compile_offline(path, arch=arch, defines=dict(defines), library=NVRTC_LIBRARY)
