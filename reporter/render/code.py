@@ -566,11 +566,13 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
     new_files = []
     raw: list[tuple[Path, Path, list[tuple[str, str, int]]]] = []  # the hunks before any is shortened
     kernel_source = source_of(v, ".cu", earlier)
-    if kernel_source != v.path.with_suffix(".cu") and (m := _marked(kernel_source.read_text(encoding="utf-8"))):
+    compiled = (_as_compiled_by(v, earlier, kernel_source) if kernel_source != v.path.with_suffix(".cu") else None)
+    if compiled is not None and (m := _marked(compiled)):
         # the kernel header this version introduced marks its key code (`// region key`): the header also
-        # holds the hooks of the versions built on it, so a diff would show theirs as this one's change
+        # holds the hooks of the versions built on it, so a diff would show theirs as this one's change;
+        # the region is shown as this version compiles it (the branches of later versions left out)
         first, code = m
-        lines = code.rstrip().splitlines()
+        lines = [line for line in code.rstrip().splitlines() if line.strip()]
         ex = Excerpt(path=rel(kernel_source), first_line=first, code="\n".join(lines[:MAX_LINES]),
                      language="cuda", truncated=len(lines) > MAX_LINES)
         return Change(path=ex.path, against=None, lines=[], shown=0, total=0, excerpt=ex)
