@@ -18,7 +18,7 @@ from reporter.cuda import find_nvrtc_library, nvrtc_ptx_offline
 from reporter.scaffold_cuda import split_comment
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cuda_dup import RUN, code_lines  # noqa: E402  (tests/cuda_dup.py)
+from cuda_dup import duplicated_share  # noqa: E402  (tests/cuda_dup.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_nvrtc = pytest.mark.skipif(find_nvrtc_library() is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
@@ -40,20 +40,6 @@ def _ptx(path: Path) -> str:
     return re.sub(r"^//.*$", "", nvrtc_ptx_offline(path), flags=re.MULTILINE)  # the header names the file
 
 
-def _shared_runs(new: Path) -> list[str]:
-    """Files of new's folder (itself excluded) that share a run of RUN code lines with it."""
-    mine = code_lines(new)
-    windows = {tuple(mine[i:i + RUN]) for i in range(len(mine) - RUN + 1)}
-    hits = []
-    for other in sorted([*new.parent.glob("*.cu"), *new.parent.glob("*.cuh")]):
-        if other == new:
-            continue
-        theirs = code_lines(other)
-        if any(tuple(theirs[i:i + RUN]) in windows for i in range(len(theirs) - RUN + 1)):
-            hits.append(other.name)
-    return hits
-
-
 @needs_nvrtc
 @pytest.mark.parametrize("assignment,parent", PARENTS, ids=[p for _, p in PARENTS])
 def test_a_new_version_includes_its_parent_and_compiles_to_the_same_code(project, assignment, parent):
@@ -65,7 +51,8 @@ def test_a_new_version_includes_its_parent_and_compiles_to_the_same_code(project
     assert r.exit_code == 0, r.output
     source = folder / f"{new}.cu"
     # not a copy: no run of code lines it shares with any file of the folder, the parent's included
-    assert _shared_runs(source) == [], source.read_text()
+    shared, _lines = duplicated_share(assignment, project / "kernels").by_file[source.name]
+    assert shared == 0, source.read_text()
     _comment, body = split_comment(source.read_text())
     assert "EDIT ME" in _comment and "EDIT ME" in source.read_text().split("#include")[0]
     assert re.findall(r'#include "([^"]+)"', body)  # it builds on the parent's code

@@ -17,87 +17,19 @@
 #ifndef MASK_IN_LOOP
 #define MASK_IN_LOOP 0           // 1: the partial-tile test inside the step loop (v15's first build; see the steps)
 #endif
-#ifndef STAGES
-#define STAGES 2                 // K/V ring depth (2: 160 KB smem, 3: 224 KB)
+#if CLUSTER != 1 && CLUSTER != 2
+#error "CLUSTER must be 1 or 2"
 #endif
-#ifndef K_LBO
-#define K_LBO 16                 // Q/K descriptors (K-major, 128B swizzle): unused by the hardware
-#endif
-#ifndef K_SBO
-#define K_SBO 1024               // 8 rows x 128 B between core-matrix groups
-#endif
-#ifndef V_LBO
-#define V_LBO KV_HALF_BYTES      // V descriptor (MN-major): between the two 64-wide d halves
-#endif
-#ifndef V_SBO
-#define V_SBO 1024               // between 8-row kv groups
-#endif
-#ifndef SWIZZLE_MODE
-#define SWIZZLE_MODE 1           // descriptor bits 62-63: 1 = 128-byte swizzle
-#endif
-#ifndef V_TRANS
-#define V_TRANS 1                // imm-trans-b of the P.V product (1: V is N-major)
-#endif
-#ifndef HANG_CHECK
-#define HANG_CHECK 1             // a wait longer than HANG_NS faults instead of hanging (not trap: see mbar_wait)
-#endif
-#ifndef HANG_NS
-#define HANG_NS 2000000000ull
-#endif
-#ifndef PRODUCER_REGS
-#define PRODUCER_REGS 24
-#endif
-#ifndef CONSUMER_REGS
-#define CONSUMER_REGS 240
+// v15's own defaults, ahead of the settings all the sm_90a kernels share (attn_sm90_config.cuh):
+// 176-row K/V tiles, and no proxy fence (TMA fills the ring).
+#ifndef BLOCK_N
+#define BLOCK_N 176              // kv rows per tile: 176 (FA3's choice at D = 128) or 128 (v14's)
 #endif
 #ifndef PROXY_FENCE
 #define PROXY_FENCE 0            // 1: v08's fence.proxy.async after each full-barrier wait (not needed with TMA)
 #endif
-#ifndef PINGPONG
-#define PINGPONG 1               // 0: no turns between the consumer warpgroups (ablation)
-#endif
-#ifndef TURN_BAR0
-#define TURN_BAR0 1              // named barriers TURN_BAR0 (consumer 0's turn) and TURN_BAR0 + 1; 0 is __syncthreads
-#endif
-
-#if CLUSTER != 1 && CLUSTER != 2
-#error "CLUSTER must be 1 or 2"
-#endif
-
-#define HEAD_DIM 128
-#define BLOCK_M 128
-#ifndef BLOCK_N
-#define BLOCK_N 176              // kv rows per tile: 176 (FA3's choice at D = 128) or 128 (v14's)
-#endif
-#if BLOCK_N != 128 && BLOCK_N != 176
-#error "BLOCK_N must be 128 or 176 (the S accumulator's wgmma operand lists are written for those)"
-#endif
-#define S_REGS (BLOCK_N / 2)     // f32 S accumulator registers per thread (64 x BLOCK_N / 128 threads)
-#define P_REGS (BLOCK_N / 4)     // f16x2 P fragment registers per thread
+#include "attn_sm90_config.cuh"
 #define KV_CHUNKS (BLOCK_N / 16) // k16 steps of the P.V product
-#define THREADS 384              // consumers are warpgroups 0 and 1, the producer warpgroup 2
-#define TILE_BYTES 32768         // the Q tile: 128 rows x 128 fp16
-#define HALF_BYTES 16384         // one 64-column half of it: 128 rows x 128 B
-#define KV_TILE_BYTES (BLOCK_N * 256)   // a K or V tile: BLOCK_N rows x 128 fp16 (1024-aligned)
-#define KV_HALF_BYTES (BLOCK_N * 128)   // one 64-column half of it
-#define NUM_BARRIERS (1 + 4 * STAGES)
-// host side must allocate the same: 1024 (alignment slack) + tiles + barriers
-#define SMEM_BYTES (1024 + TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * NUM_BARRIERS)
-
-#if SMEM_BYTES > 227 * 1024
-#error "STAGES too deep: the tiles do not fit in the 227 KB of shared memory a block can opt in to"
-#endif
-// __launch_bounds__(384, 1) makes ptxas allocate 168 registers per thread at launch
-// (65536 / 384, rounded down to a multiple of 8): a pool of 3 x 168 per warpgroup-thread
-// that setmaxnreg can only redistribute. setmaxnreg.inc blocks until the registers it asks
-// for were freed by a .dec, so asking for more than the pool hangs the CTA (no trap can
-// catch that): 24 + 2 x 240 = 504 = 3 x 168 exactly, FlashAttention-3's split.
-#if PRODUCER_REGS + 2 * CONSUMER_REGS > 3 * 168
-#error "PRODUCER_REGS + 2 * CONSUMER_REGS must not exceed the 3 x 168 registers allocated at launch"
-#endif
-#if PRODUCER_REGS % 8 || CONSUMER_REGS % 8 || PRODUCER_REGS < 24 || CONSUMER_REGS > 256
-#error "setmaxnreg needs a multiple of 8 in 24..256"
-#endif
 
 #include "common/sm90/ptx.cuh"
 #include "common/sm90/mbarrier.cuh"

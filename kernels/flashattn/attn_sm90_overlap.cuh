@@ -71,8 +71,13 @@
 
 // --------------------------------------------------------------------------- producer
 
+// one K or V tile into the ring: the version's zero-filling load_kv_tile where the last tile may be
+// partial (`rows_left` counts the sequence's rows from this thread's first one), else load_tile
 #if KV_TAIL
 __device__ __forceinline__ void load_kv_tile(u32 dst, const char* src, int rows_left);
+#define COPY_KV(dst, src, rows_left) load_kv_tile(dst, src, rows_left)
+#else
+#define COPY_KV(dst, src, rows_left) load_tile(dst, src)
 #endif
 
 // v06's producer: the 128 threads copy Q once (Q_IN_SMEM) and then K_j, V_j into the ring with
@@ -106,18 +111,10 @@ __device__ __forceinline__ void produce_cp_async(const u16* __restrict__ Q, cons
         // The consumers release V_j one step later than K_j (at the end of step j + 1), so
         // the wait below for V_j's slot (V_{j-STAGES}'s) has less slack than the K wait.
         mbar_wait(bar_empty_k + 8 * s, phase ^ 1u);
-#if KV_TAIL
-        load_kv_tile(sK + s * KV_TILE_BYTES + kv_off, k_src + (u64)j * KV_TILE_BYTES, seqlen - j * BLOCK_N - (int)r);
-#else
-        load_tile(sK + s * KV_TILE_BYTES + kv_off, k_src + (u64)j * KV_TILE_BYTES);
-#endif
+        COPY_KV(sK + s * KV_TILE_BYTES + kv_off, k_src + (u64)j * KV_TILE_BYTES, seqlen - j * BLOCK_N - (int)r);
         cp_async_arrive_noinc(bar_full_k + 8 * s);
         mbar_wait(bar_empty_v + 8 * s, phase ^ 1u);
-#if KV_TAIL
-        load_kv_tile(sV + s * KV_TILE_BYTES + kv_off, v_src + (u64)j * KV_TILE_BYTES, seqlen - j * BLOCK_N - (int)r);
-#else
-        load_tile(sV + s * KV_TILE_BYTES + kv_off, v_src + (u64)j * KV_TILE_BYTES);
-#endif
+        COPY_KV(sV + s * KV_TILE_BYTES + kv_off, v_src + (u64)j * KV_TILE_BYTES, seqlen - j * BLOCK_N - (int)r);
         cp_async_arrive_noinc(bar_full_v + 8 * s);
     }
     cp_async_wait_all();  // never leave the CTA with copies in flight
