@@ -18,12 +18,12 @@ TORCH_VERSION ?= 2.13.0
 TORCH_INDEX   ?= https://download.pytorch.org/whl/cpu
 
 # wheelhouse: wheels for an offline GPU node (Python 3.12, x86_64) holding what the
-# harness needs beyond torch/triton/cupy: pydantic, typer, rich, nvidia-ml-py and their needs.
+# harness needs beyond torch/triton/cupy: pydantic, typer, rich, nvidia-ml-py, pyelftools and their needs.
 WHEEL_PY   ?= 3.12
 WHEELHOUSE ?= .whl
 WHEELS = pydantic==2.14.3 pydantic-core==2.50.4 annotated-types==0.7.0 typing-extensions==4.16.0 \
          typing-inspection==0.4.5 typer==0.29.2 annotated-doc==0.0.7 click==8.4.0 rich==15.0.0 markdown-it-py==4.3.0 \
-         mdurl==0.1.2 pygments==2.19.2 shellingham==1.5.4 nvidia-ml-py==13.615.71
+         mdurl==0.1.2 pygments==2.19.2 shellingham==1.5.4 nvidia-ml-py==13.615.71 pyelftools==0.33
 
 TEST_WHEELS = pytest==9.2.0 pluggy==1.6.0 iniconfig==2.3.0 packaging==25.0
 

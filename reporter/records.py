@@ -53,6 +53,12 @@ SCHEMA_VERSION = 2
 REST_MIN_S = 1.0
 
 
+def _unset(value: object) -> bool:
+    """A field added after records were committed is left out of the file while it holds nothing, so
+    the records made before it keep their layout byte for byte (``report migrate --check``)."""
+    return value is None
+
+
 class Record(BaseModel):
     """Base of every stored model: unknown fields are an error, so a typo or a foreign file
     is reported instead of silently dropped, and a number that is not finite (NaN, ±inf) is
@@ -380,6 +386,10 @@ class KernelBuild(Record):
     sources: dict[str, str] = Field(default_factory=dict, description="every file the compile read (the source and "
                                     "the headers it reached; path relative to the repository root) -> sha256 of its "
                                     "text; empty in records made before it was kept")
+    code_sha256: str | None = Field(None, exclude_if=_unset, description="sha256 of the kernel's machine code in the cubin that ran "
+                                                      "(reporter.cuda.sass.kernel_code_sha256: its SASS, relocations, "
+                                                      "attributes and resources, by name, without debug sections or "
+                                                      "other kernels); None in records made before it was kept")
     registers: int | None = Field(None, description="registers per thread")
     spill_stores: int = Field(0, description="bytes per thread stored to local memory by register spills")
     spill_loads: int = Field(0, description="bytes per thread loaded back from local memory after spills")
@@ -724,7 +734,9 @@ def _explain_json(x: Any, where: str) -> None:
 
 class PtxComparison(Record):
     """One CUDA build of a run, made from the sources the run recorded and from the tree's, with the
-    run's own options: two sources that give the same PTX compile to the same machine code."""
+    run's own options, compared kernel by kernel: the PTX, and (in proofs made since it was kept) the
+    machine code of the cubin (:func:`reporter.cuda.sass.kernel_code_sha256`), and where the run
+    recorded its kernel's machine code and the same compiler made the tree's, that too."""
 
     source: str = Field(description="the compiled source, path relative to the repository root (the run's side)")
     kernel: str = Field("", description="the kernel the run launched, whose PTX is compared (reporter.samecode."
@@ -734,10 +746,24 @@ class PtxComparison(Record):
                                                       "no compile")
     after_ptx_sha256: str | None = Field(description="sha256 of the kernel's PTX from the tree's sources; None: no "
                                                      "compile")
+    before_code_sha256: str | None = Field(None, exclude_if=_unset, description="the kernel's machine code (SASS) built offline from the "
+                                                             "recorded sources with the run's options; None: not "
+                                                             "compared (proofs made before it was kept) or no compile")
+    after_code_sha256: str | None = Field(None, exclude_if=_unset, description="the same from the tree's sources")
+    recorded_code_sha256: str | None = Field(None, exclude_if=_unset, description="the machine code the run itself recorded "
+                                                               "(KernelBuild.code_sha256) when the run's compiler is "
+                                                               "the one that built after_code_sha256; None otherwise")
 
     @property
     def same(self) -> bool:
-        return self.before_ptx_sha256 is not None and self.before_ptx_sha256 == self.after_ptx_sha256
+        """Both sides give the same PTX and, where compared, the same machine code, which is the one the
+        run recorded where it recorded one."""
+        if self.before_ptx_sha256 is None or self.before_ptx_sha256 != self.after_ptx_sha256:
+            return False
+        if self.before_code_sha256 is not None or self.after_code_sha256 is not None:
+            if self.before_code_sha256 != self.after_code_sha256:
+                return False
+        return self.recorded_code_sha256 is None or self.recorded_code_sha256 == self.after_code_sha256
 
 
 class PythonComparison(Record):

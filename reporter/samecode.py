@@ -11,8 +11,12 @@ header, a launcher moved into a module the versions share), the figure still sta
   options, defines included, and the kernel launched) gives the same PTX for that kernel
   (:func:`kernel_ptx`: the module's declarations, the kernel and the device functions) from the
   recorded texts and from the tree's, compiled by one NVRTC with the run's options less
-  ``-lineinfo`` (so the text holds no source positions): the same PTX through the same ptxas is
-  the same machine code;
+  ``-lineinfo`` (so the text holds no source positions), and the same machine code: the cubin of
+  each side with the run's options, compared kernel by kernel
+  (:func:`reporter.cuda.sass.kernel_code_sha256`: the SASS, its relocations, attributes and
+  resources, by name). Where the run recorded the machine code it loaded
+  (:attr:`~reporter.records.KernelBuild.code_sha256`) and that compiler is the one here, the
+  tree's must be that very code;
 * every Python file of either side has the same syntax tree, docstrings aside: the same program.
   A file moved to another module, or a function that changed, is not the same: a host path that
   changed is re-timed, not argued.
@@ -262,7 +266,7 @@ def prove(runs: Sequence[Run], version: Version, repo: Path, logs: Path, *, libr
     tree (``now_code``: the tree's snapshot, taken here when not given): every CUDA build any of them
     recorded, compiled from both sides with its options, and every Python file's syntax tree.
     Raises :class:`SameCodeError` when the comparison cannot be made here."""
-    from .cuda import CudaCompileError, find_nvrtc_library, nvrtc_ptx_offline
+    from .cuda import CudaCompileError, find_nvrtc_library, kernel_code_sha256, nvrtc_cubin_offline, nvrtc_ptx_offline
 
     if not runs or len({r.code.digest for r in runs}) != 1:
         raise ValueError("prove: give runs of one code")
@@ -289,6 +293,9 @@ def prove(runs: Sequence[Run], version: Version, repo: Path, logs: Path, *, libr
     builds: list[PtxComparison] = []
     cuda_changed = any(then.get(p) != now.get(p) for p in then.keys() | now.keys() if not p.endswith(".py"))
     wanted = list(dict.fromkeys((b.source, b.options, b.kernel) for r in runs for b in r.builds))
+    # the machine code a run recorded of each build, with the compiler that made it ('nvrtc 13.0')
+    recorded_code = {(b.source, b.options, b.kernel): (b.compiler, b.code_sha256)
+                     for r in runs for b in r.builds if b.code_sha256}
     if cuda_changed and not wanted:
         differences.append("the run recorded no CUDA build (made before builds were kept): its kernels cannot be "
                            "compiled as it compiled them")
@@ -298,6 +305,7 @@ def prove(runs: Sequence[Run], version: Version, repo: Path, logs: Path, *, libr
         if lib is None:
             raise SameCodeError("no libnvrtc to compile with: install the nvidia-cuda-nvrtc wheel (pip install -e "
                                 "'.[test]') or set REPORTER_NVRTC_LIBRARY")
+        compiler_name = _compiler(lib).split(" (")[0]  # 'nvrtc 13.0', as a run's build names its compiler
         with tempfile.TemporaryDirectory(prefix="same-code-") as tmp:
             root = Path(tmp)
             for f in before.files:
@@ -312,26 +320,35 @@ def prove(runs: Sequence[Run], version: Version, repo: Path, logs: Path, *, libr
                     builds.append(PtxComparison(source=source or name, kernel=kernel, options=options,
                                                 before_ptx_sha256=None, after_ptx_sha256=None))
                     continue
-                shas = []
+                shas: list[str | None] = []
+                codes: list[str | None] = []
                 for side in (root / source, repo / source):
+                    label = "recorded" if side.is_relative_to(root) else "tree"
                     try:
                         ptx = kernel_ptx(nvrtc_ptx_offline(side, arch=parsed.arch, defines=parsed.defines, library=lib),
                                          kernel)
                         shas.append(hashlib.sha256(ptx.encode()).hexdigest())
+                        cubin = nvrtc_cubin_offline(side, arch=parsed.arch, defines=parsed.defines, library=lib)
+                        codes.append(kernel_code_sha256(cubin, kernel))
                     except KeyError:
                         shas.append(None)
-                        differences.append(f"{source} ({'recorded' if side.is_relative_to(root) else 'tree'}): "
-                                           f"has no kernel {kernel}")
+                        codes.append(None)
+                        differences.append(f"{source} ({label}): has no kernel {kernel}")
                     except (CudaCompileError, OSError) as e:
                         shas.append(None)
-                        differences.append(f"{source} ({'recorded' if side.is_relative_to(root) else 'tree'}): "
-                                           f"does not compile: {str(e).splitlines()[0]}")
+                        codes.append(None)
+                        differences.append(f"{source} ({label}): does not compile: {str(e).splitlines()[0]}")
+                ran = recorded_code.get((name, options, kernel))
                 comparison = PtxComparison(source=source, kernel=kernel, options=options, before_ptx_sha256=shas[0],
-                                           after_ptx_sha256=shas[1])
+                                           after_ptx_sha256=shas[1], before_code_sha256=codes[0],
+                                           after_code_sha256=codes[1],
+                                           recorded_code_sha256=ran[1] if ran and ran[0] == compiler_name else None)
                 builds.append(comparison)
                 if shas[0] is not None and shas[1] is not None and not comparison.same:
                     flags = " ".join(f"-D{k}" if v is None else f"-D{k}={v}" for k, v in parsed.defines.items())
-                    differences.append(f"{source} with {flags}: different PTX for {kernel}")
+                    what = ("PTX" if shas[0] != shas[1] else "machine code" if codes[0] != codes[1] else
+                            "machine code from the one the run recorded")
+                    differences.append(f"{source} with {flags}: different {what} for {kernel}")
     created = datetime.now(UTC)
     proof = SameCode(
         run_id=f"{created:%Y%m%dT%H%M%S%f}"[:-3] + f"Z_{before.digest}_{after.digest}", assignment=runs[0].assignment,
@@ -357,6 +374,6 @@ def _compiler(lib: Path | None) -> str:
         nvrtc = ctypes.CDLL(str(lib))
         major, minor = ctypes.c_int(), ctypes.c_int()
         nvrtc.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
-        return f"nvrtc {major.value}.{minor.value} ({lib.name}, offline, without -lineinfo)"
+        return f"nvrtc {major.value}.{minor.value} ({lib.name}, offline: PTX without -lineinfo, machine code with the run's options)"
     except OSError:
-        return f"nvrtc ({lib.name}, offline, without -lineinfo)"
+        return f"nvrtc ({lib.name}, offline: PTX without -lineinfo, machine code with the run's options)"

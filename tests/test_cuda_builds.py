@@ -208,6 +208,25 @@ def test_kernel_builds_for_the_record():
     assert not builds[1].spills and builds[1].performance_advisories() == []
 
 
+@pytest.mark.skipif(cuda.find_nvrtc_library() is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
+def test_each_build_records_the_machine_code_it_loaded(tmp_path, monkeypatch):
+    """The record names the kernel's machine code in the very cubin the module loaded
+    (reporter.cuda.sass), which a same-code proof can later hold the tree's build to."""
+    attrs = {"num_regs": 8, "local_size_bytes": 0, "shared_size_bytes": 0}  # no driver here
+    monkeypatch.setattr(CudaKernel, "attributes", property(lambda self: attrs))
+    src = tmp_path / "k.cu"
+    src.write_text('extern "C" __global__ void k1(float* o) { o[threadIdx.x] = 1.0f; }\n'
+                   'extern "C" __global__ void k2(float* o) { o[threadIdx.x] = 2.0f; }\n', encoding="utf-8")
+    cubin = cuda.nvrtc_cubin_offline(src)
+    mod = CudaModule(path=src, arch="sm_90a", options=cuda.compile_options("sm_90a", src), device_index=0,
+                     binary=cubin, log=CLEAN_LOG, compiler="nvrtc 13.0")
+    one, two = kernel_builds([_kernel(mod, "k1", []), _kernel(mod, "k2", [])])
+    assert one.code_sha256 == cuda.kernel_code_sha256(cubin, "k1") and len(one.code_sha256) == 64
+    assert two.code_sha256 == cuda.kernel_code_sha256(cubin, "k2") != one.code_sha256
+    (unreadable,) = kernel_builds([_kernel(_module(CLEAN_LOG, "v09.cu"), "attn_fwd_overlap", [])])
+    assert unreadable.code_sha256 is None  # an empty binary: the build is still recorded, without its code
+
+
 def test_kernel_builds_never_raises():
     class Broken:
         name = "k"
@@ -244,6 +263,7 @@ def test_a_run_on_the_gpu_records_what_ptxas_said(tmp_path):
     assert b.kernel == "attn_fwd_overlap" and b.arch == "sm_90a" and b.compiler.startswith("nvrtc")
     assert b.registers == 168 and not b.uses_local_memory and b.performance_advisories() == []
     assert "-DSTAGES=3" in b.options
+    assert b.code_sha256 is not None and len(b.code_sha256) == 64  # the machine code it loaded, by name
     assert b.reported_by in ("ptxas", "driver")  # NVRTC's log is empty in some processes (see kernel_builds)
 
 

@@ -82,6 +82,20 @@ def test_a_header_rewrite_is_proven_and_a_changed_kernel_is_not(project):
         assert attempt.same  # nothing to prove: the same code compiles the same
     assert attempt.same, attempt.differences
     assert attempt.proof is not None and all(b.same for b in attempt.proof.builds) and attempt.proof.builds
+    # the machine code too, kernel by kernel, from both sides
+    assert all(b.before_code_sha256 and b.before_code_sha256 == b.after_code_sha256 for b in attempt.proof.builds)
+    # a run that recorded the machine code it loaded holds the tree to that very code (same compiler)
+    compiler = attempt.proof.compiler.split(" (")[0]
+    loaded = run.model_copy(deep=True)
+    for b, c in zip(loaded.builds, attempt.proof.builds, strict=True):
+        b.compiler, b.code_sha256 = compiler, c.after_code_sha256
+    held = prove([loaded], v, project, project / "logs")
+    assert held.same and all(b.recorded_code_sha256 == b.after_code_sha256 for b in held.proof.builds)
+    loaded.builds[0].code_sha256 = "0" * 64  # it ran other code than the tree's build gives
+    other = prove([loaded], v, project, project / "logs")
+    assert not other.same and any("machine code from the one the run recorded" in d for d in other.differences)
+    loaded.builds[0].compiler = "nvrtc 12.8"  # another compiler's code cannot be held to this one's
+    assert prove([loaded], v, project, project / "logs").same
     header = project / "kernels" / "transform" / "transform.cuh"
     text = header.read_text()
     bf16_only = text.replace("0x7FFFu", "0x7FFEu")  # the bf16 rounding: not in an fp32 build

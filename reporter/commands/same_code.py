@@ -6,8 +6,8 @@
 
 For each version, the runs whose recorded code is neither the tree's nor proven to be
 (:func:`reporter.samecode.code_status`) are grouped by their code; each group is compared with
-the tree (:func:`reporter.samecode.prove`: the builds its runs recorded, their PTX from both sides
-through the offline NVRTC, each Python file's syntax tree). A proof is
+the tree (:func:`reporter.samecode.prove`: the builds its runs recorded, their PTX and each kernel's machine
+code from both sides through the offline NVRTC, each Python file's syntax tree). A proof is
 written under ``logs/<assignment>/<version>/same_code/`` and names every run it covers; where the
 code differs, the differences are listed and nothing is written: those runs must be timed again.
 """
@@ -32,7 +32,7 @@ def command(
                                                         "write nothing; exit 1 if a run's code changed unproven")] = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
-    """Prove that the code each run recorded compiles to what the tree holds now (PTX and Python syntax trees)."""
+    """Prove that the code each run recorded compiles to what the tree holds now (PTX, machine code and Python syntax trees)."""
     from rich.progress import Progress
 
     from .. import store

@@ -29,6 +29,7 @@ One module per job, each importing only its siblings (an export carries the pack
 - :mod:`.launch`: launch arguments, kernels, launch plans, tracking the kernels a call launched;
 - :mod:`.tma`: TMA tensor maps, checked and encoded;
 - :mod:`.nvrtc`: NVRTC without a GPU (ctypes on the wheel's library): builds, PTX, the headers it read;
+- :mod:`.sass`: the identity of one kernel's machine code in a cubin (what a run records, what a proof compares);
 - :mod:`.ptxas`: ptxas's report of each kernel, from NVRTC's log or from nvcc.
 
 The names other code uses are re-exported here (``from reporter.cuda import load_module``); a test
@@ -47,9 +48,10 @@ from __future__ import annotations
 
 from .build import CudaModule, load_module, loaded_kernels, nvrtc_version
 from .launch import CudaKernel, LaunchPlan, ParamBytes, kernel_arg, param_buffers, track_launches
-from .nvrtc import (NVRTC_LIBRARY_ENV, find_nvrtc_library, nvrtc_compile_offline, nvrtc_headers_offline,
-                    nvrtc_ptx_offline)
+from .nvrtc import (NVRTC_LIBRARY_ENV, find_nvrtc_library, nvrtc_compile_offline, nvrtc_cubin_offline,
+                    nvrtc_headers_offline, nvrtc_ptx_offline)
 from .options import ARCH_ENV, DEFAULT_OPTIONS, CudaCompileError, arch_for, compile_options, define_options
+from .sass import KernelCodeError, kernel_code_sha256, kernel_names
 from .ptxas import KernelResources, PtxasReport, parse_ptxas, parse_ptxas_log, ptxas_report
 from .sources import Include, file_sha256, include_dirs, includes, source_digest, source_files
 from .tma import TENSOR_MAP_BYTES, encode_tensor_map, tensor_map_args
@@ -59,6 +61,6 @@ __all__ = [
     "CudaModule", "Include", "KernelResources", "LaunchPlan", "ParamBytes", "PtxasReport", "arch_for",
     "compile_options", "define_options", "encode_tensor_map", "file_sha256", "find_nvrtc_library", "include_dirs",
     "includes", "kernel_arg", "load_module", "loaded_kernels", "nvrtc_compile_offline", "nvrtc_headers_offline",
-    "nvrtc_ptx_offline", "nvrtc_version", "param_buffers", "parse_ptxas", "parse_ptxas_log", "ptxas_report",
+    "nvrtc_cubin_offline", "nvrtc_ptx_offline", "KernelCodeError", "kernel_code_sha256", "kernel_names", "nvrtc_version", "param_buffers", "parse_ptxas", "parse_ptxas_log", "ptxas_report",
     "source_digest", "source_files", "tensor_map_args", "track_launches",
 ]

@@ -14,6 +14,7 @@ from typing import Any
 from .launch import CudaKernel
 from .options import CudaCompileError, arch_for, compile_options
 from .ptxas import KernelResources, parse_ptxas_log
+from .sass import kernel_code_sha256
 from .sources import file_sha256, source_digest, source_files
 
 @dataclass(eq=False)
@@ -32,6 +33,7 @@ class CudaModule:
     advisories: list[str] = field(default_factory=list)  # ptxas advisories that name no function of the module
     _module: Any = field(default=None, repr=False)
     _kernels: dict[str, CudaKernel] = field(default_factory=dict, repr=False)
+    _codes: dict[str, str | None] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.log and not self.resources:
@@ -41,6 +43,17 @@ class CudaModule:
                 return
             self.resources = {k.name: k for k in report.kernels}
             self.advisories = report.advisories
+
+    def code_sha256(self, kernel: str) -> str | None:
+        """The identity of ``kernel``'s machine code in this module's cubin
+        (:func:`~reporter.cuda.sass.kernel_code_sha256`), computed once; None when the cubin cannot be
+        read (what ran is still recorded by its sources and options)."""
+        if kernel not in self._codes:
+            try:
+                self._codes[kernel] = kernel_code_sha256(self.binary, kernel)
+            except Exception:  # information: an unreadable cubin never stops a run
+                self._codes[kernel] = None
+        return self._codes[kernel]
 
     def global_array(self, name: str, dtype: Any, count: int) -> Any:
         """The module's ``__device__`` variable ``name`` as a CuPy array of ``count`` ``dtype`` items

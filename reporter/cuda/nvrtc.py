@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from .options import CudaCompileError, compile_options
 
@@ -63,6 +63,20 @@ def nvrtc_ptx_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mappin
     return ptx
 
 
+def nvrtc_cubin_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str, Any] | None = None,
+                        library: Path | None = None) -> bytes:
+    """The cubin NVRTC makes of ``path`` with exactly :func:`~reporter.cuda.build.load_module`'s options:
+    with the same NVRTC, the machine code a GPU run loads (:func:`~reporter.cuda.sass.kernel_code_sha256`
+    of each kernel is the run's). Raises :class:`CudaCompileError` with the log when the compile fails."""
+    lib_path = library or find_nvrtc_library()
+    if lib_path is None:
+        raise FileNotFoundError(f"no libnvrtc found: install the nvidia-cuda-nvrtc wheel or set {NVRTC_LIBRARY_ENV}")
+    ok, log, cubin = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path, output="cubin")
+    if not ok:
+        raise CudaCompileError(f"{path}: NVRTC failed (defines {dict(defines or {})})\n{log[-3000:]}")
+    return cubin
+
+
 def nvrtc_headers_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str, Any] | None = None,
                           library: Path | None = None) -> list[Path]:
     """Every header NVRTC read compiling ``path`` with :func:`~reporter.cuda.build.load_module`'s
@@ -98,8 +112,17 @@ def nvrtc_headers_offline(path: str | Path, *, arch: str = "sm_90a", defines: Ma
     return out
 
 
+@overload
 def _nvrtc_offline(path: str | Path, *, arch: str, defines: Mapping[str, Any] | None, library: Path,
-                   drop: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> tuple[bool, str, str]:
+                   drop: tuple[str, ...] = (), extra: tuple[str, ...] = (),
+                   output: Literal["ptx"] = "ptx") -> tuple[bool, str, str]: ...
+@overload
+def _nvrtc_offline(path: str | Path, *, arch: str, defines: Mapping[str, Any] | None, library: Path,
+                   drop: tuple[str, ...] = (), extra: tuple[str, ...] = (),
+                   output: Literal["cubin"]) -> tuple[bool, str, bytes]: ...
+def _nvrtc_offline(path: str | Path, *, arch: str, defines: Mapping[str, Any] | None, library: Path,
+                   drop: tuple[str, ...] = (), extra: tuple[str, ...] = (),
+                   output: Literal["ptx", "cubin"] = "ptx") -> tuple[bool, str, str | bytes]:
     import ctypes
 
     for builtins in sorted(library.parent.glob("libnvrtc-builtins.so.*")):
@@ -118,12 +141,17 @@ def _nvrtc_offline(path: str | Path, *, arch: str, defines: Mapping[str, Any] | 
         lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
         buf = ctypes.create_string_buffer(size.value)
         lib.nvrtcGetProgramLog(prog, buf)
-        ptx = ""
-        if rc == 0:
-            lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+        log = buf.value.decode(errors="replace")
+        if rc != 0:
+            return False, log, b"" if output == "cubin" else ""
+        if output == "cubin":
+            lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
             out = ctypes.create_string_buffer(size.value)
-            lib.nvrtcGetPTX(prog, out)
-            ptx = out.value.decode(errors="replace")
-        return rc == 0, buf.value.decode(errors="replace"), ptx
+            lib.nvrtcGetCUBIN(prog, out)
+            return True, log, out.raw
+        lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
+        out = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetPTX(prog, out)
+        return True, log, out.value.decode(errors="replace")
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))

@@ -227,7 +227,7 @@ def kernel_builds(kernels: Iterable[CudaKernel], repo_root: Path | None = None) 
             mod = k.module
             common = dict(kernel=k.name, source=Path(mod.path).name, compiler=mod.compiler,
                           options=" ".join(o for o in mod.options if not o.startswith("-I")),
-                          module_advisories=list(mod.advisories),
+                          module_advisories=list(mod.advisories), code_sha256=mod.code_sha256(k.name),
                           sources={_relative_to(Path(p), repo_root): h for p, h in mod.sources.items()})
             res = k.resources
             if res is not None:
