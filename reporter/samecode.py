@@ -363,17 +363,9 @@ def _file(files: Iterable[SourceFile], path: str) -> SourceFile:
 
 
 def _compiler(lib: Path | None) -> str:
+    from .cuda import nvrtc_version_offline
+
     if lib is None:
         return "nvrtc (none found)"
-    import ctypes
-
-    try:
-        for builtins in sorted(lib.parent.glob("libnvrtc-builtins.so.*")):
-            if ".alt." not in builtins.name:
-                ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
-        nvrtc = ctypes.CDLL(str(lib))
-        major, minor = ctypes.c_int(), ctypes.c_int()
-        nvrtc.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
-        return f"nvrtc {major.value}.{minor.value} ({lib.name}, offline: PTX without -lineinfo, machine code with the run's options)"
-    except OSError:
-        return f"nvrtc ({lib.name}, offline: PTX without -lineinfo, machine code with the run's options)"
+    return (f"{nvrtc_version_offline(lib) or 'nvrtc'} ({lib.name}, offline: PTX without -lineinfo, machine code with "
+            f"the run's options)")

@@ -112,3 +112,39 @@ def test_bad_input_is_named(source):
         kernel_code_sha256(cubin, "kernel_z")
     with pytest.raises(KernelCodeError, match="cannot read"):
         kernel_code_sha256(b"not an ELF file at all", "kernel_a")
+
+
+DEVICE_CODE = Path(__file__).resolve().parent / "fixtures" / "device_code.json"
+
+
+def _device_builds() -> list[dict]:
+    import json
+
+    return json.loads(DEVICE_CODE.read_text(encoding="utf-8"))
+
+
+def test_this_machine_builds_the_code_the_gpu_ran():
+    """What the H100 loaded (CuPy's NVRTC on the device, written by tests/test_gpu_versions.py with
+    $REPORT_CODE_FIXTURE) is what the NVRTC wheel builds here without a GPU: so a proof made here
+    speaks of the code a run ran. The newest build of each assignment whose sources are still the
+    tree's is compiled again (the device's run wrote 61, every one the same here on 2026-11-26)."""
+    from reporter.cuda import file_sha256, nvrtc_version_offline
+    from reporter.samecode import parse_options
+
+    builds = _device_builds()
+    assert {b["compiler"] for b in builds} == {"nvrtc 13.0"}
+    here = nvrtc_version_offline(LIBRARY)
+    if here != "nvrtc 13.0":
+        pytest.skip(f"the device built with nvrtc 13.0, this machine has {here}")
+    current = [b for b in builds if all((ROOT / p).is_file() and file_sha256(ROOT / p) == h
+                                        for p, h in b["sources"].items())]
+    newest = {}
+    for b in current:
+        newest[b["source"].split("/")[1]] = b  # the fixture lists each assignment's versions in order
+    assert len(newest) >= 3, ("the kernels changed since the device wrote tests/fixtures/device_code.json: refresh it "
+                              "(REPORT_CODE_FIXTURE=... pytest -m gpu tests/test_gpu_versions.py on the GPU)")
+    for b in newest.values():
+        parsed = parse_options(b["options"])
+        assert parsed is not None, b["options"]
+        cubin = nvrtc_cubin_offline(ROOT / b["source"], arch=parsed.arch, defines=parsed.defines, library=LIBRARY)
+        assert kernel_code_sha256(cubin, b["kernel"]) == b["code_sha256"], (b["source"], b["options"])

@@ -49,7 +49,7 @@ from __future__ import annotations
 from .build import CudaModule, load_module, loaded_kernels, nvrtc_version
 from .launch import CudaKernel, LaunchPlan, ParamBytes, kernel_arg, param_buffers, track_launches
 from .nvrtc import (NVRTC_LIBRARY_ENV, find_nvrtc_library, nvrtc_compile_offline, nvrtc_cubin_offline,
-                    nvrtc_headers_offline, nvrtc_ptx_offline)
+                    nvrtc_headers_offline, nvrtc_ptx_offline, nvrtc_version_offline)
 from .options import ARCH_ENV, DEFAULT_OPTIONS, CudaCompileError, arch_for, compile_options, define_options
 from .sass import KernelCodeError, kernel_code_sha256, kernel_names
 from .ptxas import KernelResources, PtxasReport, parse_ptxas, parse_ptxas_log, ptxas_report
@@ -61,6 +61,6 @@ __all__ = [
     "CudaModule", "Include", "KernelResources", "LaunchPlan", "ParamBytes", "PtxasReport", "arch_for",
     "compile_options", "define_options", "encode_tensor_map", "file_sha256", "find_nvrtc_library", "include_dirs",
     "includes", "kernel_arg", "load_module", "loaded_kernels", "nvrtc_compile_offline", "nvrtc_headers_offline",
-    "nvrtc_cubin_offline", "nvrtc_ptx_offline", "KernelCodeError", "kernel_code_sha256", "kernel_names", "nvrtc_version", "param_buffers", "parse_ptxas", "parse_ptxas_log", "ptxas_report",
+    "nvrtc_cubin_offline", "nvrtc_ptx_offline", "nvrtc_version_offline", "KernelCodeError", "kernel_code_sha256", "kernel_names", "nvrtc_version", "param_buffers", "parse_ptxas", "parse_ptxas_log", "ptxas_report",
     "source_digest", "source_files", "tensor_map_args", "track_launches",
 ]

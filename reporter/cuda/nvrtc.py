@@ -33,6 +33,32 @@ def find_nvrtc_library() -> Path | None:
     return None
 
 
+def nvrtc_version_offline(library: Path | None = None) -> str | None:
+    """'nvrtc 13.0' for the local library, as :func:`~reporter.cuda.build.nvrtc_version` names the
+    GPU's (so a build recorded there can be matched with one made here); None where there is none."""
+    import ctypes
+
+    lib_path = library or find_nvrtc_library()
+    if lib_path is None:
+        return None
+    try:
+        lib = _load(lib_path)
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+        return f"nvrtc {major.value}.{minor.value}"
+    except OSError:
+        return None
+
+
+def _load(library: Path):  # type: ignore[no-untyped-def]
+    import ctypes
+
+    for builtins in sorted(library.parent.glob("libnvrtc-builtins.so.*")):
+        if ".alt." not in builtins.name:  # NVRTC dlopens its builtins by soname: load them first, globally
+            ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
+    return ctypes.CDLL(str(library))
+
+
 def nvrtc_compile_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str, Any] | None = None,
                           library: Path | None = None) -> tuple[bool, str]:
     """Compile ``path`` with NVRTC exactly as :func:`~reporter.cuda.build.load_module` does on the GPU machine (same
@@ -125,10 +151,7 @@ def _nvrtc_offline(path: str | Path, *, arch: str, defines: Mapping[str, Any] | 
                    output: Literal["ptx", "cubin"] = "ptx") -> tuple[bool, str, str | bytes]:
     import ctypes
 
-    for builtins in sorted(library.parent.glob("libnvrtc-builtins.so.*")):
-        if ".alt." not in builtins.name:  # NVRTC dlopens its builtins by soname: load them first, globally
-            ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
-    lib = ctypes.CDLL(str(library))
+    lib = _load(library)
     resolved = Path(path).resolve()
     opts = [o.encode() for o in (*compile_options(arch, resolved, defines), *extra) if o not in drop]
     prog = ctypes.c_void_p()
