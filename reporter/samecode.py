@@ -12,7 +12,7 @@ header, a launcher moved into a module the versions share), the figure still sta
   (:func:`kernel_ptx`: the module's declarations, the kernel and the device functions) from the
   recorded texts and from the tree's, compiled by one NVRTC with the run's options less
   ``-lineinfo`` (so the text holds no source positions), and the same machine code: the cubin of
-  each side with the run's options, compared kernel by kernel
+  that compile, compared kernel by kernel (line information adds sections, never instructions)
   (:func:`reporter.cuda.sass.kernel_code_sha256`: the SASS, its relocations, attributes and
   resources, by name). Where the run recorded the machine code it loaded
   (:attr:`~reporter.records.KernelBuild.code_sha256`) and that compiler is the one here, the
@@ -81,6 +81,12 @@ class CodeStatus:
             return (f"its code has been rewritten since ({names}), proven to compile to the same kernels and the same "
                     f"Python ({last.compiler}; record {last.run_id})")
         return f"its code has changed since ({names}) and was not re-timed: the figure is the earlier code's"
+
+
+def machine_code_proven(status: CodeStatus) -> bool:
+    """Every proof ``status`` stands on compared the machine code of each CUDA build it compiled
+    (proofs made before that compared PTX only); True when it stands on none."""
+    return all(b.before_code_sha256 is not None for p in status.proofs for b in p.builds)
 
 
 def digest(files: Files) -> str:
@@ -156,7 +162,10 @@ def code_status(code: CodeSnapshot, now: Files, proofs: Sequence[SameCode] = ())
     if then == now:
         return CodeStatus("current")
     changed = tuple(sorted(p for p in then.keys() | now.keys() if then.get(p) != now.get(p)))
-    chain = _chain(then, now, [p for p in proofs if p.same])
+    good = [p for p in proofs if p.same]
+    # a chain of proofs that compared the machine code is the stronger answer: taken where there is one
+    chain = _chain(then, now, [p for p in good if all(b.before_code_sha256 is not None for b in p.builds)]) \
+        or _chain(then, now, good)
     if chain:
         return CodeStatus("proven", changed, tuple(chain))
     return CodeStatus("changed", changed)
@@ -266,7 +275,7 @@ def prove(runs: Sequence[Run], version: Version, repo: Path, logs: Path, *, libr
     tree (``now_code``: the tree's snapshot, taken here when not given): every CUDA build any of them
     recorded, compiled from both sides with its options, and every Python file's syntax tree.
     Raises :class:`SameCodeError` when the comparison cannot be made here."""
-    from .cuda import CudaCompileError, find_nvrtc_library, kernel_code_sha256, nvrtc_cubin_offline, nvrtc_ptx_offline
+    from .cuda import CudaCompileError, find_nvrtc_library, kernel_code_sha256, nvrtc_build_offline
 
     if not runs or len({r.code.digest for r in runs}) != 1:
         raise ValueError("prove: give runs of one code")
@@ -325,11 +334,9 @@ def prove(runs: Sequence[Run], version: Version, repo: Path, logs: Path, *, libr
                 for side in (root / source, repo / source):
                     label = "recorded" if side.is_relative_to(root) else "tree"
                     try:
-                        ptx = kernel_ptx(nvrtc_ptx_offline(side, arch=parsed.arch, defines=parsed.defines, library=lib),
-                                         kernel)
-                        shas.append(hashlib.sha256(ptx.encode()).hexdigest())
-                        cubin = nvrtc_cubin_offline(side, arch=parsed.arch, defines=parsed.defines, library=lib)
-                        codes.append(kernel_code_sha256(cubin, kernel))
+                        built = nvrtc_build_offline(side, arch=parsed.arch, defines=parsed.defines, library=lib)
+                        shas.append(hashlib.sha256(kernel_ptx(built.ptx, kernel).encode()).hexdigest())
+                        codes.append(kernel_code_sha256(built.cubin, kernel))
                     except KeyError:
                         shas.append(None)
                         codes.append(None)
@@ -367,5 +374,4 @@ def _compiler(lib: Path | None) -> str:
 
     if lib is None:
         return "nvrtc (none found)"
-    return (f"{nvrtc_version_offline(lib) or 'nvrtc'} ({lib.name}, offline: PTX without -lineinfo, machine code with "
-            f"the run's options)")
+    return (f"{nvrtc_version_offline(lib) or 'nvrtc'} ({lib.name}, offline, without -lineinfo)")

@@ -64,14 +64,23 @@ def test_every_committed_record_is_in_the_current_layout():
 
 
 def test_migrating_a_schema_1_record_gives_the_committed_file_and_the_same_record(tmp_path):
-    """Each committed record written back out as schema 1 wrote it, then migrated: the file is byte for
-    byte the committed one, and the loader reads the same record from both."""
+    """Committed records written back out as schema 1 wrote them, then migrated: the file is byte for
+    byte the committed one, and the loader reads the same record from both. The first and the last
+    record of each kind in each folder (every version, every kind of record, the oldest and the newest
+    writer of each): the whole history is read through the loader by the test after next."""
     logs = tmp_path / "logs"
-    checked = 0
+    sample: dict[tuple[Path, str], list[Path]] = {}
     for p in _records():
-        committed = store.load(p)
-        if committed.kind in ("probe", "same_code"):  # new in schema 2: never written as schema 1
+        kind = json.loads(p.read_text(encoding="utf-8")).get("kind", "")
+        if kind in ("probe", "same_code"):  # new in schema 2: never written as schema 1
             continue
+        sample.setdefault((p.parent, kind), []).append(p)
+    picked = sorted({q for group in sample.values() for q in (min(group), max(group))})
+    kinds = {k for _, k in sample}
+    assert {"run", "sweep", "crosscheck", "ceilings", "reverification"} <= kinds, kinds
+    checked = 0
+    for p in picked:
+        committed = store.load(p)
         rel = p.relative_to(LOGS)
         old = logs / rel
         old.parent.mkdir(parents=True, exist_ok=True)
@@ -82,7 +91,7 @@ def test_migrating_a_schema_1_record_gives_the_committed_file_and_the_same_recor
         assert changed and old.read_bytes() == p.read_bytes(), rel
         assert migrate.same_record(logs, v1, store.load(old)) is None
         checked += 1
-    assert checked > 800
+    assert checked > 100, checked
 
 
 def _git(*args: str) -> subprocess.CompletedProcess:

@@ -111,6 +111,9 @@ def test_a_header_rewrite_is_proven_and_a_changed_kernel_is_not(project):
 
 @needs_nvrtc
 def test_same_code_command_writes_a_proof_the_report_and_export_use(project):
+    """`report same-code` writes a proof that compares the machine code too; runs standing on proofs of
+    an older session that compared PTX only are counted by `--check` and proven again by
+    `--machine-code`; the report and the export then say the figure stands."""
     args = ["--root", str(project)]
     a, v, run = _standing("transform", "v01_naive", project)
     now = tree_files(v, project)
@@ -124,7 +127,27 @@ def test_same_code_command_writes_a_proof_the_report_and_export_use(project):
     assert done.exit_code == 0 and "the same" in done.output, done.output
     proofs = store.same_code(project / "logs", "transform", "v01_naive")
     assert proofs and run.run_id in proofs[-1].proven_for and proofs[-1].after.files
-    assert runner.invoke(app, ["same-code", "transform", "-v", "v01", "--check", *args]).exit_code == 0
+    folder = project / "logs" / "transform" / "v01_naive" / "same_code"
+    written = {path: store.load(path) for path in folder.glob("*.json")}  # one per code the runs recorded
+    assert written and all(b.before_code_sha256 and b.before_code_sha256 == b.after_code_sha256
+                          for proof in written.values() for b in proof.builds)
+    # machine code compared: nothing stands on a PTX-only proof
+    check = runner.invoke(app, ["same-code", "transform", "-v", "v01", "--check", *args])
+    assert check.exit_code == 0 and "PTX only" not in check.output, check.output
+    # the same proofs as an older session wrote them: no machine code compared
+    for path, proof in written.items():
+        old = proof.model_copy(deep=True, update={"run_id": "20261101T000000000Z_" + proof.run_id.split("Z_", 1)[1]})
+        for b in old.builds:
+            b.before_code_sha256 = b.after_code_sha256 = None
+        path.unlink()
+        store.save(old, store.same_code_path(project / "logs", old), logs=project / "logs")
+    check = runner.invoke(app, ["same-code", "transform", "-v", "v01", "--check", *args])
+    assert check.exit_code == 0 and "stand on proofs that compared PTX only" in " ".join(check.output.split())
+    again = runner.invoke(app, ["same-code", "transform", "-v", "v01", "--machine-code", *args])
+    assert again.exit_code == 0 and f"{len(written)} proof(s) written" in " ".join(again.output.split()), again.output
+    check = runner.invoke(app, ["same-code", "transform", "-v", "v01", "--check", *args])
+    assert "PTX only" not in check.output, check.output
+    proofs = store.same_code(project / "logs", "transform", "v01_naive")
     out = project / "out"
     built = runner.invoke(app, ["build", "transform", "--html-only", "--out", str(out), *args])
     assert built.exit_code == 0, built.output

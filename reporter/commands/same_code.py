@@ -3,6 +3,7 @@
     report same-code flashattn                 # every version whose recorded code differs from the tree's
     report same-code flashattn -v v10 -v v12   # those versions only
     report same-code transform --check         # only say where figures stand; compile nothing, write nothing
+    report same-code flashattn --machine-code  # also prove again what stands on PTX-only proofs
 
 For each version, the runs whose recorded code is neither the tree's nor proven to be
 (:func:`reporter.samecode.code_status`) are grouped by their code; each group is compared with
@@ -30,13 +31,16 @@ def command(
     version: Annotated[list[str] | None, typer.Option("--version", "-v", help="version(s) (name or vNN); default all")] = None,
     check: Annotated[bool, typer.Option("--check", help="only list where each version's runs stand; compile nothing, "
                                                         "write nothing; exit 1 if a run's code changed unproven")] = False,
+    machine_code: Annotated[bool, typer.Option("--machine-code", help="also prove again the runs that stand on proofs "
+                                                                      "made before the machine code was compared (PTX "
+                                                                      "only), from the run's code to the tree's")] = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Prove that the code each run recorded compiles to what the tree holds now (PTX, machine code and Python syntax trees)."""
     from rich.progress import Progress
 
     from .. import store
-    from ..samecode import SameCodeError, code_status, prove, tree_files
+    from ..samecode import SameCodeError, code_status, machine_code_proven, prove, tree_files
 
     repo, kernels, logs_dir = project_paths(root, logs)
     try:
@@ -47,6 +51,7 @@ def command(
         return
     unproven = 0
     written = 0
+    ptx_only = 0  # runs that stand on a proof comparing PTX only
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("comparing", total=len(versions))
         for v in versions:
@@ -55,8 +60,13 @@ def command(
             proofs = store.same_code(logs_dir, a.name, v.name)
             groups: dict[str, list] = {}  # code digest -> the runs on that code
             for r in store.runs(logs_dir, a.name, v.name, legacy=a.legacy_case_keys or None):
-                if not code_status(r.code, now, proofs).stands:
+                status = code_status(r.code, now, proofs)
+                if not status.stands:
                     groups.setdefault(r.code.digest, []).append(r)
+                elif status.state == "proven" and not machine_code_proven(status):
+                    ptx_only += 1
+                    if machine_code:
+                        groups.setdefault(r.code.digest, []).append(r)
             if not groups:
                 progress.advance(task)
                 continue
@@ -88,6 +98,8 @@ def command(
                                   + (f" and {len(attempt.differences) - 6} more" if len(attempt.differences) > 6 else ""),
                                   highlight=False)
             progress.advance(task)
-    console.print(f"{written} proof(s) written; {unproven} run(s) on code that changed unproven")
+    console.print(f"{written} proof(s) written; {unproven} run(s) on code that changed unproven"
+                  + (f"; {ptx_only} run(s) stand on proofs that compared PTX only"
+                     + (" (--machine-code proves them again)" if not machine_code else "") if ptx_only else ""))
     if check and unproven:
         raise typer.Exit(1)

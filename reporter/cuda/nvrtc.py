@@ -7,9 +7,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, NamedTuple
 
 from .options import CudaCompileError, compile_options
+
+class OfflineBuild(NamedTuple):
+    ptx: str
+    cubin: bytes
+
 
 NVRTC_LIBRARY_ENV = "REPORTER_NVRTC_LIBRARY"  # a libnvrtc.so to use instead of the pip wheel's
 
@@ -71,7 +76,7 @@ def nvrtc_compile_offline(path: str | Path, *, arch: str = "sm_90a", defines: Ma
     lib_path = library or find_nvrtc_library()
     if lib_path is None:
         raise FileNotFoundError(f"no libnvrtc found: install the nvidia-cuda-nvrtc wheel or set {NVRTC_LIBRARY_ENV}")
-    ok, log, _ = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path)
+    ok, log, _ = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path, outputs=False)
     return ok, log
 
 
@@ -83,10 +88,24 @@ def nvrtc_ptx_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mappin
     lib_path = library or find_nvrtc_library()
     if lib_path is None:
         raise FileNotFoundError(f"no libnvrtc found: install the nvidia-cuda-nvrtc wheel or set {NVRTC_LIBRARY_ENV}")
-    ok, log, ptx = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path, drop=("-lineinfo",))
+    return nvrtc_build_offline(path, arch=arch, defines=defines, library=library).ptx
+
+
+def nvrtc_build_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str, Any] | None = None,
+                        library: Path | None = None) -> OfflineBuild:
+    """The PTX and the cubin of one NVRTC compile of ``path`` with :func:`~reporter.cuda.build.load_module`'s
+    options less ``-lineinfo``: the PTX holds no source positions, and each kernel's machine code
+    (:func:`~reporter.cuda.sass.kernel_code_sha256`) is the one the harness's ``-lineinfo`` build
+    loads (line information adds sections, never instructions: the 61 builds the H100 loaded,
+    tests/fixtures/device_code.json, each give the same hash this way). Raises
+    :class:`CudaCompileError` with the log when the compile fails."""
+    lib_path = library or find_nvrtc_library()
+    if lib_path is None:
+        raise FileNotFoundError(f"no libnvrtc found: install the nvidia-cuda-nvrtc wheel or set {NVRTC_LIBRARY_ENV}")
+    ok, log, out = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path, drop=("-lineinfo",))
     if not ok:
         raise CudaCompileError(f"{path}: NVRTC failed (defines {dict(defines or {})})\n{log[-3000:]}")
-    return ptx
+    return out
 
 
 def nvrtc_cubin_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str, Any] | None = None,
@@ -97,10 +116,10 @@ def nvrtc_cubin_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mapp
     lib_path = library or find_nvrtc_library()
     if lib_path is None:
         raise FileNotFoundError(f"no libnvrtc found: install the nvidia-cuda-nvrtc wheel or set {NVRTC_LIBRARY_ENV}")
-    ok, log, cubin = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path, output="cubin")
+    ok, log, out = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path)
     if not ok:
         raise CudaCompileError(f"{path}: NVRTC failed (defines {dict(defines or {})})\n{log[-3000:]}")
-    return cubin
+    return out.cubin
 
 
 def nvrtc_headers_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str, Any] | None = None,
@@ -124,7 +143,7 @@ def nvrtc_headers_offline(path: str | Path, *, arch: str = "sm_90a", defines: Ma
         raise FileNotFoundError(f"no libnvrtc found: install the nvidia-cuda-nvrtc wheel or set {NVRTC_LIBRARY_ENV}")
     with tempfile.TemporaryDirectory(prefix="nvrtc-trace-") as tmp:
         trace = Path(tmp) / "trace"  # NVRTC writes trace.json
-        ok, log, _ = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path,
+        ok, log, _ = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path, outputs=False,
                                     extra=(f"--fdevice-time-trace={trace}", "--fdevice-syntax-only"))
         if not ok:
             raise CudaCompileError(f"{path}: NVRTC failed (defines {dict(defines or {})})\n{log[-3000:]}")
@@ -138,17 +157,10 @@ def nvrtc_headers_offline(path: str | Path, *, arch: str = "sm_90a", defines: Ma
     return out
 
 
-@overload
 def _nvrtc_offline(path: str | Path, *, arch: str, defines: Mapping[str, Any] | None, library: Path,
                    drop: tuple[str, ...] = (), extra: tuple[str, ...] = (),
-                   output: Literal["ptx"] = "ptx") -> tuple[bool, str, str]: ...
-@overload
-def _nvrtc_offline(path: str | Path, *, arch: str, defines: Mapping[str, Any] | None, library: Path,
-                   drop: tuple[str, ...] = (), extra: tuple[str, ...] = (),
-                   output: Literal["cubin"]) -> tuple[bool, str, bytes]: ...
-def _nvrtc_offline(path: str | Path, *, arch: str, defines: Mapping[str, Any] | None, library: Path,
-                   drop: tuple[str, ...] = (), extra: tuple[str, ...] = (),
-                   output: Literal["ptx", "cubin"] = "ptx") -> tuple[bool, str, str | bytes]:
+                   outputs: bool = True) -> tuple[bool, str, OfflineBuild]:
+    """(compiled, log, the PTX and cubin when compiled and ``outputs``)."""
     import ctypes
 
     lib = _load(library)
@@ -165,16 +177,14 @@ def _nvrtc_offline(path: str | Path, *, arch: str, defines: Mapping[str, Any] | 
         buf = ctypes.create_string_buffer(size.value)
         lib.nvrtcGetProgramLog(prog, buf)
         log = buf.value.decode(errors="replace")
-        if rc != 0:
-            return False, log, b"" if output == "cubin" else ""
-        if output == "cubin":
-            lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
-            out = ctypes.create_string_buffer(size.value)
-            lib.nvrtcGetCUBIN(prog, out)
-            return True, log, out.raw
+        if rc != 0 or not outputs:
+            return rc == 0, log, OfflineBuild("", b"")
         lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
-        out = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetPTX(prog, out)
-        return True, log, out.value.decode(errors="replace")
+        ptx = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetPTX(prog, ptx)
+        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        cubin = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetCUBIN(prog, cubin)
+        return True, log, OfflineBuild(ptx.value.decode(errors="replace"), cubin.raw)
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
