@@ -66,6 +66,12 @@ class CodeStatus:
     proofs: tuple[SameCode, ...] = ()
 
     @property
+    def machine_code(self) -> bool:
+        """Every proof it stands on compared the machine code of each CUDA build it compiled (proofs
+        made before that compared PTX only); True when it stands on none."""
+        return all(b.before_code_sha256 is not None for p in self.proofs for b in p.builds)
+
+    @property
     def stands(self) -> bool:
         """The run's figure describes the code in the tree."""
         return self.state != "changed"
@@ -86,7 +92,7 @@ class CodeStatus:
 def machine_code_proven(status: CodeStatus) -> bool:
     """Every proof ``status`` stands on compared the machine code of each CUDA build it compiled
     (proofs made before that compared PTX only); True when it stands on none."""
-    return all(b.before_code_sha256 is not None for p in status.proofs for b in p.builds)
+    return status.machine_code
 
 
 def digest(files: Files) -> str:

@@ -177,6 +177,7 @@ class ProvenNote:
 
     versions: list[tuple[str, str]]  # (version, the proof's record id)
     compilers: str
+    machine_code: bool  # every proof behind them compared each kernel's machine code, not its PTX alone
 
 
 def proven_note(s: AssignmentSummary) -> ProvenNote | None:
@@ -184,7 +185,8 @@ def proven_note(s: AssignmentSummary) -> ProvenNote | None:
     if not proven:
         return None
     return ProvenNote([(name, st.proofs[-1].run_id) for name, st in proven],
-                      "; ".join(sorted({st.proofs[-1].compiler for _, st in proven})))
+                      "; ".join(sorted({st.proofs[-1].compiler for _, st in proven})),
+                      all(st.machine_code for _, st in proven))
 
 
 def how_taken(s: AssignmentSummary) -> list[HowTaken]:
