@@ -93,24 +93,22 @@
 #include "common/sm90/cp_async.cuh"
 #include "common/sm90/wgmma.cuh"
 #include "attn_sm90.cuh"
+#include "attn_sm90_cta.cuh"
+#include "attn_sm90_wgmma.cuh"
 
 // --------------------------------------------------------------------------- kernel
+//
+// The set-up (shared memory, barriers, a consumer thread's place) is attn_sm90_cta.cuh's; the
+// producer's copies and the consumer steps are in attn_sm90_wgmma.cuh (v07 builds on them).
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 attn_fwd_wgmma(const u16* __restrict__ Q, const u16* __restrict__ K, const u16* __restrict__ V, u16* __restrict__ O,
                float* __restrict__ DBG, int seqlen, float scale_log2, float sm_scale)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
-    const u32 sQ = base;
-    const u32 sK = base + TILE_BYTES;                  // stage s at + s * TILE_BYTES
-    const u32 sV = base + (1 + STAGES) * TILE_BYTES;   // stage s at + s * TILE_BYTES
-    const u32 bars = base + (1 + 2 * STAGES) * TILE_BYTES;
+    const auto [sQ, sK, sV, bars] = smem_tiles(smem_raw, 1);  // Q | K x STAGES | V x STAGES | barriers
     const u32 bar_q = bars;
-    const u32 bar_full_k = bars + 8;                   // + 8 * s
-    const u32 bar_full_v = bars + 8 * (1 + STAGES);
-    const u32 bar_empty_k = bars + 8 * (1 + 2 * STAGES);
-    const u32 bar_empty_v = bars + 8 * (1 + 3 * STAGES);
+    const auto [bar_full_k, bar_full_v, bar_empty_k, bar_empty_v] = ring_bars(bars + 8);  // + 8 * s
 
     const int n_tiles = DBG_MODE ? 1 : seqlen / BLOCK_N;
     const u64 head_row0 = (u64)blockIdx.y * (u64)seqlen;  // first row of this (batch, head)
@@ -118,13 +116,7 @@ attn_fwd_wgmma(const u16* __restrict__ Q, const u16* __restrict__ K, const u16* 
 
     if (threadIdx.x == 0) {
         mbar_init(bar_q, 128);
-#pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(bar_full_k + 8 * s, 128);
-            mbar_init(bar_full_v + 8 * s, 128);
-            mbar_init(bar_empty_k + 8 * s, 8);
-            mbar_init(bar_empty_v + 8 * s, 8);
-        }
+        init_ring_bars(bar_full_k, bar_full_v, bar_empty_k, bar_empty_v, 128, 8);  // the producer's threads, the consumer warps
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -134,53 +126,23 @@ attn_fwd_wgmma(const u16* __restrict__ Q, const u16* __restrict__ K, const u16* 
     if (wg == 0) {
         // ------------------------------------------------------------------- producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
-        const u32 t = threadIdx.x;
-        const u32 r = t >> 4, c16 = t & 15;
-        // chunk c16 of a 256-byte row: half c16 / 8, 16-byte chunk c16 % 8, swizzled with row % 8 == r
-        const u32 dst_off = (c16 >> 3) * HALF_BYTES + r * 128 + (((c16 & 7) ^ r) << 4);
-        const u64 src_off = (u64)r * 256 + c16 * 16;
-
-        const char* q_src = reinterpret_cast<const char*>(Q + (head_row0 + q0) * HEAD_DIM) + src_off;
-        load_tile(sQ + dst_off, q_src);
-        cp_async_arrive_noinc(bar_q);
-
-        const char* k_src = reinterpret_cast<const char*>(K + head_row0 * HEAD_DIM) + src_off;
-        const char* v_src = reinterpret_cast<const char*>(V + head_row0 * HEAD_DIM) + src_off;
-        for (int j = 0; j < n_tiles; ++j) {
-            const int s = j % STAGES;
-            const u32 phase = (u32)(j / STAGES) & 1u;
-            mbar_wait_trap(bar_empty_k + 8 * s, phase ^ 1u);  // released by all 8 consumer warps
-            load_tile(sK + s * TILE_BYTES + dst_off, k_src + (u64)j * TILE_BYTES);
-            cp_async_arrive_noinc(bar_full_k + 8 * s);
-            mbar_wait_trap(bar_empty_v + 8 * s, phase ^ 1u);
-            load_tile(sV + s * TILE_BYTES + dst_off, v_src + (u64)j * TILE_BYTES);
-            cp_async_arrive_noinc(bar_full_v + 8 * s);
-        }
-        cp_async_wait_all();  // never leave the CTA with copies in flight
+        produce_cp_async_trap(threadIdx.x, Q, K, V, sQ, sK, sV, bar_q, bar_full_k, bar_full_v, bar_empty_k, bar_empty_v,
+                              head_row0, q0, n_tiles);
         return;
     }
 
     // ----------------------------------------------------------------------- consumers
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
     const int cw = wg - 1;                 // consumer warpgroup 0/1: query rows 64*cw .. 64*cw+63
-    const int tid = threadIdx.x & 127;
-    const int warp = tid >> 5, lane = tid & 31;
-    const int row = cw * 64 + warp * 16 + (lane >> 2);  // this thread's rows: row and row + 8
-    const int col = 2 * (lane & 3);                      // and columns 8j + col, 8j + col + 1
-
+    const auto [tid, lane, row, col] = consumer_thread(cw);
     // Q of this warpgroup: rows 64*cw.. of both halves; + 32 B per k16 step, + HALF_BYTES for d >= 64
     const u64 desc_q = make_desc(sQ + cw * 64 * 128, K_LBO, K_SBO);
     const u64 desc_k = make_desc(sK, K_LBO, K_SBO);
     const u64 desc_v = make_desc(sV, V_LBO, V_SBO);
 
 #if DBG_MODE != 1
-    float o[64];
-#pragma unroll
-    for (int i = 0; i < 64; ++i) o[i] = 0.f;
-#endif
-#if DBG_MODE == 0
-    float m0 = __int_as_float(0xff800000), m1 = __int_as_float(0xff800000);  // running max (log2 domain)
-    float l0 = 0.f, l1 = 0.f;                                                // per-thread partial row sums
+    float o[64], m0, m1, l0, l1;  // the softmax state is unused without the softmax (DBG_MODE 2)
+    start_rows(o, m0, m1, l0, l1);
 #endif
 
     mbar_wait_trap(bar_q, 0);
@@ -253,15 +215,8 @@ attn_fwd_wgmma(const u16* __restrict__ Q, const u16* __restrict__ K, const u16* 
         const u32 phase = (u32)(j / STAGES) & 1u;
 
         // ---- S = Q K^T (64 x 128, fp32)
-        mbar_wait_trap(bar_full_k + 8 * s, phase);
-        proxy_fence_async();
         float sc[64];
-        wgmma_fence();
-        issue_qk(sc, desc_q, desc_k + (u64)((s * TILE_BYTES) >> 4));
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_acc(sc);
-        if (lane == 0) mbar_arrive(bar_empty_k + 8 * s);
+        qk_step_trap(sc, desc_q, desc_k, bar_full_k, bar_empty_k, lane, s, phase);
 
 #if DBG_MODE == 1
         {
@@ -287,17 +242,7 @@ attn_fwd_wgmma(const u16* __restrict__ Q, const u16* __restrict__ K, const u16* 
 #endif
 
         // ---- O += P V (P from registers, V N-major in shared memory)
-        mbar_wait_trap(bar_full_v + 8 * s, phase);
-        proxy_fence_async();
-        fence_acc(o);
-        fence_frag(p);
-        wgmma_fence();
-        issue_pv(o, p, desc_v + (u64)((s * TILE_BYTES) >> 4));
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_acc(o);
-        fence_frag(p);
-        if (lane == 0) mbar_arrive(bar_empty_v + 8 * s);
+        pv_step_trap(o, p, desc_v, bar_full_v, bar_empty_v, lane, s, phase);
 #endif  // DBG_MODE != 1
     }
 #endif  // INTRA_WG_OVERLAP

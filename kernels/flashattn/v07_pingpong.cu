@@ -5,7 +5,9 @@
 // Everything but the consumers' main loop is v06's (see v06_wgmma.cu for the shared-memory
 // layout, the descriptors, the fragment maps and the PTX facts they rely on); the debug
 // modes are gone (v06's self-test settled the descriptors: K_LBO 16, K_SBO 1024, V_LBO 16384,
-// V_SBO 1024).
+// V_SBO 1024). Structure: the set-up is attn_sm90_cta.cuh's, the producer warpgroup and the
+// P V step outside the turn are v06's (attn_sm90_wgmma.cuh); this file holds the one-warp
+// producer, the turns and the two consumer loops that take them.
 //
 // The one idea: the two consumer warpgroups take turns on the tensor cores. A turn is
 // guarded by a named barrier per warpgroup (TURN[w] = bar id TURN_BAR0 + w, 256 threads:
@@ -66,6 +68,8 @@
 #include "common/sm90/cp_async.cuh"
 #include "common/sm90/wgmma.cuh"
 #include "attn_sm90.cuh"
+#include "attn_sm90_cta.cuh"
+#include "attn_sm90_wgmma.cuh"
 
 // --------------------------------------------------------------------------- this version's own helpers
 
@@ -101,16 +105,9 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
                   u16* __restrict__ O, int seqlen, float scale_log2)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
-    const u32 sQ = base;
-    const u32 sK = base + TILE_BYTES;                  // stage s at + s * TILE_BYTES
-    const u32 sV = base + (1 + STAGES) * TILE_BYTES;   // stage s at + s * TILE_BYTES
-    const u32 bars = base + (1 + 2 * STAGES) * TILE_BYTES;
+    const auto [sQ, sK, sV, bars] = smem_tiles(smem_raw, 1);  // v06's: Q | K x STAGES | V x STAGES | barriers
     const u32 bar_q = bars;
-    const u32 bar_full_k = bars + 8;                   // + 8 * s
-    const u32 bar_full_v = bars + 8 * (1 + STAGES);
-    const u32 bar_empty_k = bars + 8 * (1 + 2 * STAGES);
-    const u32 bar_empty_v = bars + 8 * (1 + 3 * STAGES);
+    const auto [bar_full_k, bar_full_v, bar_empty_k, bar_empty_v] = ring_bars(bars + 8);
 
     const int n_tiles = seqlen / BLOCK_N;
     const u64 head_row0 = (u64)blockIdx.y * (u64)seqlen;  // first row of this (batch, head)
@@ -118,13 +115,7 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
 
     if (threadIdx.x == 0) {
         mbar_init(bar_q, PRODUCER_THREADS);
-#pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(bar_full_k + 8 * s, PRODUCER_THREADS);
-            mbar_init(bar_full_v + 8 * s, PRODUCER_THREADS);
-            mbar_init(bar_empty_k + 8 * s, 8);
-            mbar_init(bar_empty_v + 8 * s, 8);
-        }
+        init_ring_bars(bar_full_k, bar_full_v, bar_empty_k, bar_empty_v, PRODUCER_THREADS, 8);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -153,30 +144,8 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
         return;
 #else
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
-        const u32 t = threadIdx.x & 127;
-        const u32 r = t >> 4, c16 = t & 15;
-        const u32 dst_off = (c16 >> 3) * HALF_BYTES + r * 128 + (((c16 & 7) ^ r) << 4);
-        const u64 src_off = (u64)r * 256 + c16 * 16;
-
-        const char* q_src = reinterpret_cast<const char*>(Q + (head_row0 + q0) * HEAD_DIM) + src_off;
-        load_tile(sQ + dst_off, q_src);
-        cp_async_arrive_noinc(bar_q);
-
-        const char* k_src = reinterpret_cast<const char*>(K + head_row0 * HEAD_DIM) + src_off;
-        const char* v_src = reinterpret_cast<const char*>(V + head_row0 * HEAD_DIM) + src_off;
-        for (int j = 0; j < n_tiles; ++j) {
-            const int s = j % STAGES;
-            const u32 phase = (u32)(j / STAGES) & 1u;
-            // With PIPELINE 1 the consumers release V_j one step later than K_j (at the end of
-            // step j + 1), so the wait below for V_{j} (slot of V_{j-STAGES}) has less slack.
-            mbar_wait_trap(bar_empty_k + 8 * s, phase ^ 1u);
-            load_tile(sK + s * TILE_BYTES + dst_off, k_src + (u64)j * TILE_BYTES);
-            cp_async_arrive_noinc(bar_full_k + 8 * s);
-            mbar_wait_trap(bar_empty_v + 8 * s, phase ^ 1u);
-            load_tile(sV + s * TILE_BYTES + dst_off, v_src + (u64)j * TILE_BYTES);
-            cp_async_arrive_noinc(bar_full_v + 8 * s);
-        }
-        cp_async_wait_all();  // never leave the CTA with copies in flight
+        produce_cp_async_trap(threadIdx.x & 127, Q, K, V, sQ, sK, sV, bar_q, bar_full_k, bar_full_v, bar_empty_k,
+                              bar_empty_v, head_row0, q0, n_tiles);
         return;
 #endif
     }
@@ -186,10 +155,7 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
 #endif
     const int cw = wg;                     // consumer warpgroup 0/1 (warps 0-7): query rows 64*cw .. 64*cw+63
-    const int tid = threadIdx.x & 127;
-    const int warp = tid >> 5, lane = tid & 31;
-    const int row = cw * 64 + warp * 16 + (lane >> 2);  // this thread's rows: row and row + 8
-    const int col = 2 * (lane & 3);                      // and columns 8j + col, 8j + col + 1
+    const auto [tid, lane, row, col] = consumer_thread(cw);
     const u32 my_turn = TURN_BAR0 + cw, other_turn = TURN_BAR0 + 1 - cw;
 
     const u64 desc_q = make_desc(sQ + cw * 64 * 128, K_LBO, K_SBO);
@@ -197,8 +163,7 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
     const u64 desc_v = make_desc(sV, V_LBO, V_SBO);
 
     float o[64];
-#pragma unroll
-    for (int i = 0; i < 64; ++i) o[i] = 0.f;
+    zero_acc(o);
     float m0 = __int_as_float(0xff800000), m1 = __int_as_float(0xff800000);  // running max (log2 domain)
     float l0 = 0.f, l1 = 0.f;                                                // per-thread partial row sums
 
@@ -279,15 +244,15 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
         const int s = j % STAGES;
         const u32 phase = (u32)(j / STAGES) & 1u;
 
-        // ---- S = Q K^T in my turn
+        // ---- S = Q K^T in my turn; consumer 1 passes no turn after its last
+        float sc[64];
         mbar_wait_trap(bar_full_k + 8 * s, phase);
         proxy_fence_async();
-        float sc[64];
         turn_sync_always(my_turn);
         wgmma_fence();
         issue_qk(sc, desc_q, desc_k + (u64)((s * TILE_BYTES) >> 4));
         wgmma_commit();
-        if (cw == 0 || j + 1 < n_tiles) turn_arrive_always(other_turn);  // consumer 1 skips its last
+        if (cw == 0 || j + 1 < n_tiles) turn_arrive_always(other_turn);
         wgmma_wait<0>();
         fence_acc(sc);
         if (lane == 0) mbar_arrive(bar_empty_k + 8 * s);
@@ -299,17 +264,7 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
         pack_p(sc, p, 1.f);
 
         // ---- O += P V, outside the turn (as v06)
-        mbar_wait_trap(bar_full_v + 8 * s, phase);
-        proxy_fence_async();
-        fence_acc(o);
-        fence_frag(p);
-        wgmma_fence();
-        issue_pv(o, p, desc_v + (u64)((s * TILE_BYTES) >> 4));
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_acc(o);
-        fence_frag(p);
-        if (lane == 0) mbar_arrive(bar_empty_v + 8 * s);
+        pv_step_trap(o, p, desc_v, bar_full_v, bar_empty_v, lane, s, phase);
     }
 #endif  // PIPELINE
 

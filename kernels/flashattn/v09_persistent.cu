@@ -37,6 +37,7 @@
 #include "common/sm90/cp_async.cuh"
 #include "common/sm90/wgmma.cuh"
 #include "attn_sm90.cuh"
+#include "attn_sm90_cta.cuh"
 
 // --------------------------------------------------------------------------- kernel
 
@@ -49,17 +50,10 @@ attn_fwd_persistent(const u16* __restrict__ Q, const u16* __restrict__ K, const 
                     u16* __restrict__ O, int seqlen, int n_work, float scale_log2)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
-    const u32 sQ = base;
-    const u32 sK = base + TILE_BYTES;                  // slot s at + s * TILE_BYTES
-    const u32 sV = base + (1 + STAGES) * TILE_BYTES;   // slot s at + s * TILE_BYTES
-    const u32 bars = base + (1 + 2 * STAGES) * TILE_BYTES;
+    const auto [sQ, sK, sV, bars] = smem_tiles(smem_raw, 1);
     const u32 bar_q_full = bars;
     const u32 bar_q_empty = bars + 8;
-    const u32 bar_full_k = bars + 16;                  // + 8 * s
-    const u32 bar_full_v = bars + 16 + 8 * STAGES;
-    const u32 bar_empty_k = bars + 16 + 16 * STAGES;
-    const u32 bar_empty_v = bars + 16 + 24 * STAGES;
+    const auto [bar_full_k, bar_full_v, bar_empty_k, bar_empty_v] = ring_bars(bars + 16);
 
     const int n_tiles = seqlen / BLOCK_N;              // kv tiles per work tile (n)
     const int q_blocks = seqlen / BLOCK_M;
@@ -67,13 +61,7 @@ attn_fwd_persistent(const u16* __restrict__ Q, const u16* __restrict__ K, const 
     if (threadIdx.x == 0) {
         mbar_init(bar_q_full, PRODUCER_THREADS);
         mbar_init(bar_q_empty, 8);
-#pragma unroll
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(bar_full_k + 8 * s, PRODUCER_THREADS);
-            mbar_init(bar_full_v + 8 * s, PRODUCER_THREADS);
-            mbar_init(bar_empty_k + 8 * s, 8);
-            mbar_init(bar_empty_v + 8 * s, 8);
-        }
+        init_ring_bars(bar_full_k, bar_full_v, bar_empty_k, bar_empty_v, PRODUCER_THREADS, 8);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -118,10 +106,7 @@ attn_fwd_persistent(const u16* __restrict__ Q, const u16* __restrict__ K, const 
     // ----------------------------------------------------------------------- consumers
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
     const int cw = wg;                     // consumer warpgroup 0/1: query rows 64*cw .. 64*cw+63 of a tile
-    const int tid = threadIdx.x & 127;
-    const int warp = tid >> 5, lane = tid & 31;
-    const int row = cw * 64 + warp * 16 + (lane >> 2);  // this thread's rows: row and row + 8
-    const int col = 2 * (lane & 3);                      // and columns 8j + col, 8j + col + 1
+    const auto [tid, lane, row, col] = consumer_thread(cw);
     const u32 my_turn = TURN_BAR0 + cw, other_turn = TURN_BAR0 + 1 - cw;
 
     const u64 desc_q = make_desc(sQ + cw * 64 * 128, K_LBO, K_SBO);
@@ -138,11 +123,8 @@ attn_fwd_persistent(const u16* __restrict__ Q, const u16* __restrict__ K, const 
         const u64 head_row0 = (u64)(work / q_blocks) * (u64)seqlen;
         const int q0 = (work % q_blocks) * BLOCK_M;
 
-        float o[64];
-#pragma unroll
-        for (int i = 0; i < 64; ++i) o[i] = 0.f;
-        float m0 = __int_as_float(0xff800000), m1 = __int_as_float(0xff800000);  // running max (log2 domain)
-        float l0 = 0.f, l1 = 0.f;                                                // per-thread partial row sums
+        float o[64], m0, m1, l0, l1;
+        start_rows(o, m0, m1, l0, l1);
 
         mbar_wait(bar_q_full, local & 1u);
         proxy_fence_async();
