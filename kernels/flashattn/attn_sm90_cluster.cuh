@@ -1,9 +1,10 @@
 // The cluster protocol of the flashattn versions that multicast K/V to a pair of CTAs (v14 on):
 // a consumer warp's release of a ring slot on the empty barrier of every CTA in the cluster.
 //
-// Configuration macros, read where this header is included (define them before it; required):
-//   CLUSTER          CTAs per cluster, 1 or 2;
-//   RELEASE_CLUSTER  1: the remote releases with .release.cluster (v14's first build), 0: at CTA scope.
+// Configuration macros, read where this header is included (define them before it to change them):
+//   CLUSTER          CTAs per cluster, 1 or 2 (default 2);
+//   RELEASE_CLUSTER  1: the remote releases with .release.cluster (v14's first build), 0: at CTA scope
+//                    (default).
 //
 // Append-only: a helper here, once a recorded version uses it, is never changed in place. A
 // different behaviour gets a new helper with its own name, and a version calls the one it used.
@@ -12,8 +13,14 @@
 #include "common/sm90/cluster.cuh"
 #include "common/sm90/mbarrier.cuh"
 
-#if !defined(CLUSTER) || !defined(RELEASE_CLUSTER)
-#error "flashattn/attn_sm90_cluster.cuh: define CLUSTER and RELEASE_CLUSTER before including it"
+#ifndef CLUSTER
+#define CLUSTER 2                // CTAs per cluster sharing K/V by multicast (1 or 2)
+#endif
+#ifndef RELEASE_CLUSTER
+#define RELEASE_CLUSTER 0        // 1: remote releases with .release.cluster (v14's first build; see mbar_arrive_cluster)
+#endif
+#if CLUSTER != 1 && CLUSTER != 2
+#error "CLUSTER must be 1 or 2"
 #endif
 
 // Release a slot on the empty barrier at offset bar of every CTA in the cluster (itself
@@ -44,5 +51,25 @@ __device__ __forceinline__ void mbar_arrive_cluster(u32 bar)
         "mbarrier.arrive.shared::cluster.b64 _, [ra]; }"
         ::"r"(bar), "r"(cluster_rank() ^ 1u)
         : "memory");
+#endif
+}
+
+// After one thread initialised the barriers: with a cluster, every thread of both CTAs (the
+// neighbour's copies and releases target these barriers from then on), else the CTA's threads.
+__device__ __forceinline__ void sync_after_barrier_init()
+{
+#if CLUSTER > 1
+    cluster_sync_all();
+#else
+    __syncthreads();
+#endif
+}
+
+// Before a thread of a CTA in a cluster exits: the neighbour may still release slots on this CTA's
+// barriers until it got here too. Nothing without a cluster.
+__device__ __forceinline__ void cluster_sync_before_exit()
+{
+#if CLUSTER > 1
+    cluster_sync_all();
 #endif
 }

@@ -2,8 +2,8 @@
 // the K/V tiles into the STAGES-deep ring with cp.async, and the consumer warpgroups' steps on that
 // ring, every wait a trapping one (mbar_wait_trap, HANG_TRAP; from v08 on the waits fault instead).
 // What each does and why, and the layout and PTX facts, are in v06_wgmma.cu, whose kernel is the
-// first built on them; v07_pingpong.cu takes the producer and the P V step, and issues S = Q K^T in
-// the consumers' turns.
+// first built on them (its kernel keeps its own steps inline, as the report shows them);
+// v07_pingpong.cu takes the producer and the P V step, and issues S = Q K^T in the consumers' turns.
 //
 // The overlapped schedule (v06's INTRA_WG_OVERLAP, v07's PIPELINE 1) stays in the two kernels: as a
 // helper that updates the kernel's softmax state through references it compiles to other PTX (the
@@ -63,27 +63,12 @@ __device__ __forceinline__ void produce_cp_async_trap(const u32 t, const u16* __
 
 // --------------------------------------------------------------------------- consumer steps
 
-// The steps take the ring's barriers (slot 0's; slot s at + 8 * s), the warpgroup's descriptors (its
+// The step takes the ring's barriers (slot 0's; slot s at + 8 * s), the warpgroup's descriptors (its
 // 64 rows of Q; slot 0 of the K and of the V ring, slot s at + s * TILE_BYTES) and the thread's lane
 // (lane 0 of each warp releases a slot), as values: passed in a struct, they compile to other PTX.
 
-// S = Q K^T (64 x 128, fp32) on the K tile in ring slot s (phase: the parity of its fill), outside
-// any turn: wait until the tile is there, issue the product, wait for it, release the slot.
-__device__ __forceinline__ void qk_step_trap(float (&sc)[64], u64 desc_q, u64 desc_k, u32 bar_full_k, u32 bar_empty_k,
-                                             int lane, int s, u32 phase)
-{
-    mbar_wait_trap(bar_full_k + 8 * s, phase);
-    proxy_fence_async();
-    wgmma_fence();
-    issue_qk(sc, desc_q, desc_k + (u64)((s * TILE_BYTES) >> 4));
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_acc(sc);
-    if (lane == 0) mbar_arrive(bar_empty_k + 8 * s);
-}
-
-// O += P V (P from registers, V N-major in shared memory) on the V tile in ring slot s, outside any
-// turn: wait until the tile is there, issue, wait for the product, release the slot.
+// v06's O += P V (P from registers, V N-major in shared memory) on the V tile in ring slot s, outside
+// any turn, as v07 runs it: wait until the tile is there, issue, wait for the product, release the slot.
 __device__ __forceinline__ void pv_step_trap(float (&o)[64], u32 (&p)[32], u64 desc_v, u32 bar_full_v, u32 bar_empty_v,
                                              int lane, int s, u32 phase)
 {

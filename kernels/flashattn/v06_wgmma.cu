@@ -153,70 +153,26 @@ attn_fwd_wgmma(const u16* __restrict__ Q, const u16* __restrict__ K, const u16* 
     // tile j-1, and the softmax of tile j (in place, fp32) runs while P.V of tile j-1 is still
     // in flight; P is packed only after that product completed, so no register read by an
     // in-flight wgmma is written.
-    float sc[64];
-    u32 p[32];
-    {
-        mbar_wait_trap(bar_full_k, 0);
-        proxy_fence_async();
-        wgmma_fence();
-        issue_qk(sc, desc_q, desc_k);
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_acc(sc);
-        if (lane == 0) mbar_arrive(bar_empty_k);
-        float alpha0, alpha1;
-        softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);  // O is still 0: no rescale
-        pack_p(sc, p, 1.f);
-    }
-    for (int j = 1; j < n_tiles; ++j) {
-        const int s = j % STAGES, sp = (j - 1) % STAGES;
-        const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
-        mbar_wait_trap(bar_full_k + 8 * s, phase);
-        proxy_fence_async();
-        mbar_wait_trap(bar_full_v + 8 * sp, phase_p);
-        proxy_fence_async();
-        fence_acc(o);
-        fence_frag(p);
-        fence_acc(sc);
-        wgmma_fence();
-        issue_qk(sc, desc_q, desc_k + (u64)((s * TILE_BYTES) >> 4));      // group 1: S_j
-        wgmma_commit();
-        issue_pv(o, p, desc_v + (u64)((sp * TILE_BYTES) >> 4));           // group 2: O += P_{j-1} V_{j-1}
-        wgmma_commit();
-        wgmma_wait<1>();  // S_j complete, P.V may still run
-        fence_acc(sc);
-        if (lane == 0) mbar_arrive(bar_empty_k + 8 * s);
-        float alpha0, alpha1;
-        softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);
-        wgmma_wait<0>();
-        fence_acc(o);
-        fence_frag(p);
-        if (lane == 0) mbar_arrive(bar_empty_v + 8 * sp);
-        rescale_o(o, alpha0, alpha1);
-        pack_p(sc, p, 1.f);
-    }
-    {
-        const int sp = (n_tiles - 1) % STAGES;
-        mbar_wait_trap(bar_full_v + 8 * sp, (u32)((n_tiles - 1) / STAGES) & 1u);
-        proxy_fence_async();
-        fence_acc(o);
-        fence_frag(p);
-        wgmma_fence();
-        issue_pv(o, p, desc_v + (u64)((sp * TILE_BYTES) >> 4));
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_acc(o);
-        fence_frag(p);
-        if (lane == 0) mbar_arrive(bar_empty_v + 8 * sp);
-    }
-#else
+#define OVERLAP_TAKE_TURN()  // no turns in v06
+#define OVERLAP_PASS_TURN()
+#define OVERLAP_PASS_LAST_TURN()
+#endif
+#include "attn_sm90_wgmma_overlapped.cuh"  // the overlapped schedule where the hooks are defined, else nothing
+#if !(INTRA_WG_OVERLAP && DBG_MODE == 0)
     for (int j = 0; j < n_tiles; ++j) {
         const int s = j % STAGES;
         const u32 phase = (u32)(j / STAGES) & 1u;
 
         // ---- S = Q K^T (64 x 128, fp32)
+        mbar_wait_trap(bar_full_k + 8 * s, phase);
+        proxy_fence_async();
         float sc[64];
-        qk_step_trap(sc, desc_q, desc_k, bar_full_k, bar_empty_k, lane, s, phase);
+        wgmma_fence();
+        issue_qk(sc, desc_q, desc_k + (u64)((s * TILE_BYTES) >> 4));
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_acc(sc);
+        if (lane == 0) mbar_arrive(bar_empty_k + 8 * s);
 
 #if DBG_MODE == 1
         {
@@ -242,7 +198,17 @@ attn_fwd_wgmma(const u16* __restrict__ Q, const u16* __restrict__ K, const u16* 
 #endif
 
         // ---- O += P V (P from registers, V N-major in shared memory)
-        pv_step_trap(o, p, desc_v, bar_full_v, bar_empty_v, lane, s, phase);
+        mbar_wait_trap(bar_full_v + 8 * s, phase);
+        proxy_fence_async();
+        fence_acc(o);
+        fence_frag(p);
+        wgmma_fence();
+        issue_pv(o, p, desc_v + (u64)((s * TILE_BYTES) >> 4));
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_acc(o);
+        fence_frag(p);
+        if (lane == 0) mbar_arrive(bar_empty_v + 8 * s);
 #endif  // DBG_MODE != 1
     }
 #endif  // INTRA_WG_OVERLAP

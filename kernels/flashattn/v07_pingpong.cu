@@ -174,72 +174,14 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
     if (cw == 1) turn_arrive_always(TURN_BAR0);
 
 #if PIPELINE
-    float sc[64];
-    u32 p[32];
-    {
-        // ---- step 0: S_0 only
-        mbar_wait_trap(bar_full_k, 0);
-        proxy_fence_async();
-        turn_sync_always(my_turn);
-        wgmma_fence();
-        issue_qk(sc, desc_q, desc_k);
-        wgmma_commit();
-        turn_arrive_always(other_turn);  // n >= 1, so step 0 is never consumer 1's last step
-        wgmma_wait<0>();
-        fence_acc(sc);
-        if (lane == 0) mbar_arrive(bar_empty_k);
-        float alpha0, alpha1;
-        softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);  // O is still 0: no rescale
-        pack_p(sc, p, 1.f);
-    }
-    for (int j = 1; j < n_tiles; ++j) {
-        // ---- step j: S_j and O += P_{j-1} V_{j-1} in one turn
-        const int s = j % STAGES, sp = (j - 1) % STAGES;
-        const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
-        mbar_wait_trap(bar_full_k + 8 * s, phase);
-        proxy_fence_async();
-        mbar_wait_trap(bar_full_v + 8 * sp, phase_p);
-        proxy_fence_async();
-        fence_acc(o);
-        fence_frag(p);
-        fence_acc(sc);
-        turn_sync_always(my_turn);
-        wgmma_fence();
-        issue_qk(sc, desc_q, desc_k + (u64)((s * TILE_BYTES) >> 4));      // group: S_j
-        wgmma_commit();
-        issue_pv(o, p, desc_v + (u64)((sp * TILE_BYTES) >> 4));           // group: O += P_{j-1} V_{j-1}
-        wgmma_commit();
-        turn_arrive_always(other_turn);  // j < n: not the last step
-        wgmma_wait<1>();          // S_j complete, P.V may still run
-        fence_acc(sc);
-        if (lane == 0) mbar_arrive(bar_empty_k + 8 * s);
-        float alpha0, alpha1;
-        softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);
-        wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
-        fence_acc(o);
-        fence_frag(p);
-        if (lane == 0) mbar_arrive(bar_empty_v + 8 * sp);
-        rescale_o(o, alpha0, alpha1);
-        pack_p(sc, p, 1.f);
-    }
-    {
-        // ---- step n: O += P_{n-1} V_{n-1} only; consumer 1's last step, no arrive (counting above)
-        const int sp = (n_tiles - 1) % STAGES;
-        mbar_wait_trap(bar_full_v + 8 * sp, (u32)((n_tiles - 1) / STAGES) & 1u);
-        proxy_fence_async();
-        fence_acc(o);
-        fence_frag(p);
-        turn_sync_always(my_turn);
-        wgmma_fence();
-        issue_pv(o, p, desc_v + (u64)((sp * TILE_BYTES) >> 4));
-        wgmma_commit();
-        if (cw == 0) turn_arrive_always(other_turn);
-        wgmma_wait<0>();
-        fence_acc(o);
-        fence_frag(p);
-        if (lane == 0) mbar_arrive(bar_empty_v + 8 * sp);
-    }
-#else
+    // the overlapped schedule in turns (attn_sm90_wgmma_overlapped.cuh, v06's INTRA_WG_OVERLAP)
+#define OVERLAP_TAKE_TURN() turn_sync_always(my_turn)
+#define OVERLAP_PASS_TURN() turn_arrive_always(other_turn)
+#define OVERLAP_PASS_LAST_TURN() \
+    if (cw == 0) turn_arrive_always(other_turn)  // consumer 1's last step: no arrive (counting above)
+#endif
+#include "attn_sm90_wgmma_overlapped.cuh"  // the overlapped schedule where the hooks are defined, else nothing
+#if !PIPELINE
     for (int j = 0; j < n_tiles; ++j) {
         const int s = j % STAGES;
         const u32 phase = (u32)(j / STAGES) & 1u;

@@ -28,17 +28,9 @@
 //
 // Everything else is v13's: v08's kernel (attn_sm90_overlap.cuh) with v13's TMA producer
 // (produce_tma, attn_sm90_tma_producer.cuh); the hooks below change its tile copy, the barrier
-// counts, the releases and the exits.
+// counts, the releases and the exits. CLUSTER (default 2) and RELEASE_CLUSTER (default 0) are
+// attn_sm90_cluster.cuh's settings.
 
-#ifndef CLUSTER
-#define CLUSTER 2                // CTAs per cluster sharing K/V by multicast (1 or 2)
-#endif
-#ifndef RELEASE_CLUSTER
-#define RELEASE_CLUSTER 0        // 1: remote releases with .release.cluster (v14's first build; see mbar_arrive_cluster)
-#endif
-#if CLUSTER != 1 && CLUSTER != 2
-#error "CLUSTER must be 1 or 2"
-#endif
 #ifndef PROXY_FENCE
 #define PROXY_FENCE 0            // 1: v08's fence.proxy.async after each full-barrier wait (not needed with TMA)
 #endif

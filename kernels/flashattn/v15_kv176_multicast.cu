@@ -16,25 +16,23 @@
 // both CTAs, local + remote releases at CTA scope, cluster barriers after initialisation and at
 // the end), the schedule and turn counting (v08), the layout and PTX facts (v06).
 //
+// Structure: the machinery (tile copies, the ring's barriers, the consumer steps) is
+// attn_sm90_kv176.cuh's, the set-up attn_sm90_cta.cuh's and the cluster's barriers
+// attn_sm90_cluster.cuh's; this file holds the kernel: one CTA per Q tile, the producer lane's
+// loop and the consumers' steps, the masked last step apart.
 
 
 #include "attn_sm90_kv176.cuh"
+#include "attn_sm90_cta.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
 attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ TmaDesc tm_k,
              const __grid_constant__ TmaDesc tm_v, u16* __restrict__ O, int seqlen, float scale_log2)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
-    const u32 sQ = base;
-    const u32 sK = base + TILE_BYTES;                          // stage s at + s * KV_TILE_BYTES
-    const u32 sV = sK + STAGES * KV_TILE_BYTES;                // stage s at + s * KV_TILE_BYTES
-    const u32 bars = sV + STAGES * KV_TILE_BYTES;
+    const auto [sQ, sK, sV, bars] = smem_tiles(smem_raw, 1);  // Q | K x STAGES | V x STAGES | barriers
     const u32 bar_q = bars;
-    const u32 bar_full_k = bars + 8;                   // + 8 * s
-    const u32 bar_full_v = bars + 8 * (1 + STAGES);
-    const u32 bar_empty_k = bars + 8 * (1 + 2 * STAGES);
-    const u32 bar_empty_v = bars + 8 * (1 + 3 * STAGES);
+    const auto [bar_full_k, bar_full_v, bar_empty_k, bar_empty_v] = ring_bars(bars + 8);  // + 8 * s
 
     const int n_tiles = (seqlen + BLOCK_N - 1) / BLOCK_N;      // the last one may be partial
     const int tail = seqlen - (n_tiles - 1) * BLOCK_N;         // valid rows of the last kv tile
@@ -47,11 +45,7 @@ attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_cons
         init_kv_ring(bar_full_k, bar_full_v, bar_empty_k, bar_empty_v);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-#if CLUSTER > 1
-    cluster_sync_all();  // the neighbour's copies and releases may target these barriers from now on
-#else
-    __syncthreads();
-#endif
+    sync_after_barrier_init();  // the neighbour's copies and releases may target these barriers from now on
 
     const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
 
@@ -73,30 +67,22 @@ attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_cons
                 produce_kv_tile(j, j, sV, bar_full_v, bar_empty_v, &tm_v, head, rank, leader);
             }
         }
-#if CLUSTER > 1
-        cluster_sync_all();
-#endif
+        cluster_sync_before_exit();
         return;
     }
 
     // ----------------------------------------------------------------------- consumers
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
     const int cw = wg;                     // consumer warpgroup 0/1 (warps 0-7): query rows 64*cw .. 64*cw+63
-    const int tid = threadIdx.x & 127;
-    const int warp = tid >> 5, lane = tid & 31;
-    const int row = cw * 64 + warp * 16 + (lane >> 2);  // this thread's rows: row and row + 8
-    const int col = 2 * (lane & 3);                      // and columns 8j + col, 8j + col + 1
+    const auto [tid, lane, row, col] = consumer_thread(cw);
     const u32 my_turn = TURN_BAR0 + cw, other_turn = TURN_BAR0 + 1 - cw;
 
     const u64 desc_q = make_desc(sQ + cw * 64 * 128, K_LBO, K_SBO);
     const u64 desc_k = make_desc(sK, K_LBO, K_SBO);
     const u64 desc_v = make_desc(sV, V_LBO, V_SBO);
 
-    float o[64];
-#pragma unroll
-    for (int i = 0; i < 64; ++i) o[i] = 0.f;
-    float m0 = __int_as_float(0xff800000), m1 = __int_as_float(0xff800000);  // running max (log2 domain)
-    float l0 = 0.f, l1 = 0.f;                                                // per-thread partial row sums
+    float o[64], m0, m1, l0, l1;
+    start_rows(o, m0, m1, l0, l1);
 
     mbar_wait(bar_q, 0);
     proxy_fence_async();
@@ -142,7 +128,5 @@ attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_cons
     // ---- epilogue: O / l, fp16, straight from registers
     sum_row_partials(l0, l1);
     store_o_pairs(o, 1.f / l0, 1.f / l1, O + (head_row0 + q0 + row) * HEAD_DIM + col, lane);
-#if CLUSTER > 1
-    cluster_sync_all();  // the neighbour may still release slots on this CTA's barriers until here
-#endif
+    cluster_sync_before_exit();  // the neighbour may still release slots on this CTA's barriers until here
 }
