@@ -228,3 +228,13 @@ def test_a_kernels_ptx_leaves_the_other_kernels_of_its_module_out():
     assert kernel_ptx(alone, "mine") == mine  # the same kernel, whether or not the module also holds another
     with pytest.raises(KeyError):
         kernel_ptx(module, "absent")
+
+
+@pytest.mark.parametrize("name", ["flashattn", "histogram", "transform"])
+def test_every_committed_figure_stands_on_the_trees_code(name):
+    """`report same-code NAME --check` on the committed logs: each version's standing figure on each
+    case is on the tree's code or proven to compile to it (earlier runs whose code changed are
+    history and only counted)."""
+    r = runner.invoke(app, ["same-code", name, "--check"])
+    assert r.exit_code == 0, r.output
+    assert "0 of them a version's standing figure" in " ".join(r.output.split()) or "0 run(s) on code" in r.output

@@ -30,7 +30,8 @@ def command(
     assignment: Annotated[str, typer.Argument(help="folder name under kernels/, e.g. flashattn")],
     version: Annotated[list[str] | None, typer.Option("--version", "-v", help="version(s) (name or vNN); default all")] = None,
     check: Annotated[bool, typer.Option("--check", help="only list where each version's runs stand; compile nothing, "
-                                                        "write nothing; exit 1 if a run's code changed unproven")] = False,
+                                                        "write nothing; exit 1 if a standing figure's code changed "
+                                                        "unproven")] = False,
     machine_code: Annotated[bool, typer.Option("--machine-code", help="also prove again the runs that stand on proofs "
                                                                       "made before the machine code was compared (PTX "
                                                                       "only), from the run's code to the tree's")] = False,
@@ -41,6 +42,7 @@ def command(
 
     from .. import store
     from ..samecode import SameCodeError, code_status, machine_code_proven, prove, tree_files
+    from ..standing import standing_runs
 
     repo, kernels, logs_dir = project_paths(root, logs)
     try:
@@ -52,6 +54,7 @@ def command(
     unproven = 0
     written = 0
     ptx_only = 0  # runs that stand on a proof comparing PTX only
+    unproven_figures = 0  # of the unproven runs, those that stand for a version on a case (a report's figure)
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("comparing", total=len(versions))
         for v in versions:
@@ -59,10 +62,14 @@ def command(
             now = tree_files(v, repo)
             proofs = store.same_code(logs_dir, a.name, v.name)
             groups: dict[str, list] = {}  # code digest -> the runs on that code
-            for r in store.runs(logs_dir, a.name, v.name, legacy=a.legacy_case_keys or None):
+            runs_of_v = store.runs(logs_dir, a.name, v.name, legacy=a.legacy_case_keys or None)
+            figures = {r.run_id for r in standing_runs(runs_of_v).values()}  # what the reports print
+            for r in runs_of_v:
                 status = code_status(r.code, now, proofs)
                 if not status.stands:
                     groups.setdefault(r.code.digest, []).append(r)
+                    if r.run_id in figures:
+                        unproven_figures += 1
                 elif status.state == "proven" and not machine_code_proven(status):
                     ptx_only += 1
                     if machine_code:
@@ -101,5 +108,9 @@ def command(
     console.print(f"{written} proof(s) written; {unproven} run(s) on code that changed unproven"
                   + (f"; {ptx_only} run(s) stand on proofs that compared PTX only"
                      + (" (--machine-code proves them again)" if not machine_code else "") if ptx_only else ""))
-    if check and unproven:
+    if unproven:
+        console.print(f"{unproven_figures} of them a version's standing figure on a case"
+                      + ("" if unproven_figures else ": the others are earlier runs, which no report "
+                                                     "prints as a version's figure"))
+    if check and unproven_figures:
         raise typer.Exit(1)
