@@ -63,7 +63,8 @@ def command(
             proofs = store.same_code(logs_dir, a.name, v.name)
             groups: dict[str, list] = {}  # code digest -> the runs on that code
             runs_of_v = store.runs(logs_dir, a.name, v.name, legacy=a.legacy_case_keys or None)
-            figures = {r.run_id for r in standing_runs(runs_of_v).values()}  # what the reports print
+            figures = {r.run_id for gpu in {r.device.slug for r in runs_of_v}  # what the reports print, per GPU
+                       for r in standing_runs(runs_of_v, gpu=gpu).values()}
             for r in runs_of_v:
                 status = code_status(r.code, now, proofs)
                 if not status.stands:
