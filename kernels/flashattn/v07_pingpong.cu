@@ -182,6 +182,7 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
 #endif
 #include "attn_sm90_wgmma_overlapped.cuh"  // the overlapped schedule where the hooks are defined, else nothing
 #if !PIPELINE
+    // region key: v06's loop, each S = Q K^T issued in this warpgroup's turn
     for (int j = 0; j < n_tiles; ++j) {
         const int s = j % STAGES;
         const u32 phase = (u32)(j / STAGES) & 1u;
@@ -208,6 +209,7 @@ attn_fwd_pingpong(const u16* __restrict__ Q, const u16* __restrict__ K, const u1
         // ---- O += P V, outside the turn (as v06)
         pv_step_trap(o, p, desc_v, bar_full_v, bar_empty_v, lane, s, phase);
     }
+    // endregion
 #endif  // PIPELINE
 
     // ---- epilogue: O / l, fp16, straight from registers

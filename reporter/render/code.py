@@ -4,7 +4,8 @@ Which part is "key": lines between ``# region key`` and ``# endregion`` (``// re
 in CUDA) if the author marked them; else the first ``@triton.jit`` function of the file;
 else the first ``__global__`` kernel of its .cu source, from its main loop when it is long;
 else ``custom_kernel``. That is for a source new in a version; a version whose source has an
-earlier counterpart shows the lines it changed instead (:func:`key_change`).
+earlier counterpart shows the lines it changed instead (:func:`key_change`), unless its own ``.cu``
+marks its key code, which is then shown as the source compiles by default.
 """
 
 from __future__ import annotations
@@ -576,6 +577,18 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
         ex = Excerpt(path=rel(kernel_source), first_line=first, code="\n".join(lines[:MAX_LINES]),
                      language="cuda", truncated=len(lines) > MAX_LINES)
         return Change(path=ex.path, against=None, lines=[], shown=0, total=0, excerpt=ex)
+    own = v.path.with_suffix(".cu")
+    if compiled is None and kernel_source == own and own.is_file() and _marked(own.read_text(encoding="utf-8")):
+        # the version's own source marks its key code: that region, as the source compiles by default
+        from ..cudabranches import as_compiled
+
+        m = _marked(as_compiled(own, own))
+        if m is not None:
+            first, code = m
+            lines = [line for line in code.rstrip().splitlines() if line.strip()]
+            ex = Excerpt(path=rel(own), first_line=first, code="\n".join(lines[:MAX_LINES]), language="cuda",
+                         truncated=len(lines) > MAX_LINES)
+            return Change(path=ex.path, against=None, lines=[], shown=0, total=0, excerpt=ex)
     sources = [(kernel_source, ".cu", "cuda")]
     sources += [(h, ".cu", "cuda") for h in introduced_headers(v, earlier) if h != kernel_source]
     sources.append((v.path, ".py", "python"))
