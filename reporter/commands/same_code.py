@@ -69,8 +69,6 @@ def command(
                 status = code_status(r.code, now, proofs)
                 if not status.stands:
                     groups.setdefault(r.code.digest, []).append(r)
-                    if r.run_id in figures:
-                        unproven_figures += 1
                 elif status.state == "proven" and not machine_code_proven(status):
                     ptx_only += 1
                     if machine_code:
@@ -81,6 +79,7 @@ def command(
             if check:
                 for code, runs in groups.items():
                     unproven += len(runs)
+                    unproven_figures += sum(r.run_id in figures for r in runs)
                     console.print(f"{v.name}: {len(runs)} run(s) on code {code}, changed since and not proven the same")
                 progress.advance(task)
                 continue
@@ -91,6 +90,7 @@ def command(
                 except SameCodeError as e:
                     err.print(f"[yellow]{v.name}:[/yellow] {e}", highlight=False)
                     unproven += len(runs)
+                    unproven_figures += sum(r.run_id in figures for r in runs)
                     continue
                 if attempt.same and attempt.proof is not None:
                     proof = attempt.proof
@@ -101,6 +101,7 @@ def command(
                                   f"{store.same_code_path(logs_dir, proof).relative_to(repo)}")
                 else:
                     unproven += len(runs)
+                    unproven_figures += sum(r.run_id in figures for r in runs)
                     console.print(f"{v.name}: code {code}: [bold]different[/bold] ({len(runs)} run(s) to time again): "
                                   + "; ".join(attempt.differences[:6])
                                   + (f" and {len(attempt.differences) - 6} more" if len(attempt.differences) > 6 else ""),
