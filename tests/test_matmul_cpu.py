@@ -5,21 +5,21 @@ nest), and every version's CONFIG built by the offline NVRTC in both dtypes with
 
 from __future__ import annotations
 
-import importlib
-import sys
-
 import pytest
 import torch
 from conftest import ROOT
 
 import cuda_build  # tests/cuda_build.py
 
-FOLDER = ROOT / "kernels" / "matmul"
-sys.path.insert(0, str(FOLDER))
-import assignment as M  # noqa: E402
-import matmul_traffic as mt  # noqa: E402
+from reporter.assignments import get_assignment  # noqa: E402
 
-VERSIONS = sorted(p.stem for p in FOLDER.glob("v[0-9][0-9]_*.py"))
+# loaded by the reporter under a name of its own: a plain `import assignment` would leave matmul's in
+# sys.modules for the next test file of this worker that imports its own assignment that way
+ASSIGNMENT = get_assignment(ROOT / "kernels", "matmul")
+M = ASSIGNMENT.spec
+import matmul_traffic as mt  # noqa: E402  (the folder is on sys.path once the spec is loaded)
+
+VERSIONS = [v.name for v in ASSIGNMENT.versions()]
 
 
 @pytest.mark.parametrize("n", [1, 5, 127])
@@ -127,7 +127,7 @@ def test_the_formulas_match_reads_counted_in_the_loop_nests(n, l, v, s):
 
 
 def _version(name: str):
-    return importlib.import_module(name)
+    return ASSIGNMENT.version(name).load()
 
 
 @pytest.mark.parametrize("name", VERSIONS)

@@ -24,13 +24,13 @@
 
 #if ELEM_FP16
 typedef u16 elem_t;
-__device__ __forceinline__ float to_f(elem_t h)
+__device__ __forceinline__ float elem_to_float(elem_t h)
 {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
     return f;
 }
-__device__ __forceinline__ elem_t from_f(float f)
+__device__ __forceinline__ elem_t float_to_elem(float f)
 {
     u16 h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
@@ -38,8 +38,8 @@ __device__ __forceinline__ elem_t from_f(float f)
 }
 #else
 typedef float elem_t;
-__device__ __forceinline__ float to_f(elem_t v) { return v; }
-__device__ __forceinline__ elem_t from_f(float f) { return f; }
+__device__ __forceinline__ float elem_to_float(elem_t v) { return v; }
+__device__ __forceinline__ elem_t float_to_elem(float f) { return f; }
 #endif
 
 // the offset of (row, col): 64-bit, since n * n passes 2^31 at n = 46341
@@ -48,20 +48,20 @@ __device__ __forceinline__ u64 at(int row, int col, int n) { return (u64)row * (
 // m[row][col] as fp32, or 0 outside the n x n matrix (the padding of an edge tile)
 __device__ __forceinline__ float load_or_zero(const elem_t* __restrict__ m, int row, int col, int n)
 {
-    return (row < n && col < n) ? to_f(m[at(row, col, n)]) : 0.0f;
+    return (row < n && col < n) ? elem_to_float(m[at(row, col, n)]) : 0.0f;
 }
 
 __device__ __forceinline__ void store_if_inside(elem_t* __restrict__ m, int row, int col, int n, float v)
 {
-    if (row < n && col < n) m[at(row, col, n)] = from_f(v);
+    if (row < n && col < n) m[at(row, col, n)] = float_to_elem(v);
 }
 
 // the four values of an 8-byte fp16 quad, or of a 16-byte fp32 quad, as a float4
 #if ELEM_FP16
 __device__ __forceinline__ float4 quad_to_float4(uint2 q)
 {
-    return make_float4(to_f((elem_t)(q.x & 0xFFFFu)), to_f((elem_t)(q.x >> 16)), to_f((elem_t)(q.y & 0xFFFFu)),
-                       to_f((elem_t)(q.y >> 16)));
+    return make_float4(elem_to_float((elem_t)(q.x & 0xFFFFu)), elem_to_float((elem_t)(q.x >> 16)), elem_to_float((elem_t)(q.y & 0xFFFFu)),
+                       elem_to_float((elem_t)(q.y >> 16)));
 }
 __device__ __forceinline__ float4 lds4(const elem_t* p) { return quad_to_float4(*reinterpret_cast<const uint2*>(p)); }
 #else
@@ -186,5 +186,5 @@ __device__ __forceinline__ void copy4_async(elem_t* dst, const elem_t* __restric
         return;
     }
 #pragma unroll
-    for (int j = 0; j < 4; ++j) dst[j] = from_f(load_or_zero(m, row, col + j, n));
+    for (int j = 0; j < 4; ++j) dst[j] = float_to_elem(load_or_zero(m, row, col + j, n));
 }

@@ -23,7 +23,7 @@ Data = tuple[torch.Tensor, torch.Tensor]
 
 
 def check_inputs(data: Data) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """``(a, b, n)`` for square, contiguous fp32 or fp16 CUDA matrices of one size and dtype."""
+    """``(a, b, n)`` for square, contiguous, 16-byte aligned fp32 or fp16 CUDA matrices of one size and dtype."""
     a, b = data
     if a.dim() != 2 or a.shape[0] != a.shape[1] or tuple(b.shape) != tuple(a.shape):
         raise ValueError(f"a and b must be square and of one size, got {tuple(a.shape)} and {tuple(b.shape)}")
@@ -31,6 +31,8 @@ def check_inputs(data: Data) -> tuple[torch.Tensor, torch.Tensor, int]:
         raise ValueError(f"a and b must both be float32 or both float16, got {a.dtype} and {b.dtype}")
     if not (a.is_contiguous() and b.is_contiguous()):
         raise ValueError("a and b must be contiguous (row-major)")
+    if a.data_ptr() % 16 or b.data_ptr() % 16:  # the vector loads and cp.async assume it (torch allocates at 256 B)
+        raise ValueError("a and b must start at 16-byte aligned addresses (a view at an offset is not)")
     n = int(a.shape[0])
     if n >= 2**31 // 8:  # the kernels' 32-bit row and column indices (plus a tile's overhang)
         raise ValueError(f"n = {n} is too large for 32-bit indices")

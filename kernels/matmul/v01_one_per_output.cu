@@ -20,6 +20,6 @@ matmul_one_per_output(const elem_t* __restrict__ a, const elem_t* __restrict__ b
     const int y = blockIdx.y * blockDim.y + threadIdx.y;  // column of C
     if (x >= n || y >= n) return;
     float result = 0.0f;
-    for (int k = 0; k < n; ++k) result = fmaf(to_f(a[at(x, k, n)]), to_f(b[at(k, y, n)]), result);
-    c[at(x, y, n)] = from_f(result);
+    for (int k = 0; k < n; ++k) result = fmaf(elem_to_float(a[at(x, k, n)]), elem_to_float(b[at(k, y, n)]), result);
+    c[at(x, y, n)] = float_to_elem(result);
 }

@@ -18,7 +18,9 @@ import matmul_traffic as mt
 
 SOURCE = Path(__file__).with_suffix(".cu")
 CONFIG = {"L": 128, "S": 8, "WM": 64, "WN": 32}
-SWEEP = [{"L": 128, "S": s, "WM": wm, "WN": wn} for s in (8, 16) for wm, wn in ((64, 32), (32, 64), (32, 32))]
+# 32 x 64 regions with S = 16 spill in fp32 (ptxas: 8 bytes at 128 registers), so they are left out
+SWEEP = [{"L": 128, "S": s, "WM": wm, "WN": wn} for s in (8, 16) for wm, wn in ((64, 32), (32, 64), (32, 32))
+         if (s, wm, wn) != (16, 32, 64)]
 
 
 def lane_outputs(config: dict) -> tuple[int, int]:
