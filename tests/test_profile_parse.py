@@ -573,6 +573,11 @@ def test_profile_target_reports_a_bad_version(tmp_path, capsys):
     assert "no version 'v99'" in capsys.readouterr().err
 
 
+# assignments named after an operation the reporter speaks of in its own right: the measured ceilings are
+# 'matmul_<dtype>' ("the measured fp16 matmul ceiling") whether or not an assignment is called matmul
+OPERATION_WORDS = {"matmul"}
+
+
 def test_nothing_in_reporter_names_an_assignment():
     names = [p.name for p in (ROOT / "kernels").iterdir() if (p / "assignment.py").is_file()]
     mine = ["harness/profile.py", "harness/profile_target.py", "analysis/metrics.py", "analysis/diagnose.py",
@@ -580,7 +585,11 @@ def test_nothing_in_reporter_names_an_assignment():
     for rel in mine:
         text = (ROOT / "reporter" / rel).read_text()
         for n in names:  # the name as a word of its own ('transform', not matplotlib's ax.transData.transform())
-            assert not re.search(rf"(?<![\w.]){re.escape(n)}(?![\w=(])", text), f"reporter/{rel} names the assignment '{n}'"
+            if n in OPERATION_WORDS:  # the word names the operation too: only the assignment's name as a string or path
+                pattern = rf"""(["']{re.escape(n)}["']|(?<![\w.]){re.escape(n)}/)"""
+            else:
+                pattern = rf"(?<![\w.]){re.escape(n)}(?![\w=(])"
+            assert not re.search(pattern, text), f"reporter/{rel} names the assignment '{n}'"
     assert os.sep not in "".join(names)
 
 

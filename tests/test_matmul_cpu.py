@@ -1,0 +1,166 @@
+"""matmul's assignment on the CPU: the reference and the seeded inputs, the tolerances (a correct
+fp32 or fp16 product passes, one wrong product fails), the work model, the lecture's traffic
+formulas (checked against its statements and against reads counted by walking each version's loop
+nest), and every version's CONFIG built by the offline NVRTC in both dtypes without a spill."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import ROOT
+
+import cuda_build  # tests/cuda_build.py
+
+from reporter.assignments import get_assignment  # noqa: E402
+
+# loaded by the reporter under a name of its own: a plain `import assignment` would leave matmul's in
+# sys.modules for the next test file of this worker that imports its own assignment that way
+ASSIGNMENT = get_assignment(ROOT / "kernels", "matmul")
+M = ASSIGNMENT.spec
+import matmul_traffic as mt  # noqa: E402  (the folder is on sys.path once the spec is loaded)
+
+VERSIONS = [v.name for v in ASSIGNMENT.versions()]
+
+
+@pytest.mark.parametrize("n", [1, 5, 127])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_reference_is_the_product_in_float64_rounded_once(n, dtype):
+    a, b = M.generate_input(n, dtype, M.SEED, device="cpu")
+    assert a.dtype == b.dtype == M._dtype(dtype) and a.shape == b.shape == (n, n)
+    assert bool((a >= -1).all()) and bool((a <= 1).all()) and not torch.equal(a, b)
+    ref = M.ref_kernel((a, b))
+    assert ref.dtype == a.dtype
+    rows = [[sum(float(a[i, k]) * float(b[k, j]) for k in range(n)) for j in range(n)] for i in range(min(n, 3))]
+    assert torch.equal(ref[: len(rows)], torch.tensor(rows, dtype=torch.float64).to(a.dtype))
+
+
+def test_inputs_are_seeded():
+    a = M.generate_input(64, "float32", 7, device="cpu")
+    assert all(torch.equal(x, y) for x, y in zip(a, M.generate_input(64, "float32", 7, device="cpu")))
+    assert not torch.equal(a[0], M.generate_input(64, "float32", 8, device="cpu")[0])
+    # the fp16 input is the fp32 draw rounded: the two dtypes multiply the same matrices to 2^-11
+    h = M.generate_input(64, "float16", 7, device="cpu")
+    assert torch.allclose(h[0].float(), a[0], rtol=2**-11, atol=0)
+
+
+@pytest.mark.parametrize("case", [c for c, p in M.CASES.items() if p["n"] <= 1000])
+def test_a_correct_product_passes_and_one_wrong_product_fails(case):
+    params = M.CASES[case]
+    a, b = M.generate_input(params["n"], params["dtype"], params["seed"], device="cpu")
+    out = (a.float() @ b.float()).to(a.dtype)  # fp32 accumulate, another order than the reference's
+    ok, msg = M.check_implementation((a, b), out)
+    assert ok, msg
+    n = params["n"]
+    bad = out.clone()
+    i, j = n // 2, n - 1  # the last column: an edge tile's
+    bad[i, j] = (bad[i, j].double() + a[i, n - 1].double() * b[n - 1, j].double() + 0.25).to(a.dtype)
+    ok, msg = M.check_implementation((a, b), bad)
+    assert not ok and f"first at [{i}, {j}]" in msg
+    assert not M.check_implementation((a, b), out.float() if a.dtype == torch.float16 else out.double())[0]
+    assert not M.check_implementation((a, b), out[:-1])[0]
+
+
+def test_the_tolerances_grow_with_n_and_the_printed_one_is_the_loosest():
+    for dtype in ("float32", "float16"):
+        assert M.tolerance(127, dtype).atol < M.tolerance(8192, dtype).atol
+    assert M.tolerance(8192, "float32").atol == pytest.approx(8 * 2**-23 * 8192 / 3)
+    loosest = M.TOLERANCE
+    for p in M.CASES.values():
+        t = M.tolerance(p["n"], p["dtype"])
+        assert t.atol <= loosest.atol and t.rtol <= loosest.rtol
+    with pytest.raises(ValueError):
+        M.tolerance(16, "bfloat16")
+
+
+def test_work_model():
+    w = M.work_model(4096, "float32")
+    assert w.flops == 2 * 4096**3 and w.bytes == 3 * 4096 * 4096 * 4 and w.ceiling == "matmul_fp32"
+    h = M.work_model(4096, "float16")
+    assert h.bytes == w.bytes / 2 and h.ceiling == "matmul_fp16"
+    assert M.BENCHMARK_CASE in M.CASES and M.CASES[M.BENCHMARK_CASE] == dict(n=4096, dtype="float32", seed=M.SEED)
+    for n in (1024, 4096, 8192):
+        for suffix, dtype in (("", "float32"), ("_fp16", "float16")):
+            assert any(p == dict(n=n, dtype=dtype, seed=M.SEED) for p in M.CASES.values()), (n, dtype)
+
+
+# ---------------------------------------------------------------- the lecture's traffic model
+
+
+@pytest.mark.parametrize("n", [64, 1024, 4096])
+def test_the_formulas_are_the_lectures_statements(n):
+    assert mt.one_per_output(n).global_reads == 2 * n**3  # "N² x 2N = 2N³"
+    v = 4
+    assert mt.thread_tiled(n, v).global_reads == pytest.approx(n**3 / v + n**3)  # "(N²/V²)(NV + NV²)"
+    assert mt.register_tiled(n, v).global_reads == pytest.approx(2 * n**3 / v)  # "2N³/V"
+    t = mt.shared_tiled(n, 64, v)
+    assert t.global_reads == pytest.approx(2 * n**3 / 64) and t.shared_reads == pytest.approx(2 * n**3 / v)
+    assert (t.formula, t.shared_formula) == ("2N³/L", "2N³/V")
+    assert t.global_bytes(4) == 4 * t.global_reads and t.shared_bytes(2) == 2 * t.shared_reads
+    with pytest.raises(ValueError):
+        mt.shared_tiled(n, 64, 3)
+
+
+def _count_loops(n: int, l: int, v: int, s: int) -> tuple[int, int]:
+    """Global and shared element reads of the lecture's v3 loop nest, counted by walking it: every
+    block fetches its S x L slices of A and B; every thread reads V of sA and V of sB per k."""
+    glob = shared = 0
+    blocks, threads = (n // l) ** 2, (l // v) ** 2
+    for _ in range(blocks):
+        for _k0 in range(0, n, s):
+            glob += 2 * s * l
+            shared += threads * s * 2 * v
+    return glob, shared
+
+
+def _count_v15(n: int, v: int) -> int:
+    """Reads of the lecture's v1.5 loop nest: per thread, for each of its V rows a row of A (N), and
+    for each (row, column) a column of B (N)."""
+    return (n // v) ** 2 * v * (n + v * n)
+
+
+@pytest.mark.parametrize("n,l,v,s", [(16, 8, 2, 4), (32, 16, 4, 8), (64, 32, 4, 16)])
+def test_the_formulas_match_reads_counted_in_the_loop_nests(n, l, v, s):
+    t = mt.shared_tiled(n, l, v)
+    assert (t.global_reads, t.shared_reads) == _count_loops(n, l, v, s)
+    assert mt.thread_tiled(n, v).global_reads == _count_v15(n, v)
+    assert mt.register_tiled(n, v).global_reads == (n // v) ** 2 * n * 2 * v
+
+
+def _version(name: str):
+    return ASSIGNMENT.version(name).load()
+
+
+@pytest.mark.parametrize("name", VERSIONS)
+def test_each_version_states_its_traffic_with_its_own_tiles(name):
+    mod = _version(name)
+    t = mod.traffic(4096)
+    n = 4096
+    number = int(name[1:3])
+    if number == 1:
+        assert t.global_reads == 2 * n**3
+    elif number == 2:
+        assert t.global_reads == pytest.approx(n**3 / mod.CONFIG["V"] + n**3)
+    elif number == 3:
+        assert t.global_reads == pytest.approx(2 * n**3 / mod.CONFIG["V"])
+    else:  # v3's two-level tiling and its variants
+        v = mod.CONFIG.get("V") or mod.lane_outputs(mod.CONFIG)[0]
+        assert t.global_reads == pytest.approx(2 * n**3 / mod.CONFIG["L"])
+        assert t.shared_reads == pytest.approx(2 * n**3 / v)
+    for config in mod.SWEEP:  # every sweep point has a model
+        assert mod.traffic(1024, config).global_reads > 0
+
+
+# ---------------------------------------------------------------- the builds
+
+
+@pytest.mark.skipif(cuda_build.NVRTC_LIBRARY is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
+@pytest.mark.parametrize("fp16", [0, 1])
+@pytest.mark.parametrize("name", VERSIONS)
+def test_each_config_builds_in_both_dtypes_without_spills(name, fp16):
+    mod = _version(name)
+    build = cuda_build.nvrtc(mod.SOURCE, {**{k: str(v) for k, v in mod.CONFIG.items()}, "ELEM_FP16": str(fp16)})
+    assert build.ok, build.log[-3000:]
+    kernels = build.kernels()
+    assert kernels, build.log[-3000:]
+    for k in kernels:
+        assert k.spill_stores == 0 and k.spill_loads == 0 and k.stack_bytes == 0, (k.name, build.log[-2000:])
