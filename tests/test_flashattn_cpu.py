@@ -182,10 +182,12 @@ def test_the_hang_check_traps_only_where_it_is_meant_to(version):
     assert "trap" not in definition(version.source, "hang_fault")
 
 
-@needs_nvcc
+@needs_nvrtc
 @pytest.mark.parametrize("version,defines", _per_version("clean"))
 def test_builds_clean_for_sm90a(version, defines):
-    build = cuda_build.nvcc(version.source, defines)
+    """As `report run` builds it (NVRTC, whose log carries ptxas's report): the builds
+    tests/test_nvrtc_builds.py makes of the same settings are read, not made again."""
+    build = cuda_build.nvrtc(version.source, defines)
     assert build.ok, build.log[-3000:]
     (k,) = build.kernels()
     # __launch_bounds__(384, 1): 168 registers at launch, which setmaxnreg redistributes
@@ -194,10 +196,10 @@ def test_builds_clean_for_sm90a(version, defines):
     assert "C7512" not in build.log  # wgmma not serialised
 
 
-@needs_nvcc
+@needs_nvrtc
 @pytest.mark.parametrize("version,defines", _per_version("builds"))
 def test_other_settings_still_build(version, defines):
-    build = cuda_build.nvcc(version.source, defines)
+    build = cuda_build.nvrtc(version.source, defines)
     assert build.ok, build.log[-3000:]
     (k,) = build.kernels()
     assert k.name == version.kernel and k.registers == 168

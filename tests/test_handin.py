@@ -244,8 +244,12 @@ def test_a_kernel_header_a_version_introduced_shows_its_marked_step():
     c = key_change(v08, [v for v in vs if v.number < 8], ROOT)
     assert c.excerpt is not None and c.path == "kernels/flashattn/attn_sm90_overlap.cuh"
     assert "wgmma_wait<1>" in c.excerpt.code and "issue_pv" in c.excerpt.code
-    v07 = next(v for v in vs if v.short == "v07")  # a version that adds its idea is still shown as a diff
-    assert key_change(v07, [v for v in vs if v.number < 7], ROOT).excerpt is None
+    v09 = next(v for v in vs if v.short == "v09")  # a version that adds its idea is still shown as a diff
+    assert key_change(v09, [v for v in vs if v.number < 9], ROOT).excerpt is None
+    v07 = next(v for v in vs if v.short == "v07")  # unless its own source marks its key code: as it compiles
+    c07 = key_change(v07, [v for v in vs if v.number < 7], ROOT)
+    assert c07.excerpt is not None and c07.path == "kernels/flashattn/v07_pingpong.cu"
+    assert "turn_sync_always(my_turn)" in c07.excerpt.code and "#if" not in c07.excerpt.code
     v10 = next(v for v in vs if v.short == "v10")  # a version that sets a hook: against the file that set the others
     c10 = key_change(v10, [v for v in vs if v.number < 10], ROOT)
     assert c10.against == "kernels/flashattn/v08_overlap.cu" and any("__all_sync" in t for _, t in c10.lines)
