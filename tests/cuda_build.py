@@ -10,7 +10,8 @@ workers read them.
 
 - :func:`nvcc`: ``nvcc -cubin -Xptxas -v`` for sm_90a, the command of :func:`reporter.cuda.ptxas_report`
   (whose own path, the error it raises, the tests keep for the builds that must fail);
-- :func:`nvrtc`: :func:`reporter.cuda.nvrtc_compile_offline`, NVRTC with ``report run``'s options.
+- :func:`nvrtc`: :func:`reporter.cuda.nvrtc_compile_offline`, NVRTC with ``report run``'s options;
+- :func:`nvrtc_front`: the same through the front end only, for what only the front end can refuse.
 """
 
 from __future__ import annotations
@@ -104,4 +105,19 @@ def nvrtc(source: Path, defines: Mapping[str, Any] | None = None, arch: str = "s
 def _nvrtc(path: Path, digest: str, defines: tuple[tuple[str, Any], ...], arch: str) -> Build:
     assert NVRTC_LIBRARY is not None, "no libnvrtc (pip install nvidia-cuda-nvrtc)"
     ok, log = cuda.nvrtc_compile_offline(path, arch=arch, defines=dict(defines), library=NVRTC_LIBRARY)
+    return Build(ok, log)
+
+
+def nvrtc_front(source: Path, defines: Mapping[str, Any] | None = None, arch: str = "sm_90a") -> Build:
+    """``source`` through NVRTC's front end only (``--fdevice-syntax-only``, ``report run``'s options
+    otherwise): it parses and type-checks with these defines; no code, no ptxas report."""
+    path = Path(source).resolve()
+    return _nvrtc_front(path, cuda.source_digest(path), _key(defines), arch)
+
+
+@_shared
+def _nvrtc_front(path: Path, digest: str, defines: tuple[tuple[str, Any], ...], arch: str) -> Build:
+    assert NVRTC_LIBRARY is not None, "no libnvrtc (pip install nvidia-cuda-nvrtc)"
+    ok, log = cuda.nvrtc_compile_offline(path, arch=arch, defines=dict(defines), library=NVRTC_LIBRARY,
+                                         syntax_only=True)
     return Build(ok, log)

@@ -35,7 +35,7 @@ def _builds() -> list:
     for a in list_assignments(ROOT / "kernels"):
         for v in a.versions():
             for src in (f.path for f in v.closure().files if f.role == "cuda"):  # what it compiles
-                out.append(pytest.param(src, None, False, id=f"{a.name}-{v.short}-{src.stem}-defaults"))
+                out.append(pytest.param(src, None, False, False, id=f"{a.name}-{v.short}-{src.stem}-defaults"))
                 text = "\n".join(f.read_text() for f in cuda.source_files(src))  # its headers' macros too
                 defaults: dict[str, str] = {}
                 for name, value in DEFAULT.findall(text):  # the first #ifndef default wins, as in the preprocessor
@@ -46,7 +46,10 @@ def _builds() -> list:
                     n for n in re.findall(r"^\s*#\s*ifndef\s+([A-Z_][A-Z0-9_]*)\s*\n\s*#\s*define\s+\1\b", text, re.MULTILINE)}
                 defaults = {n: v for n, v in defaults.items() if n not in fixed and re.match(r"[0-9A-Z(]", v)}
                 if defaults:
-                    out.append(pytest.param(src, defaults, False, id=f"{a.name}-{v.short}-{src.stem}-defaults-as-defines"))
+                    # what -D changes is what the front end sees (a header that takes a setting's name for
+                    # its own): parsed and type-checked only, a tenth of a build
+                    out.append(pytest.param(src, defaults, False, True,
+                                            id=f"{a.name}-{v.short}-{src.stem}-defaults-as-defines"))
                 macros = set(re.findall(r"^\s*#\s*ifndef\s+([A-Z_][A-Z0-9_]*)", text, re.MULTILINE))
                 try:
                     mod = v.load()
@@ -57,7 +60,8 @@ def _builds() -> list:
                 for i, cfg in enumerate(configs):
                     if cfg and set(cfg) <= macros:
                         tag = "config" if i == 0 and config else "sweep-" + "-".join(f"{k}{val}" for k, val in cfg.items())
-                        out.append(pytest.param(src, dict(cfg), i == 0 and bool(config), id=f"{a.name}-{v.short}-{tag}"))
+                        out.append(pytest.param(src, dict(cfg), i == 0 and bool(config), False,
+                                                id=f"{a.name}-{v.short}-{tag}"))
     return out
 
 
@@ -73,9 +77,9 @@ def test_the_cuda_versions_are_all_collected():
 
 
 @needs_nvrtc
-@pytest.mark.parametrize("source,defines,is_config", BUILDS)
-def test_nvrtc_builds_the_source(source, defines, is_config):
-    build = cuda_build.nvrtc(source, defines)
+@pytest.mark.parametrize("source,defines,is_config,front_only", BUILDS)
+def test_nvrtc_builds_the_source(source, defines, is_config, front_only):
+    build = (cuda_build.nvrtc_front if front_only else cuda_build.nvrtc)(source, defines)
     assert build.ok, build.log[-3000:]
     if is_config:
         assert "C7512" not in build.log, build.log[-3000:]
@@ -93,3 +97,17 @@ def test_nvrtc_refuses_a_lambda_that_nvcc_accepts(tmp_path):
     assert cuda.nvrtc_compile_offline(plain, library=LIBRARY)[0]
     ok, log = cuda.nvrtc_compile_offline(generic, library=LIBRARY)
     assert not ok and "host function" in log
+
+
+@needs_nvrtc
+def test_the_front_end_alone_refuses_a_setting_a_header_takes_for_its_own_name(tmp_path):
+    """The defaults-as-defines builds go through the front end only: what they exist to catch (transform
+    v12's ring template named a parameter STAGES, and -DSTAGES=2 turned it into `template <int 2>`)
+    is a parse error, which the front end reports as a whole build does."""
+    (tmp_path / "ring.cuh").write_text("template <int STAGES> struct Ring { float slot[STAGES]; };\n")
+    src = tmp_path / "k.cu"
+    src.write_text('#include "ring.cuh"\n#ifndef STAGES\n#define STAGES 2\n#endif\n'
+                   'extern "C" __global__ void k(float* x) { Ring<STAGES> r; r.slot[0] = 1.f; x[0] = r.slot[0]; }\n')
+    assert cuda_build.nvrtc_front(src).ok and cuda_build.nvrtc(src).ok
+    front, whole = cuda_build.nvrtc_front(src, {"STAGES": 2}), cuda_build.nvrtc(src, {"STAGES": 2})
+    assert not front.ok and not whole.ok and "ring.cuh" in front.log

@@ -65,18 +65,20 @@ def _load(library: Path):  # type: ignore[no-untyped-def]
 
 
 def nvrtc_compile_offline(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str, Any] | None = None,
-                          library: Path | None = None) -> tuple[bool, str]:
+                          library: Path | None = None, syntax_only: bool = False) -> tuple[bool, str]:
     """Compile ``path`` with NVRTC exactly as :func:`~reporter.cuda.build.load_module` does on the GPU machine (same
     options), but through ctypes on a local ``libnvrtc``: no GPU, no CuPy. Returns (compiled, log).
 
     NVRTC is stricter than nvcc in places (JIT mode has no host code: a generic lambda, one with an
     ``auto`` parameter, inside a kernel is a host function to it), so a source that nvcc builds can still fail here; this is
-    how to find out before a device session does.
+    how to find out before a device session does. ``syntax_only`` stops after the front end (a tenth
+    of the time): the source parses and type-checks with these defines, nothing is generated.
     """
     lib_path = library or find_nvrtc_library()
     if lib_path is None:
         raise FileNotFoundError(f"no libnvrtc found: install the nvidia-cuda-nvrtc wheel or set {NVRTC_LIBRARY_ENV}")
-    ok, log, _ = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path, outputs=False)
+    ok, log, _ = _nvrtc_offline(path, arch=arch, defines=defines, library=lib_path, outputs=False,
+                                extra=("--fdevice-syntax-only",) if syntax_only else ())
     return ok, log
 
 
