@@ -140,12 +140,32 @@ class LegacyCaseKeys:
         return out
 
 
+_PARSED: dict[Path, tuple[tuple[int, int], ast.Module | None]] = {}
+
+
+def _parsed(path: Path) -> ast.Module | None:
+    """``path``'s syntax tree, parsed once per version of the file (its modification time and size):
+    one command reads several constants of an assignment file. None when it cannot be read or parsed."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (st.st_mtime_ns, st.st_size)
+    hit = _PARSED.get(path)
+    if hit is None or hit[0] != key:
+        try:
+            tree: ast.Module | None = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            tree = None
+        hit = _PARSED[path] = (key, tree)
+    return hit[1]
+
+
 def read_literal(path: Path, name: str, default: Any = None) -> Any:
     """A top-level constant of a Python file, read without importing it (no torch, no side effects);
     ``default`` when the file, the name or a literal value is missing."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+    tree = _parsed(Path(path))
+    if tree is None:
         return default
     for node in tree.body:
         if isinstance(node, ast.Assign):
