@@ -386,10 +386,11 @@ class KernelBuild(Record):
     sources: dict[str, str] = Field(default_factory=dict, description="every file the compile read (the source and "
                                     "the headers it reached; path relative to the repository root) -> sha256 of its "
                                     "text; empty in records made before it was kept")
-    code_sha256: str | None = Field(None, exclude_if=_unset, description="sha256 of the kernel's machine code in the cubin that ran "
-                                                      "(reporter.cuda.sass.kernel_code_sha256: its SASS, relocations, "
-                                                      "attributes and resources, by name, without debug sections or "
-                                                      "other kernels); None in records made before it was kept")
+    code_sha256: str | None = Field(
+        None, exclude_if=_unset,
+        description="sha256 of the kernel's machine code in the cubin that ran (reporter.cuda.sass."
+                    "kernel_code_sha256: its SASS, relocations, attributes and resources, by name, without debug "
+                    "sections or other kernels); None in records made before it was kept")
     registers: int | None = Field(None, description="registers per thread")
     spill_stores: int = Field(0, description="bytes per thread stored to local memory by register spills")
     spill_loads: int = Field(0, description="bytes per thread loaded back from local memory after spills")
@@ -746,13 +747,16 @@ class PtxComparison(Record):
                                                       "no compile")
     after_ptx_sha256: str | None = Field(description="sha256 of the kernel's PTX from the tree's sources; None: no "
                                                      "compile")
-    before_code_sha256: str | None = Field(None, exclude_if=_unset, description="the kernel's machine code (SASS) built offline from the "
-                                                             "recorded sources with the run's options; None: not "
-                                                             "compared (proofs made before it was kept) or no compile")
+    before_code_sha256: str | None = Field(
+        None, exclude_if=_unset,
+        description="the kernel's machine code (SASS) built offline from the recorded sources with the run's "
+                    "options less -lineinfo (which adds sections, never instructions); None: not compared (proofs "
+                    "made before it was kept) or no compile")
     after_code_sha256: str | None = Field(None, exclude_if=_unset, description="the same from the tree's sources")
-    recorded_code_sha256: str | None = Field(None, exclude_if=_unset, description="the machine code the run itself recorded "
-                                                               "(KernelBuild.code_sha256) when the run's compiler is "
-                                                               "the one that built after_code_sha256; None otherwise")
+    recorded_code_sha256: str | None = Field(
+        None, exclude_if=_unset,
+        description="the machine code the run itself recorded (KernelBuild.code_sha256) when the run's compiler "
+                    "is the one that built after_code_sha256; None otherwise")
 
     @property
     def same(self) -> bool:

@@ -108,8 +108,9 @@ def command(
                                   highlight=False)
             progress.advance(task)
     console.print(f"{written} proof(s) written; {unproven} run(s) on code that changed unproven"
-                  + (f"; {ptx_only} run(s) stand on proofs that compared PTX only"
-                     + (" (--machine-code proves them again)" if not machine_code else "") if ptx_only else ""))
+                  + ("" if not ptx_only else
+                     f"; {ptx_only} run(s) that stood on PTX-only proofs compared again" if machine_code and not check else
+                     f"; {ptx_only} run(s) stand on proofs that compared PTX only (--machine-code proves them again)"))
     if unproven:
         console.print(f"{unproven_figures} of them a version's standing figure on a case"
                       + ("" if unproven_figures else ": the others are earlier runs, which no report "
