@@ -68,7 +68,7 @@ __device__ __forceinline__ void produce_cp_async_trap(const u32 t, const u16* __
 // (lane 0 of each warp releases a slot), as values: passed in a struct, they compile to other PTX.
 
 // v06's O += P V (P from registers, V N-major in shared memory) on the V tile in ring slot s, outside
-// any turn, as v07 runs it: wait until the tile is there, issue, wait for the product, release the slot.
+// any turn, as v06 and v07 run it: wait until the tile is there, issue, wait for the product, release the slot.
 __device__ __forceinline__ void pv_step_trap(float (&o)[64], u32 (&p)[32], u64 desc_v, u32 bar_full_v, u32 bar_empty_v,
                                              int lane, int s, u32 phase)
 {

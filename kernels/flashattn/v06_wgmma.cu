@@ -197,18 +197,8 @@ attn_fwd_wgmma(const u16* __restrict__ Q, const u16* __restrict__ K, const u16* 
         pack_p(sc, p, 1.f);
 #endif
 
-        // ---- O += P V (P from registers, V N-major in shared memory)
-        mbar_wait_trap(bar_full_v + 8 * s, phase);
-        proxy_fence_async();
-        fence_acc(o);
-        fence_frag(p);
-        wgmma_fence();
-        issue_pv(o, p, desc_v + (u64)((s * TILE_BYTES) >> 4));
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_acc(o);
-        fence_frag(p);
-        if (lane == 0) mbar_arrive(bar_empty_v + 8 * s);
+        // ---- O += P V (P from registers, V N-major in shared memory): wait, issue, wait, release the slot
+        pv_step_trap(o, p, desc_v, bar_full_v, bar_empty_v, lane, s, phase);
 #endif  // DBG_MODE != 1
     }
 #endif  // INTRA_WG_OVERLAP
