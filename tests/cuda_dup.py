@@ -70,7 +70,7 @@ def duplicated_share(assignment: str, root: Path = KERNELS) -> Share:
 
 
 def main() -> None:
-    for name in ("flashattn", "histogram", "transform"):
+    for name in sorted(p.name for p in KERNELS.iterdir() if any(p.glob("v[0-9][0-9]_*.cu"))):
         share = duplicated_share(name)
         print(f"{name:10s} {share.duplicated:5d} / {share.lines:5d} = {share.percent:5.1f} %")
         for file, (dup, n) in share.by_file.items():

@@ -130,6 +130,33 @@ def _version(name: str):
     return ASSIGNMENT.version(name).load()
 
 
+def _fp16_only(mod) -> bool:
+    return getattr(mod, "CASES_WHERE", {}) == {"dtype": "float16"}
+
+
+@pytest.mark.parametrize("n,bm,bn,wm,wn", [(16, 8, 16, 4, 8), (64, 16, 32, 8, 32), (64, 32, 64, 16, 64)])
+def test_the_rectangular_formula_matches_reads_counted_in_the_loop_nest(n, bm, bn, wm, wn):
+    """Every BM x BN block reads BM rows of A and BN columns of B, one k at a time; every WM x WN unit
+    reads its WM values of A and WN of B per k."""
+    glob = shared = 0
+    for _ in range((n // bm) * (n // bn)):
+        for _k in range(n):
+            glob += bm + bn
+            shared += (bm // wm) * (bn // wn) * (wm + wn)
+    t = mt.rectangular_tiled(n, bm, bn, wm, wn)
+    assert (t.global_reads, t.shared_reads) == (glob, shared)
+    assert mt.rectangular_tiled(n, bm, bm, wm, wm).global_reads == mt.shared_tiled(n, bm, wm).global_reads
+    with pytest.raises(ValueError):
+        mt.rectangular_tiled(n, bm, bn, 3 * wm, wn)
+
+
+@pytest.mark.parametrize("name", [v for v in VERSIONS if _fp16_only(_version(v))])
+def test_a_tensor_core_version_refuses_fp32_by_name(name):
+    a = torch.zeros((8, 8))
+    with pytest.raises(ValueError, match=f"{name}.*fp16.*TF32"):
+        _version(name).custom_kernel((a, a))
+
+
 @pytest.mark.parametrize("name", VERSIONS)
 def test_each_version_states_its_traffic_with_its_own_tiles(name):
     mod = _version(name)
@@ -142,6 +169,14 @@ def test_each_version_states_its_traffic_with_its_own_tiles(name):
         assert t.global_reads == pytest.approx(n**3 / mod.CONFIG["V"] + n**3)
     elif number == 3:
         assert t.global_reads == pytest.approx(2 * n**3 / mod.CONFIG["V"])
+    elif number == 10:  # mma.sync: an L x L block, a warp's WM x WN region
+        c = mod.CONFIG
+        assert t.global_reads == pytest.approx(2 * n**3 / c["L"])
+        assert t.shared_reads == pytest.approx(n**3 / c["WN"] + n**3 / c["WM"])
+    elif number >= 11:  # wgmma: 128 x 256 blocks (from v12 on a pair sharing B: 256 x 256), 64 x 256 warpgroups
+        rows = 128 if number == 11 else 256
+        assert t.global_reads == pytest.approx(n**3 / 256 + n**3 / rows)
+        assert t.shared_reads == pytest.approx(n**3 / 256 + n**3 / 64)
     else:  # v3's two-level tiling and its variants
         v = mod.CONFIG.get("V") or mod.lane_outputs(mod.CONFIG)[0]
         assert t.global_reads == pytest.approx(2 * n**3 / mod.CONFIG["L"])
@@ -157,8 +192,14 @@ def test_each_version_states_its_traffic_with_its_own_tiles(name):
 @pytest.mark.parametrize("fp16", [0, 1])
 @pytest.mark.parametrize("name", VERSIONS)
 def test_each_config_builds_in_both_dtypes_without_spills(name, fp16):
+    """... and a tensor-core version (fp16 only) refuses to build for fp32, by name."""
     mod = _version(name)
-    build = cuda_build.nvrtc(mod.SOURCE, {**{k: str(v) for k, v in mod.CONFIG.items()}, "ELEM_FP16": str(fp16)})
+    defines = {**{k: str(v) for k, v in mod.CONFIG.items()}, "ELEM_FP16": str(fp16)}
+    if _fp16_only(mod) and not fp16:
+        front = cuda_build.nvrtc_front(mod.SOURCE, defines)
+        assert not front.ok and "ELEM_FP16=1" in front.log, front.log[-2000:]
+        return
+    build = cuda_build.nvrtc(mod.SOURCE, defines)
     assert build.ok, build.log[-3000:]
     kernels = build.kernels()
     assert kernels, build.log[-3000:]
