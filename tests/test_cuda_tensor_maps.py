@@ -93,3 +93,45 @@ def test_tensor_map_args_with_explicit_strides_and_rank_three():
 def test_tensor_map_args_name_the_rule_broken(kwargs, match):
     with pytest.raises(ValueError, match=match):
         tensor_map_args(**kwargs)
+
+
+class _FakeTensor:
+    """What tensor_map reads of a tensor: its address, dtype, shape, strides and device."""
+
+    def __init__(self, ptr: int, shape: tuple[int, ...], dtype: str = "torch.float16") -> None:
+        self.ptr, self.shape, self.dtype = ptr, shape, dtype
+        self.device = type("Device", (), {"index": 0})()
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+    def stride(self) -> tuple[int, ...]:
+        return (self.shape[1], 1)
+
+
+def test_tensor_map_encodes_each_distinct_map_once(monkeypatch):
+    from reporter.cuda import tma
+
+    calls = []
+
+    def fake_encode(tensor, box, *, shape=None, swizzle=128, l2_promotion=256):
+        calls.append((tensor.ptr, tuple(box), swizzle))
+        return tma.ParamBytes(bytes([len(calls)]) * tma.TENSOR_MAP_BYTES, what="CUtensorMap")
+
+    monkeypatch.setattr(tma, "encode_tensor_map", fake_encode)
+    monkeypatch.setattr(tma, "_MAPS", tma.OrderedDict())
+    a = _FakeTensor(0x1000, (64, 64))
+    first = tma.tensor_map(a, (64, 64))
+    assert tma.tensor_map(_FakeTensor(0x1000, (64, 64)), (64, 64)) is first and len(calls) == 1
+    # any input of the map is part of the key: another address, shape, box, swizzle or dtype encodes again
+    tma.tensor_map(_FakeTensor(0x2000, (64, 64)), (64, 64))
+    tma.tensor_map(_FakeTensor(0x1000, (128, 64)), (64, 64))
+    tma.tensor_map(a, (32, 64))
+    tma.tensor_map(a, (64, 64), swizzle=64)
+    tma.tensor_map(_FakeTensor(0x1000, (64, 64), "torch.bfloat16"), (64, 64))
+    assert len(calls) == 6
+    # bounded: the oldest map is forgotten first
+    monkeypatch.setattr(tma, "MAPS_KEPT", 6)
+    tma.tensor_map(_FakeTensor(0x3000, (64, 64)), (64, 64))
+    tma.tensor_map(a, (64, 64))
+    assert len(calls) == 8 and len(tma._MAPS) == 6

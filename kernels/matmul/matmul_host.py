@@ -10,6 +10,7 @@ says so in its own launch).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,12 @@ def shared_tiled_kernel(source: Path, kernel: str, config: Mapping[str, Any]) ->
     return tiled_kernel(source, kernel, config, config["L"], (side, side))
 
 
+@functools.cache
+def _sm_count(device_index: int) -> int:
+    """The device's SMs (asked once: the query costs more than a launch)."""
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
 #: the block tile (rows, columns) and slice depth of the wgmma versions (matmul_wgmma.cuh's BM, BN, BK)
 WGMMA_TILE = (128, 256, 64)
 
@@ -114,7 +121,7 @@ def wgmma_kernel(source: Path, kernel: str, config: Mapping[str, Any], row_tiles
     as many clusters of ``row_tiles_multiple`` CTAs as the SMs hold at once (one CTA an SM), or fewer
     when there are fewer tile groups; the kernel walks the tiles itself. ``staged``: the kernel stores C
     through TMA and takes C's tensor map (64 x 64 boxes, 128-byte swizzle) instead of its pointer."""
-    from reporter.cuda import encode_tensor_map
+    from reporter.cuda import tensor_map
 
     bm, bn, bk = WGMMA_TILE
     smem = wgmma_shared_bytes(config, staged)
@@ -129,16 +136,16 @@ def wgmma_kernel(source: Path, kernel: str, config: Mapping[str, Any], row_tiles
             b = torch.nn.functional.pad(b, (0, n8 - n, 0, n8 - n))
         c = torch.empty_like(a)
         mod = load_module(source, defines=defines(a.dtype, config), device_index=a.device.index or 0)
-        tm_a = encode_tensor_map(a, (bm, 64), swizzle=128)
-        tm_b = encode_tensor_map(b, (bk, 64), swizzle=128)
+        tm_a = tensor_map(a, (bm, 64), swizzle=128)
+        tm_b = tensor_map(b, (bk, 64), swizzle=128)
         cols, rows = -(-n8 // bn), -(-n8 // bm)
         rows = -(-rows // row_tiles_multiple) * row_tiles_multiple
         grid = (cols, rows)
         if persistent:
-            sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+            sms = _sm_count(a.device.index or 0)
             groups = min(cols * rows // row_tiles_multiple, sms // row_tiles_multiple)
             grid = (1, groups * row_tiles_multiple)
-        out = encode_tensor_map(c, (64, 64), swizzle=128) if staged else c
+        out = tensor_map(c, (64, 64), swizzle=128) if staged else c
         mod.kernel(kernel)(grid, (384,), tm_a, tm_b, out, np.int32(n8), shared_mem=smem)
         return c if n8 == n else c[:n, :n].contiguous()
 

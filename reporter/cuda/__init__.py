@@ -54,12 +54,12 @@ from .options import ARCH_ENV, DEFAULT_OPTIONS, CudaCompileError, arch_for, comp
 from .sass import KernelCodeError, kernel_code_sha256, kernel_names
 from .ptxas import KernelResources, PtxasReport, parse_ptxas, parse_ptxas_log, ptxas_report
 from .sources import Include, file_sha256, include_dirs, includes, source_digest, source_files
-from .tma import TENSOR_MAP_BYTES, encode_tensor_map, tensor_map_args
+from .tma import TENSOR_MAP_BYTES, encode_tensor_map, tensor_map, tensor_map_args
 
 __all__ = [
     "ARCH_ENV", "DEFAULT_OPTIONS", "NVRTC_LIBRARY_ENV", "OfflineBuild", "TENSOR_MAP_BYTES", "CudaCompileError", "CudaKernel",
     "CudaModule", "Include", "KernelResources", "LaunchPlan", "ParamBytes", "PtxasReport", "arch_for",
-    "compile_options", "define_options", "encode_tensor_map", "file_sha256", "find_nvrtc_library", "include_dirs",
+    "compile_options", "define_options", "encode_tensor_map", "tensor_map", "file_sha256", "find_nvrtc_library", "include_dirs",
     "includes", "kernel_arg", "load_module", "loaded_kernels", "nvrtc_compile_offline", "nvrtc_headers_offline",
     "nvrtc_build_offline", "nvrtc_cubin_offline", "nvrtc_ptx_offline", "nvrtc_version_offline", "KernelCodeError", "kernel_code_sha256", "kernel_names", "nvrtc_version", "param_buffers", "parse_ptxas", "parse_ptxas_log", "ptxas_report",
     "source_digest", "source_files", "tensor_map_args", "track_launches",

@@ -1,9 +1,11 @@
 """TMA tensor maps: a tiled ``CUtensorMap`` described and checked against the driver's rules
-(:func:`tensor_map_args`, no GPU needed) and encoded by the driver (:func:`encode_tensor_map`), to
-pass to a kernel by value as a ``const __grid_constant__`` parameter."""
+(:func:`tensor_map_args`, no GPU needed) and encoded by the driver (:func:`encode_tensor_map`; once per
+distinct map with :func:`tensor_map`), to pass to a kernel by value as a ``const __grid_constant__``
+parameter."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -111,3 +113,26 @@ def _libcuda() -> Any:
         lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
         _LIBCUDA = lib
     return _LIBCUDA
+
+
+_MAPS: OrderedDict[tuple, ParamBytes] = OrderedDict()
+MAPS_KEPT = 256  # encoded maps remembered (a ranked run draws new tensors each call: an LRU bound)
+
+
+def tensor_map(tensor: Any, box: Sequence[int], *, shape: Sequence[int] | None = None, swizzle: int = 128,
+               l2_promotion: int = 256) -> ParamBytes:
+    """:func:`encode_tensor_map`, remembered: a tensor map is a function of the address, shape, strides,
+    dtype, box, swizzle and promotion alone, so a call with the same ones returns the bytes encoded
+    before (a dictionary look-up instead of the checks and the driver call, tens of microseconds a
+    map inside a timed call). The last ``MAPS_KEPT`` distinct maps are kept."""
+    key = (int(tensor.data_ptr()), str(tensor.dtype), tuple(tensor.shape), tuple(tensor.stride()),
+           tuple(shape) if shape is not None else None, tuple(box), swizzle, l2_promotion, tensor.device.index)
+    hit = _MAPS.get(key)
+    if hit is not None:
+        _MAPS.move_to_end(key)
+        return hit
+    encoded = encode_tensor_map(tensor, box, shape=shape, swizzle=swizzle, l2_promotion=l2_promotion)
+    _MAPS[key] = encoded
+    if len(_MAPS) > MAPS_KEPT:
+        _MAPS.popitem(last=False)
+    return encoded
