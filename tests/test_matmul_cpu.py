@@ -18,6 +18,7 @@ from reporter.assignments import get_assignment  # noqa: E402
 ASSIGNMENT = get_assignment(ROOT / "kernels", "matmul")
 M = ASSIGNMENT.spec
 import matmul_traffic as mt  # noqa: E402  (the folder is on sys.path once the spec is loaded)
+import matmul_traffic_tc as mtc  # noqa: E402
 
 VERSIONS = [v.name for v in ASSIGNMENT.versions()]
 
@@ -143,11 +144,11 @@ def test_the_rectangular_formula_matches_reads_counted_in_the_loop_nest(n, bm, b
         for _k in range(n):
             glob += bm + bn
             shared += (bm // wm) * (bn // wn) * (wm + wn)
-    t = mt.rectangular_tiled(n, bm, bn, wm, wn)
+    t = mtc.rectangular_tiled(n, bm, bn, wm, wn)
     assert (t.global_reads, t.shared_reads) == (glob, shared)
-    assert mt.rectangular_tiled(n, bm, bm, wm, wm).global_reads == mt.shared_tiled(n, bm, wm).global_reads
+    assert mtc.rectangular_tiled(n, bm, bm, wm, wm).global_reads == mt.shared_tiled(n, bm, wm).global_reads
     with pytest.raises(ValueError):
-        mt.rectangular_tiled(n, bm, bn, 3 * wm, wn)
+        mtc.rectangular_tiled(n, bm, bn, 3 * wm, wn)
 
 
 @pytest.mark.parametrize("name", [v for v in VERSIONS if _fp16_only(_version(v))])

@@ -10,7 +10,6 @@ says so in its own launch).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -46,10 +45,9 @@ def defines(dtype: torch.dtype, config: Mapping[str, Any]) -> dict[str, int]:
 
 
 def tiled_kernel(source: Path, kernel: str, config: Mapping[str, Any], tile: int,
-                 block: tuple[int, ...], shared_mem: int = 0) -> Callable[[Data], torch.Tensor]:
+                 block: tuple[int, ...]) -> Callable[[Data], torch.Tensor]:
     """``custom_kernel`` for a kernel of ``source`` that computes one ``tile`` x ``tile`` block of C
-    per CTA of ``block`` threads, built with ``config``, with ``shared_mem`` bytes of dynamic shared
-    memory."""
+    per CTA of ``block`` threads, built with ``config``."""
 
     def run(data: Data) -> torch.Tensor:
         a, b, n = check_inputs(data)
@@ -58,23 +56,10 @@ def tiled_kernel(source: Path, kernel: str, config: Mapping[str, Any], tile: int
             return c
         mod = load_module(source, defines=defines(a.dtype, config), device_index=a.device.index or 0)
         tiles = -(-n // tile)
-        mod.kernel(kernel)((tiles, tiles), block, a, b, c, np.int32(n), shared_mem=shared_mem)
+        mod.kernel(kernel)((tiles, tiles), block, a, b, c, np.int32(n))
         return c
 
     return run
-
-
-def fp16_only(run: Callable[[Data], torch.Tensor], version: str) -> Callable[[Data], torch.Tensor]:
-    """``run`` for fp16 inputs; fp32 inputs are refused by name (a tensor-core version computes fp16 only:
-    the tensor cores' fp32 path is TF32, another precision)."""
-
-    def checked(data: Data) -> torch.Tensor:
-        if data[0].dtype != torch.float16:
-            raise ValueError(f"{version} multiplies fp16 on the tensor cores; got {data[0].dtype} "
-                             "(fp32 there would be TF32, another precision)")
-        return run(data)
-
-    return checked
 
 
 def tile_sweep(vs: tuple[int, ...] = (4, 8)) -> list[dict[str, int]]:
@@ -88,65 +73,3 @@ def shared_tiled_kernel(source: Path, kernel: str, config: Mapping[str, Any]) ->
     """``custom_kernel`` for a kernel whose CTA of (L/V) x (L/V) threads computes an L x L tile."""
     side = config["L"] // config["V"]
     return tiled_kernel(source, kernel, config, config["L"], (side, side))
-
-
-@functools.cache
-def _sm_count(device_index: int) -> int:
-    """The device's SMs (asked once: the query costs more than a launch)."""
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
-#: the block tile (rows, columns) and slice depth of the wgmma versions (matmul_wgmma.cuh's BM, BN, BK)
-WGMMA_TILE = (128, 256, 64)
-
-
-def wgmma_shared_bytes(config: Mapping[str, Any], staged: bool = False) -> int:
-    """A wgmma version's dynamic shared memory: 1024 B of alignment slack, STAGES slots of A (BM x BK)
-    and B (BK x BN) fp16, and two mbarriers a slot; ``staged``: the barriers padded to 1024 B and C's
-    BM x BN fp16 staging buffer after them (matmul_wgmma.cuh's store_acc_staged)."""
-    bm, bn, bk = WGMMA_TILE
-    stages = int(config["STAGES"])
-    if staged:
-        return 1024 + stages * (bm * bk + bk * bn) * 2 + 1024 + bm * bn * 2
-    return 1024 + stages * (bm * bk + bk * bn) * 2 + 16 * stages
-
-
-def wgmma_kernel(source: Path, kernel: str, config: Mapping[str, Any], row_tiles_multiple: int = 1,
-                 persistent: bool = False, staged: bool = False) -> Callable[[Data], torch.Tensor]:
-    """``custom_kernel`` for a wgmma version (matmul_wgmma.cuh): one BM x BN tile of C per CTA of 384
-    threads, A and B passed as TMA tensor maps (128 x 64 and 64 x 64 boxes, 128-byte swizzle). TMA needs
-    16-byte row strides, so for n % 8 != 0 the inputs are copied into zero-padded matrices of the next
-    multiple of 8 and the product is cut back to n x n. The grid's row tiles are rounded up to a multiple
-    of ``row_tiles_multiple`` (a cluster must tile the grid). ``persistent``: the grid is one column of
-    as many clusters of ``row_tiles_multiple`` CTAs as the SMs hold at once (one CTA an SM), or fewer
-    when there are fewer tile groups; the kernel walks the tiles itself. ``staged``: the kernel stores C
-    through TMA and takes C's tensor map (64 x 64 boxes, 128-byte swizzle) instead of its pointer."""
-    from reporter.cuda import tensor_map
-
-    bm, bn, bk = WGMMA_TILE
-    smem = wgmma_shared_bytes(config, staged)
-
-    def run(data: Data) -> torch.Tensor:
-        a, b, n = check_inputs(data)
-        if n == 0:
-            return torch.empty_like(a)
-        n8 = -(-n // 8) * 8
-        if n8 != n:
-            a = torch.nn.functional.pad(a, (0, n8 - n, 0, n8 - n))
-            b = torch.nn.functional.pad(b, (0, n8 - n, 0, n8 - n))
-        c = torch.empty_like(a)
-        mod = load_module(source, defines=defines(a.dtype, config), device_index=a.device.index or 0)
-        tm_a = tensor_map(a, (bm, 64), swizzle=128)
-        tm_b = tensor_map(b, (bk, 64), swizzle=128)
-        cols, rows = -(-n8 // bn), -(-n8 // bm)
-        rows = -(-rows // row_tiles_multiple) * row_tiles_multiple
-        grid = (cols, rows)
-        if persistent:
-            sms = _sm_count(a.device.index or 0)
-            groups = min(cols * rows // row_tiles_multiple, sms // row_tiles_multiple)
-            grid = (1, groups * row_tiles_multiple)
-        out = tensor_map(c, (64, 64), swizzle=128) if staged else c
-        mod.kernel(kernel)(grid, (384,), tm_a, tm_b, out, np.int32(n8), shared_mem=smem)
-        return c if n8 == n else c[:n, :n].contiguous()
-
-    return run

@@ -81,15 +81,3 @@ def shared_tiled(n: int, l: int, v: int, v_cols: int | None = None) -> Traffic: 
         raise ValueError(f"a block's L = {l} must be a multiple of a thread's V = {v} and {vc}")
     shared = (n * n / (v * vc)) * n * (v + vc)
     return Traffic("2N³/L", (n * n / (l * l)) * 2 * n * l, shared, "2N³/V" if vc == v else "N³/V_rows + N³/V_cols")
-
-
-def rectangular_tiled(n: int, bm: int, bn: int, wm: int, wn: int) -> Traffic:
-    """v3's two levels with rectangular tiles (the tensor-core versions): a block of BM x BN outputs
-    reads N(BM + BN) values of global memory, N³/BN + N³/BM in all (2N³/L when both are L); the unit
-    that reads shared memory (a warp or a warpgroup) owns WM x WN outputs and reads N(WM + WN),
-    N³/WN + N³/WM in all."""
-    _check(n, BM=bm, BN=bn, WM=wm, WN=wn)
-    if bm % wm or bn % wn:
-        raise ValueError(f"a block's {bm} x {bn} must be a whole number of {wm} x {wn} regions")
-    return Traffic("N³/BN + N³/BM", (n * n / (bm * bn)) * n * (bm + bn), (n * n / (wm * wn)) * n * (wm + wn),
-                   "N³/WN + N³/WM")

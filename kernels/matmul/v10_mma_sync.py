@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matmul_host as host
+import matmul_host_sm90 as host
 import matmul_traffic as mt
 
 SOURCE = Path(__file__).with_suffix(".cu")
@@ -37,7 +37,7 @@ def traffic(n: int, config: dict = CONFIG) -> mt.Traffic:
 
 def make_kernel(config: dict):
     threads = (config["L"] // config["WM"]) * (config["L"] // config["WN"]) * 32
-    run = host.tiled_kernel(SOURCE, "matmul_mma_sync", config, config["L"], (threads,), shared_bytes(config))
+    run = host.smem_tiled_kernel(SOURCE, "matmul_mma_sync", config, config["L"], (threads,), shared_bytes(config))
     return host.fp16_only(run, "v10_mma_sync")
 
 

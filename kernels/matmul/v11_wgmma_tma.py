@@ -22,8 +22,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import matmul_host as host
+import matmul_host_sm90 as host
 import matmul_traffic as mt
+import matmul_traffic_tc as mtc
 
 SOURCE = Path(__file__).with_suffix(".cu")
 CASES_WHERE = {"dtype": "float16"}
@@ -35,7 +36,7 @@ SWEEP = [{"STAGES": s} for s in (3, 4)]
 def traffic(n: int, config: Mapping[str, Any] = CONFIG) -> mt.Traffic:
     """A block reads BM rows of A and BN columns of B across k: N³/BN + N³/BM global reads (2N³/L when
     BM = BN = L); the shared reads are the consumers' (a warpgroup's 64 rows and 256 columns)."""
-    return mt.rectangular_tiled(n, BM, BN, 64, BN)
+    return mtc.rectangular_tiled(n, BM, BN, 64, BN)
 
 
 def make_kernel(config: Mapping[str, Any]):

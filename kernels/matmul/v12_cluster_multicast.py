@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import matmul_host as host
+import matmul_host_sm90 as host
 import matmul_traffic as mt
+import matmul_traffic_tc as mtc
 
 SOURCE = Path(__file__).with_suffix(".cu")
 CASES_WHERE = {"dtype": "float16"}
@@ -28,7 +29,7 @@ SWEEP = [{"STAGES": s} for s in (3, 4)]
 def traffic(n: int, config: Mapping[str, Any] = CONFIG) -> mt.Traffic:
     """A pair of blocks reads 2·BM rows of A and BN columns of B across k (B once, by multicast):
     N³/BN + N³/(2·BM) global reads; the consumers' shared reads are v11's."""
-    return mt.rectangular_tiled(n, 2 * BM, BN, 64, BN)
+    return mtc.rectangular_tiled(n, 2 * BM, BN, 64, BN)
 
 
 def make_kernel(config: Mapping[str, Any]):

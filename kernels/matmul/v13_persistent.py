@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import matmul_host as host
+import matmul_host_sm90 as host
 import matmul_traffic as mt
+import matmul_traffic_tc as mtc
 
 SOURCE = Path(__file__).with_suffix(".cu")
 CASES_WHERE = {"dtype": "float16"}
@@ -29,7 +30,7 @@ SWEEP = [{"STAGES": s} for s in (3, 4)]
 
 def traffic(n: int, config: Mapping[str, Any] = CONFIG) -> mt.Traffic:
     """v12's: a pair of tiles reads 2·BM rows of A and BN columns of B (B once, by multicast)."""
-    return mt.rectangular_tiled(n, 2 * BM, BN, 64, BN)
+    return mtc.rectangular_tiled(n, 2 * BM, BN, 64, BN)
 
 
 def make_kernel(config: Mapping[str, Any]):

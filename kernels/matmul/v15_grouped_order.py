@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import matmul_host as host
+import matmul_host_sm90 as host
 import matmul_traffic as mt
+import matmul_traffic_tc as mtc
 
 SOURCE = Path(__file__).with_suffix(".cu")
 CASES_WHERE = {"dtype": "float16"}
@@ -28,7 +29,7 @@ SWEEP = [{"STAGES": 3, "GROUP": g} for g in (2, 4, 8, 16)]
 
 def traffic(n: int, config: Mapping[str, Any] = CONFIG) -> mt.Traffic:
     """v12's: a pair of tiles reads 2·BM rows of A and BN columns of B (B once, by multicast)."""
-    return mt.rectangular_tiled(n, 2 * BM, BN, 64, BN)
+    return mtc.rectangular_tiled(n, 2 * BM, BN, 64, BN)
 
 
 def make_kernel(config: Mapping[str, Any]):
