@@ -4,7 +4,8 @@
 //
 // Block: an L x L tile of C (128 x 128), THREADS = (L/WM)(L/WN) x 32 threads; warp w owns the
 // WM x WN region at row (w / (L/WN)) WM, column (w % (L/WN)) WN (64 x 32 by default). A slice is S
-// deep (32): A's L x S part row-major, B's S x L part row-major, both fp16 in shared memory.
+// deep (32 by default; the version's CONFIG, from the sweep, builds 64): A's L x S part row-major,
+// B's S x L part row-major, both fp16 in shared memory.
 // STAGES slices are in flight (cp.async, 16 bytes = 8 halves a copy, zero-filled outside the
 // matrix): slice s + STAGES - 1 is issued while slice s is multiplied, one barrier a slice.
 //
