@@ -174,14 +174,16 @@ def test_each_version_states_its_traffic_with_its_own_tiles(name):
         c = mod.CONFIG
         assert t.global_reads == pytest.approx(2 * n**3 / c["L"])
         assert t.shared_reads == pytest.approx(n**3 / c["WN"] + n**3 / c["WM"])
-    elif number >= 11:  # wgmma: 128 x 256 blocks (from v12 on a pair sharing B: 256 x 256), 64 x 256 warpgroups
+    elif _fp16_only(mod):  # wgmma: 128 x 256 blocks (from v12 on a pair sharing B: 256 x 256), 64 x 256 warpgroups
         rows = 128 if number == 11 else 256
         assert t.global_reads == pytest.approx(n**3 / 256 + n**3 / rows)
         assert t.shared_reads == pytest.approx(n**3 / 256 + n**3 / 64)
-    else:  # v3's two-level tiling and its variants
-        v = mod.CONFIG.get("V") or mod.lane_outputs(mod.CONFIG)[0]
-        assert t.global_reads == pytest.approx(2 * n**3 / mod.CONFIG["L"])
-        assert t.shared_reads == pytest.approx(2 * n**3 / v)
+    else:  # v3's two-level tiling and its variants (rectangles in v16: BM x BN blocks, lanes of rows x cols)
+        cfg = mod.CONFIG
+        rows, cols = (cfg["V"], cfg["V"]) if "V" in cfg else mod.lane_outputs(cfg)
+        tile_rows, tile_cols = (cfg["L"], cfg["L"]) if "L" in cfg else (cfg["BM"], cfg["BN"])
+        assert t.global_reads == pytest.approx(n**3 / tile_rows + n**3 / tile_cols)
+        assert t.shared_reads == pytest.approx(n**3 / rows + n**3 / cols)
     for config in mod.SWEEP:  # every sweep point has a model
         assert mod.traffic(1024, config).global_reads > 0
 
