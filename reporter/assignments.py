@@ -7,7 +7,9 @@ the GPU MODE / CS149 harnesses), ``vNN_slug.py`` files (one per iteration, each 
 ``assignment.py`` defines:
 
 * ``TITLE``: a one-line title; ``CASES``: ``{case_name: {param: value, ..., "seed": int}}``;
-  ``BENCHMARK_CASE``: the name of the case the report ranks by;
+  ``BENCHMARK_CASE``: the name of the case the report ranks by; optionally ``BENCHMARK_CASES``, a
+  literal list of benchmark cases, the first the ``BENCHMARK_CASE`` (which may then be left out), for
+  versions that do not all run the first (below);
 * ``generate_input(**case)`` and ``ref_kernel(data)``;
 * ``TOLERANCE``: a :class:`Tolerance` (``Tolerance.exact()`` for integer results);
 * ``work_model(**case) -> WorkModel``;
@@ -21,6 +23,16 @@ the GPU MODE / CS149 harnesses), ``vNN_slug.py`` files (one per iteration, each 
   top of ``TOLERANCE``; ``LEGACY_CASE_KEYS`` (old key -> new key) and ``LEGACY_CASE_DEFAULTS``
   (key -> value), literals saying how records made before a renaming of the case keys name
   them, so that they read with today's keys.
+
+A version file may define ``CASES_WHERE = {"param": value, ...}``, a literal dict read from its source
+(no import, so ``report build`` needs no GPU library): the version runs exactly the cases whose
+parameters equal every value it names (say, only the cases of one data type); without it, every case.
+A parameter no case has, or a filter that matches no case, is an error naming the file and the
+field. The harness (``report run``, ``sweep``, ``export``, ``crosscheck``) leaves a version out of
+the cases it does not run, and refuses a case the user named for a version named with it. A
+version's *headline case*, the one its figure is taken on, is the first of ``BENCHMARK_CASES`` it
+runs (:meth:`Assignment.headline_case`); two versions are compared on the first benchmark case
+both run, and not at all where they share none (:func:`reporter.standing.comparison_case`).
 
 Nothing in this module knows any particular assignment.
 """
@@ -140,12 +152,14 @@ class LegacyCaseKeys:
         return out
 
 
-_PARSED: dict[Path, tuple[tuple[int, int], ast.Module | None]] = {}
+_PARSED: dict[Path, tuple[tuple[int, int], dict[str, ast.expr] | None]] = {}
 
 
-def _parsed(path: Path) -> ast.Module | None:
-    """``path``'s syntax tree, parsed once per version of the file (its modification time and size):
-    one command reads several constants of an assignment file. None when it cannot be read or parsed."""
+def _top_level(path: Path) -> dict[str, ast.expr] | None:
+    """The expressions ``path``'s top-level assignments assign (``name = ...`` or ``name: T = ...``; the
+    first of a name), parsed once per version of the file (its modification time and size): one command
+    reads several constants of an assignment file, and `report list` one of every version file. None when
+    it cannot be read or parsed."""
     try:
         st = path.stat()
     except OSError:
@@ -153,33 +167,61 @@ def _parsed(path: Path) -> ast.Module | None:
     key = (st.st_mtime_ns, st.st_size)
     hit = _PARSED.get(path)
     if hit is None or hit[0] != key:
+        names: dict[str, ast.expr] | None = {}
         try:
-            tree: ast.Module | None = ast.parse(path.read_text(encoding="utf-8"))
+            tree = ast.parse(path.read_text(encoding="utf-8"))
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-            tree = None
-        hit = _PARSED[path] = (key, tree)
+            names = None
+        else:
+            for node in tree.body:
+                if isinstance(node, ast.Assign):
+                    targets, value = node.targets, node.value
+                elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                    targets, value = [node.target], node.value
+                else:
+                    continue
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        names.setdefault(t.id, value)  # type: ignore[union-attr]
+        hit = _PARSED[path] = (key, names)
     return hit[1]
+
+
+def _assigned(path: Path, name: str) -> ast.expr | None:
+    """The expression a top-level ``name = ...`` of a Python file assigns (the first such), None when the
+    file cannot be parsed or assigns no ``name``."""
+    names = _top_level(Path(path))
+    return names.get(name) if names is not None else None
 
 
 def read_literal(path: Path, name: str, default: Any = None) -> Any:
     """A top-level constant of a Python file, read without importing it (no torch, no side effects);
     ``default`` when the file, the name or a literal value is missing."""
-    tree = _parsed(Path(path))
-    if tree is None:
+    value = _assigned(path, name)
+    if value is None:
         return default
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        else:
-            continue
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-            try:
-                return ast.literal_eval(value)
-            except (ValueError, TypeError, SyntaxError):
-                return default
-    return default
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError):
+        return default
+
+
+def read_cases_where(path: Path) -> dict[str, Any]:
+    """A version file's ``CASES_WHERE`` (parameter -> value), read without importing it; ``{}`` when it
+    defines none (the version runs every case). Anything but a literal dict keyed by parameter names is
+    an :class:`AssignmentError` naming the file, the line and the field."""
+    path = Path(path)
+    node = _assigned(path, "CASES_WHERE")
+    if node is None:
+        return {}
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError):
+        value = None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise AssignmentError(f"{path}:{node.lineno}: CASES_WHERE must be a literal dict of case parameter -> "
+                              'value, e.g. {"param": "value"} (it is read without importing the file)')
+    return value
 
 
 def legacy_case_keys(assignment_dir: Path) -> LegacyCaseKeys:
@@ -228,6 +270,11 @@ class Version:
     def sources(self) -> list[Path]:
         """The paths of :meth:`closure`: the version first, its CUDA sources and headers, its imports."""
         return self.closure().paths()
+
+    def cases_where(self) -> dict[str, Any]:
+        """``CASES_WHERE``: the version runs the cases whose parameters equal every value it names; ``{}``
+        (none defined): every case. Read from the source (:func:`read_cases_where`)."""
+        return read_cases_where(self.path)
 
     def docstring(self) -> str:
         from .closure import parse
@@ -288,10 +335,14 @@ class Assignment:
         return str(value) if value is not missing else getattr(self.spec, "TITLE", self.name)
 
     @cached_property
+    def benchmark_cases(self) -> list[str]:
+        """``BENCHMARK_CASES``, or ``[BENCHMARK_CASE]`` (:func:`benchmark_cases_of`)."""
+        return benchmark_cases_of(self.path)
+
+    @property
     def benchmark_case(self) -> str:
-        missing = object()
-        value = read_literal(self.path / "assignment.py", "BENCHMARK_CASE", missing)
-        return str(value) if value is not missing else getattr(self.spec, "BENCHMARK_CASE", "benchmark")
+        """The case the report ranks by: the first of :attr:`benchmark_cases`."""
+        return self.benchmark_cases[0]
 
     def references(self) -> list[ReferenceResult]:
         """REFERENCE_RESULTS; an empty list when the assignment cannot be imported here (its course
@@ -351,11 +402,89 @@ class Assignment:
     def cases(self) -> dict[str, dict]:
         return dict(self.spec.CASES)
 
+    def known_cases(self, recorded: dict[str, dict] | Callable[[], dict[str, dict]]
+                    ) -> tuple[dict[str, dict], bool]:
+        """The cases (name -> parameters) and whether that is all of them: ``CASES``, or, when the assignment
+        cannot be imported here (a library or course folder this machine lacks), the cases the records
+        hold (``recorded``, or what it returns when called)."""
+        try:
+            return self.cases(), True
+        except AssignmentCodeError:
+            raise
+        except AssignmentError:
+            return dict(recorded() if callable(recorded) else recorded), False
+
     def case(self, name: str) -> dict:
         cases = self.cases()
         if name not in cases:
             raise AssignmentError(f"no case '{name}' in {self.path / 'assignment.py'} (have: {', '.join(cases)})")
         return dict(cases[name])
+
+    # ----------------------------------------------------------------------- which cases a version runs
+
+    def cases_of(self, version: Version, cases: dict[str, dict] | None = None, *, complete: bool = True) -> list[str]:
+        """The names of the cases ``version`` runs, in the assignment's order: those whose parameters equal
+        every value of its ``CASES_WHERE`` (every case when it defines none). ``cases``: name -> parameters,
+        default ``CASES``; ``complete`` False when they are only the cases the records hold (the assignment
+        does not import here), so that a filter matching none of them is no error.
+
+        A parameter no case has, or a filter that matches no case, is an :class:`AssignmentError` naming the
+        version's file and the field."""
+        cases = self.cases() if cases is None else cases
+        where = version.cases_where()
+        if not where:
+            return list(cases)
+        params = list(dict.fromkeys(k for c in cases.values() for k in c))
+        unknown = [k for k in where if k not in params]
+        if cases and unknown:
+            raise AssignmentError(f"{version.path}: CASES_WHERE names {', '.join(repr(k) for k in unknown)}, not a "
+                                  f"parameter of the cases of {self.path / 'assignment.py'} (they have: "
+                                  f"{', '.join(params)})")
+        runs = [name for name, c in cases.items() if all(k in c and c[k] == v for k, v in where.items())]
+        if complete and not runs:
+            raise AssignmentError(f"{version.path}: CASES_WHERE {where!r} matches no case of "
+                                  f"{self.path / 'assignment.py'} (cases: {', '.join(cases) or 'none'})")
+        return runs
+
+    def runs_case(self, version: Version, case_name: str) -> bool:
+        """Whether ``version`` runs the case (:meth:`cases_of`)."""
+        return not version.cases_where() or case_name in self.cases_of(version)
+
+    def headline_cases(self, version: Version, cases: dict[str, dict] | None = None, *, complete: bool = True,
+                       among: list[str] | None = None) -> list[str]:
+        """The benchmark cases ``version`` runs, in the order of :attr:`benchmark_cases` (or of ``among``): the
+        first is its *headline case*, the one its figure is taken on; every comparison of two versions is
+        taken on the first case both run (:func:`reporter.standing.comparison_case`). A version without
+        ``CASES_WHERE`` runs them all, and nothing is imported to say so. ``cases``, ``complete``: as for
+        :meth:`cases_of`."""
+        order = self.benchmark_cases if among is None else among
+        if not version.cases_where():
+            return list(order)
+        runs = set(self.cases_of(version, cases, complete=complete))
+        return [c for c in order if c in runs]
+
+    def headline_case(self, version: Version) -> str | None:
+        """The case ``version``'s figure is taken on: the first of :attr:`benchmark_cases` it runs (None: it
+        runs none of them)."""
+        heads = self.headline_cases(version)
+        return heads[0] if heads else None
+
+    def plan(self, versions: list[Version], case_names: list[str], *, named: bool = False
+             ) -> list[tuple[str, list[Version]]]:
+        """Which versions run each case, in order, for the harness: a version is left out of the cases its
+        ``CASES_WHERE`` excludes (a case no version runs is left out). ``named``: the user named both the
+        cases and the versions, so a pair left out is an error saying which, rather than skipped."""
+        out = []
+        for case_name in case_names:
+            runs = [v for v in versions if self.runs_case(v, case_name)]
+            if named and len(runs) < len(versions):
+                left = [v for v in versions if v not in runs]
+                raise AssignmentError("; ".join(
+                    f"{v.name} does not run case '{case_name}': CASES_WHERE {v.cases_where()!r} in {v.path} "
+                    f"(it runs: {', '.join(self.cases_of(v))})" for v in left))
+            if runs:
+                out.append((case_name, runs))
+        return out
 
 
 def find_repo_root(start: Path | None = None) -> Path:
@@ -483,5 +612,49 @@ def legacy_keys(kernels: Path | None, assignment: str) -> LegacyCaseKeys | None:
     return legacy_case_keys(kernels / assignment) or None
 
 
+def benchmark_cases_of(assignment_dir: Path) -> list[str]:
+    """``BENCHMARK_CASES`` (a list of case names), or ``[BENCHMARK_CASE]`` where it defines only that; the
+    first is ``BENCHMARK_CASE`` (which may then be left out). Read without importing where they are literals."""
+    path = Path(assignment_dir) / "assignment.py"
+    many = None
+    if _assigned(path, "BENCHMARK_CASES") is not None:
+        many = spec_literal(assignment_dir, "BENCHMARK_CASES", None)
+        if not isinstance(many, (list, tuple)) or not many or not all(isinstance(c, str) for c in many) \
+                or len(set(many)) != len(many):
+            raise AssignmentError(f"{path}: BENCHMARK_CASES must be a literal list of distinct case names, the "
+                                  f"first the BENCHMARK_CASE (got {many!r})")
+    if many and _assigned(path, "BENCHMARK_CASE") is None:
+        return list(many)
+    single = str(spec_literal(assignment_dir, "BENCHMARK_CASE", "benchmark"))
+    if many and many[0] != single:
+        raise AssignmentError(f"{path}: BENCHMARK_CASE '{single}' must be the first of BENCHMARK_CASES "
+                              f"({', '.join(many)})")
+    return list(many) if many else [single]
+
+
 def benchmark_case(kernels: Path, assignment: str) -> str:
-    return str(spec_literal(kernels / assignment, "BENCHMARK_CASE", "benchmark"))
+    return benchmark_cases_of(kernels / assignment)[0]
+
+
+def headline_cases_of(kernels: Path, assignment: str, version: str,
+                      recorded: Callable[[], dict[str, dict]] | None = None) -> list[str]:
+    """The benchmark cases a version runs, by its full name (:meth:`Assignment.headline_cases`): every one
+    for a version without ``CASES_WHERE`` or whose file is gone (only its records remain). ``recorded``
+    gives name -> parameters of the cases the records hold, asked only when the assignment does not
+    import here."""
+    folder = kernels / assignment
+    path = folder / f"{version}.py"
+    m = VERSION_RE.match(version)
+    if m is None or not path.is_file() or not read_cases_where(path):
+        return benchmark_cases_of(folder)
+    a = Assignment(assignment, folder)
+    known, complete = a.known_cases(recorded or dict)
+    return a.headline_cases(Version(version, int(m.group(1)), path, folder), known, complete=complete)
+
+
+def headline_case(kernels: Path, assignment: str, version: str,
+                  recorded: Callable[[], dict[str, dict]] | None = None) -> str:
+    """The case a version's figure is taken on (:func:`headline_cases_of`); the benchmark case for a version
+    that runs none."""
+    heads = headline_cases_of(kernels, assignment, version, recorded)
+    return heads[0] if heads else benchmark_case(kernels, assignment)

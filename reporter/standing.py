@@ -35,7 +35,7 @@ statistic: the ratio of two means, tested by Welch's t-test on the samples
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .records import DeviceCeilings, Derived, PeerResult, Run, TimingStats, derive
@@ -169,6 +169,14 @@ class Pairing:
     def kind(self) -> str:
         assert self.mine.timing is not None
         return kind_of(self.mine.timing)
+
+
+def comparison_case(mine: Sequence[str], theirs: Sequence[str]) -> str | None:
+    """The one case two versions are compared on: the first of ``mine`` (one version's headline cases,
+    :meth:`reporter.assignments.Assignment.headline_cases`, in the order of the benchmark cases) that is
+    among ``theirs``; the same either way round. None when the two run no benchmark case in common: no
+    ratio is then printed, rather than one between two cases."""
+    return next((c for c in mine if c in theirs), None)
 
 
 def pairing(mine: Iterable[Run], theirs: Iterable[Run], case: str, *, gpu: str | None = None) -> Pairing | None:
