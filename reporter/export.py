@@ -56,7 +56,8 @@ from typing import Literal
 
 from . import store
 from .analysis.diff import format_ms
-from .assignments import Assignment, AssignmentCodeError, AssignmentError, Version, git_state, spec_literal
+from .assignments import (Assignment, AssignmentCodeError, AssignmentError, Version, git_state, headline_case,
+                          spec_literal)
 from .closure import ClosureError, imported_modules, inside, source_closure
 from .records import Run
 from .samecode import CodeStatus, code_status, tree_files
@@ -446,7 +447,9 @@ def custom_kernel(data):
 
 def render(repo: Path, logs: Path, assignment: Assignment, version: Version, now: datetime | None = None) -> Export:
     files, modules, requires = collect(repo, version)
-    benchmark_case = str(spec_literal(assignment.path, "BENCHMARK_CASE", "benchmark"))
+    benchmark_case = headline_case(assignment.path.parent, assignment.name, version.name, lambda: {
+        r.case_name: r.case for r in store.runs(logs, assignment.name, version.name,
+                                                legacy=assignment.legacy_case_keys or None)})
     title = str(spec_literal(assignment.path, "TITLE", assignment.name))
     measured = measurements(repo, logs, assignment, version, benchmark_case)
     summary = (version.docstring().split("\n\n")[0].replace("\n", " ").strip() or "(no docstring)")

@@ -13,9 +13,9 @@ ASSIGNMENTS = list_assignments(ROOT / "kernels")
 
 
 def _params() -> list:
-    """Every version on every test case; an assignment over a course folder that is not on this
-    machine (kernels/swiglu needs a checkout of the course's repository in .course/) is skipped
-    with the reason, not dropped."""
+    """Every version on every test case it runs (a case its CASES_WHERE leaves out is not a test of
+    it); an assignment over a course folder that is not on this machine (kernels/swiglu needs a
+    checkout of the course's repository in .course/) is skipped with the reason, not dropped."""
     out = []
     for a in ASSIGNMENTS:
         try:
@@ -24,7 +24,13 @@ def _params() -> list:
             out.append(pytest.param(a, None, None, id=f"{a.name}-unavailable",
                                     marks=pytest.mark.skip(reason=str(e))))
             continue
-        out += [pytest.param(a, v, c, id=f"{a.name}-{v.short}-{c}") for v in a.versions() for c in cases]
+        for v in a.versions():
+            try:
+                runs = set(a.cases_of(v))
+            except AssignmentError as e:  # a CASES_WHERE that names no parameter or matches no case: a failure
+                out.append(pytest.param(a, v, e, id=f"{a.name}-{v.short}-cases_where"))
+                continue
+            out += [pytest.param(a, v, c, id=f"{a.name}-{v.short}-{c}") for c in cases if c in runs]
     return out
 
 
@@ -34,6 +40,8 @@ PARAMS = _params()
 @pytest.mark.gpu
 @pytest.mark.parametrize("assignment,version,case", PARAMS)
 def test_version_passes_check(assignment, version, case):
+    if isinstance(case, AssignmentError):
+        pytest.fail(str(case))
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")

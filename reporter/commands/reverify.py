@@ -56,6 +56,7 @@ def command(
         cases = list(case) if case else list(a.cases())
         for c in cases:
             a.case(c)
+        a.plan(versions, cases, named=bool(case))  # a named case that a version's CASES_WHERE leaves out
         befores = {}
         for v in versions:
             p = before_dir / v.name / "submission.py"

@@ -74,6 +74,8 @@ def command(
         cases = list(case) if case else list(a.cases())
         for c in cases:
             a.case(c)
+        # a version runs only the cases its CASES_WHERE keeps: skipped elsewhere, an error where both are named
+        a.plan(versions, cases, named=bool(version and case))
         if probes and not getattr(a.spec, "PROBES", None):
             raise ValueError(f"--probes: {a.path / 'assignment.py'} defines no PROBES")
         reps = QUICK_REPS if quick else FULL_REPS

@@ -17,7 +17,8 @@ NAME = "sweep"
 def command(
     assignment: Annotated[str, typer.Argument(help="folder name under kernels/")],
     version: Annotated[str, typer.Argument(help="a version that defines SWEEP and make_kernel(config)")],
-    case: Annotated[str | None, typer.Option("--case", "-c", help="case to sweep on; default the benchmark case")] = None,
+    case: Annotated[str | None, typer.Option("--case", "-c", help="case to sweep on; default the version's headline "
+                                                                   "case (the first benchmark case it runs)")] = None,
     max_reps: Annotated[int, typer.Option(help="most timed repetitions per configuration")] = 20,
     budget_s: Annotated[float, typer.Option(callback=finite(low_open=True), help="wall-time budget per configuration, seconds (interleaved: the sum for all)")] = 1.5,
     hold: HoldOpt = False,
@@ -42,7 +43,11 @@ def command(
         a = get_assignment(kernels, assignment)
         v = a.version(version)
         rule = StoppingRule(min_reps=3, max_reps=max_reps, budget_s=budget_s, warmup_reps=1)
-        path = sweep(repo, logs_dir, a, v, case or a.benchmark_case, rule, hold=hold, interleave=interleave,
+        on = case or a.headline_case(v)
+        if on is None:
+            raise AssignmentError(f"{v.path}: CASES_WHERE {v.cases_where()!r} keeps none of the benchmark cases "
+                                  f"({', '.join(a.benchmark_cases)}): name the case to sweep on with --case")
+        path = sweep(repo, logs_dir, a, v, on, rule, hold=hold, interleave=interleave,
                      events=TerminalEvents(console), write=not quick, isolate=isolate, timeout_s=timeout_s)
     except NoGPU as e:
         fail(str(e), 3)

@@ -259,12 +259,20 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
         order = [v.name, *opts.peers, *reversed(opts.peers), v.name] if opts.peers else [v.name, v.name]
         for name in order:
             harness(name, "benchmark")
-        cases = [matched[i] for i in sorted(matched)]
+        cases = [c for i in sorted(matched) if a.runs_case(v, c := matched[i])]  # ours: the cases v runs
         if len(matched) < len(lines):
             notes.append(f"{len(lines) - len(matched)} line(s) of the course's test file match no case of ours "
                          "and were timed by the course's harness only")
     else:
-        cases = list(dict.fromkeys(opts.cases)) or [a.benchmark_case]
+        head = a.headline_case(v)
+        cases = list(dict.fromkeys(opts.cases)) or ([head] if head else [])
+        if not cases:
+            raise CrossCheckError(f"{v.path}: CASES_WHERE {v.cases_where()!r} keeps none of the benchmark cases "
+                                  f"({', '.join(a.benchmark_cases)}): name the cases to time with --case")
+        try:
+            a.plan([v], cases, named=True)  # a case named for this version that its CASES_WHERE leaves out
+        except AssignmentError as e:
+            raise CrossCheckError(f"--case: {e}") from e
         notes.append("no course harness: only do_bench and our harness")
 
     if opts.ours and cases:

@@ -98,10 +98,10 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
 
     out: list[CaseResult] = []
     with events.progress() as progress:
-        for case_name in case_names:
+        for case_name, here in a.plan(versions, case_names):  # a version runs only the cases its CASES_WHERE keeps
             case, data, ref = draw_case(a, case_name, events)
             seed = int(case["seed"])
-            for p in pairs:
+            for p in (p for p in pairs if p.version in here):
                 config = config_of(p.after, case)
                 after = new_run(a, p.version, p.after, case_name, case, info, session, command, repo_root,
                                  ceilings_ref)

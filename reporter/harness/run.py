@@ -146,6 +146,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
     events = events or Silent()
     if opts.logs is None:
         opts = replace(opts, logs=logs)
+    plan = a.plan(versions, case_names)  # a version runs only the cases its CASES_WHERE keeps
     require_cuda()  # here, so that a machine without a GPU hears it in one line before any process starts
     params = OpenParams(repo_root=repo_root, kernels=a.path.parent, assignment=a.name, logs=logs, opts=opts,
                         session=store.utc_stamp(), command=command_line(), budget_s=opts.timeout_s)
@@ -156,7 +157,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
     by_name = {v.name: v for v in versions}
 
     with events.progress() as progress:
-        overall = progress.add_task("runs", total=len(case_names) * len(versions))
+        overall = progress.add_task("runs", total=sum(len(here) for _, here in plan))
         work = _Work(params, opts.isolate, progress, events)
         try:
             info = work.info
@@ -184,9 +185,9 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                     _profile(r, repo_root, a, by_name[r.version], opts, progress, events)
                     resave(r)
 
-            for case_name in case_names:
+            for case_name, here in plan:
                 if opts.interleave:
-                    runs = _interleaved_case(work, a, versions, case_name, list(peers_of), events)
+                    runs = _interleaved_case(work, a, here, case_name, list(peers_of), events)
                 else:
                     peers = []
                     for name, peer in peers_of.items():
@@ -197,7 +198,7 @@ def run(repo_root: Path, logs: Path, a: Assignment, versions: list[Version], cas
                                                     error=e.explain(f"peer {name} on {case_name}")))
                             events.say(peers[-1].error or "", "error")
                     runs = []
-                    for v in versions:
+                    for v in here:
                         try:
                             r = work.call(("version", case_name, v.name))
                         except WorkerLost as e:
@@ -298,6 +299,7 @@ def sweep(repo_root: Path, logs: Path, a: Assignment, v: Version, case_name: str
     from .isolate import WorkerLost
 
     events = events or Silent()
+    a.plan([v], [case_name], named=True)  # a case the version's CASES_WHERE leaves out: an error saying so
     require_cuda()
     opts = RunOptions(rule=rule, hold=hold, write=write, peers=False, isolate=isolate, timeout_s=timeout_s, logs=logs)
     params = OpenParams(repo_root=repo_root, kernels=a.path.parent, assignment=a.name, logs=logs, opts=opts,
