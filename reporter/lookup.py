@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import store
-from .assignments import VERSION_RE, benchmark_case, legacy_keys, list_assignments, short_handle
+from .assignments import (VERSION_RE, AssignmentError, benchmark_case, headline_cases_of, legacy_keys, list_assignments,
+                          short_handle)
 from .records import Run
-from .standing import standing_run
+from .standing import comparison_case, standing_run
 
 
 class IterationError(Exception):
@@ -104,6 +105,22 @@ def runs_of(logs: Path, assignment: str, version: str, case: str | None = None, 
     return [r for r in found if case is None or r.case_name == case]
 
 
+def headline_cases(kernels: Path, logs: Path, assignment: str, version: str) -> list[str]:
+    """The benchmark cases a version runs, in order (:func:`reporter.assignments.headline_cases_of`): the
+    first is the case its figure is taken on, the case `show` and `history` default to."""
+    try:
+        return headline_cases_of(kernels, assignment, version, lambda: {
+            r.case_name: r.case for r in runs_of(logs, assignment, version, kernels=kernels)})
+    except AssignmentError as e:  # a CASES_WHERE that is no literal, names no parameter or matches no case
+        raise IterationError(str(e)) from e
+
+
+def headline_case(kernels: Path, logs: Path, assignment: str, version: str) -> str:
+    """The case a version's figure is taken on (the benchmark case for one that runs none)."""
+    heads = headline_cases(kernels, logs, assignment, version)
+    return heads[0] if heads else benchmark_case(kernels, assignment)
+
+
 def candidate_runs(logs: Path, assignment: str, version: str, case: str, gpu: str | None = None, *,
                    kernels: Path | None = None) -> list[Run]:
     """Runs of one version on one case (and GPU slug), oldest first; never empty."""
@@ -187,13 +204,19 @@ def resolve_pair(kernels: Path, logs: Path, args: list[str], case: str | None,
     specs = [parse_run_spec(args[1]), parse_run_spec(args[2])]
     hint = case or benchmark_case(kernels, assignment)  # what a run-id prefix shared by several cases means
     named: list[Run | None] = [_named_run(kernels, logs, assignment, s, hint) for s in specs]
-    case = case or next((r.case_name for r in named if r is not None), None) or benchmark_case(kernels, assignment)
     if named[0] is not None and named[1] is not None:
         return named[0], named[1]
     if named[0] is None and named[1] is None:
         va, vb = (resolve_version(kernels, logs, assignment, s.version) for s in specs)  # type: ignore[arg-type]
+        if case is None:  # the one comparison's case: the first benchmark case both run (reporter.standing)
+            case = comparison_case(headline_cases(kernels, logs, assignment, va),
+                                   headline_cases(kernels, logs, assignment, vb))
+            if case is None:
+                raise IterationError(f"{va} and {vb} run no benchmark case in common (their CASES_WHERE), so they "
+                                     "are not compared; name a case with --case, or runs as VERSION@RUN_ID")
         return _latest_pair(logs, assignment, va, vb, case, gpu, kernels)
     known = next(r for r in named if r is not None)
+    case = case or known.case_name
     bare = specs[named.index(None)]
     version = resolve_version(kernels, logs, assignment, bare.version)  # type: ignore[arg-type]
     runs = candidate_runs(logs, assignment, version, case, gpu, kernels=kernels)

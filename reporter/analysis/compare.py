@@ -4,6 +4,9 @@ Page 1, the steps table, a version's section, appendix B, ``report list`` and ``
 all ask :func:`compare_versions` (or :func:`compare_runs` for two named runs), so "v05 against
 v04" has one ratio, one verdict and one wording wherever it appears:
 
+* **the case** is one: the first benchmark case both versions run (the report's case, unless a
+  version's ``CASES_WHERE`` leaves it out: :func:`reporter.standing.comparison_case`); two versions
+  that share none are not compared;
 * **the runs** are those :func:`reporter.standing.pairing` picks: the two versions' figures when
   one session timed both, else the newest pair of runs of one session timed the same way, else
   the figures from two sessions. Which it was is part of the comparison (``where``), and every
@@ -128,11 +131,15 @@ def compare_pair(pair: Pairing, mine: str, theirs: str, case: str) -> Comparison
 
 
 def compare_versions(mine: VersionSummary, theirs: VersionSummary) -> Comparison | None:
-    """``mine`` against ``theirs`` on the report's case; None when either has no figure."""
+    """``mine`` against ``theirs`` on one case, the first benchmark case both run
+    (:meth:`VersionSummary.common_case`: the report's case unless a version's CASES_WHERE leaves it out;
+    ``Comparison.case`` says which); None when either has no figure there, or when the two share no case:
+    no ratio is printed between two cases."""
+    case = mine.common_case(theirs)
     pair = mine.against(theirs)
-    if pair is None:
+    if case is None or pair is None:
         return None
-    return compare_pair(pair, mine.name, theirs.name, mine.benchmark_case)
+    return compare_pair(pair, mine.name, theirs.name, case)
 
 
 def compare_runs(mine: Run, theirs: Run) -> Comparison | None:

@@ -324,6 +324,11 @@ class VersionFacts(TimingFacts):
     def short(self) -> str:
         return self._v.short
 
+    @property
+    def headline_case(self) -> str:
+        """The case its figure (``ms``) is taken on: the first benchmark case it runs (CASES_WHERE)."""
+        return self._v.benchmark_case
+
     def speedup_over(self, other: str) -> Number:
         """How many times faster this version is than another version or a peer (×): another version by
         the one comparison (reporter.analysis.compare: their figures when one session timed both, else one
@@ -338,10 +343,12 @@ class VersionFacts(TimingFacts):
             from .compare import compare_versions
 
             c = compare_versions(self._v, them)
+            if c is None and self._v.common_case(them) is None:
+                raise BindingError(f"speedup_over('{other}'): {self.short} and {other} run no benchmark case in "
+                                   f"common (CASES_WHERE), so they are not compared")
             if c is None:
                 raise BindingError(f"speedup_over('{other}'): {other} or {self.short} has no figure on the case")
-            return Number(c.speedup, 3, key=keys.cmp(self._v.name, them.name, self._v.benchmark_case),
-                          unit="speedup")
+            return Number(c.speedup, 3, key=keys.cmp(self._v.name, them.name, c.case), unit="speedup")
         except KeyError:
             own = next((p for p in (self._run.peers if self._run else []) if p.name == other and p.timing
                         and self._run.timing and self._run.timing.timed_like(p.timing)), None)  # type: ignore[union-attr]

@@ -7,21 +7,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import store
-from ..assignments import benchmark_case, legacy_keys
+from ..assignments import Assignment, AssignmentError, benchmark_cases_of, legacy_keys, read_cases_where
 from ..lookup import IterationError, check_assignment, known_assignments, known_versions
 from ..records import Run
-from ..standing import pairing, standing_runs
+from ..standing import comparison_case, pairing, standing_runs
 
 
 @dataclass
 class ListRow:
     assignment: str
     version: str
-    case: str
+    case: str  # the case of the table (the benchmark case, or the one asked for)
     gpu: str | None  # GPU slug of the table the row belongs to; None when nothing ran
     run: Run | None
     speedup_vs_first: float | None = None  # against the first version: the report's ratio (reporter.analysis.compare)
     first_version: str | None = None
+    headline: str = ""  # the case of ``run`` when not the table's: its first benchmark case (CASES_WHERE)
+    compared_on: str = ""  # the case of speedup_vs_first when not the row's (reporter.standing.comparison_case)
+    excluded: bool = False  # its CASES_WHERE keeps none of the table's cases
     best_peer: str | None = None
     speedup_vs_best_peer: float | None = None  # fastest peer's median / the version's median, same run
     peers_run: Run | None = None  # the run the peer figures come from: ``run``, or an earlier one (see below)
@@ -68,24 +71,45 @@ def list_rows(kernels: Path, logs: Path, assignment: str | None = None, case: st
         check_assignment(kernels, logs, assignment)
     rows: list[ListRow] = []
     for name in [assignment] if assignment else known_assignments(kernels, logs):
-        on_case = case or benchmark_case(kernels, name)
+        order = [case] if case else benchmark_cases_of(kernels / name)
+        versions = known_versions(kernels, logs, name)
         try:
-            runs = store.runs(logs, name, legacy=legacy_keys(kernels, name), case=on_case) \
+            filtered = [v for v in versions if read_cases_where(kernels / name / f"{v}.py")]  # {} without a file
+            # the runs of the table's case; of every benchmark case where a version's CASES_WHERE leaves one out
+            runs = [r for c in (order if filtered else order[:1])
+                    for r in store.runs(logs, name, legacy=legacy_keys(kernels, name), case=c)] \
                 if (logs / name).is_dir() else []
+            heads = {v: list(order) for v in versions}
+            if filtered:
+                heads.update(_headline_cases(kernels, name, filtered, order, runs))
         except store.RecordError as e:
             raise IterationError(str(e)) from e
+        except AssignmentError as e:  # a CASES_WHERE that is no literal, names no parameter or matches no case
+            raise IterationError(str(e)) from e
         gpus: list[str | None] = [gpu] if gpu else list(dict.fromkeys(r.device.slug for r in runs)) or [None]
-        versions = known_versions(kernels, logs, name)
         for slug in gpus:
             on_gpu = [r for r in runs if r.device.slug == slug]
-            latest = {ver: r for (ver, _), r in standing_runs(on_gpu).items()}  # the report's choice
-            rows += _assignment_rows(name, on_case, slug, versions, latest, on_gpu)
+            latest = standing_runs(on_gpu)  # the report's choice
+            rows += _assignment_rows(name, order[0], slug, versions, heads, latest, on_gpu)
     return rows
 
 
-def _assignment_rows(assignment: str, case: str, gpu: str | None, versions: list[str],
-                     latest: dict[str, Run], on_gpu: list[Run]) -> list[ListRow]:
-    rows = [ListRow(assignment, v, case, gpu, latest.get(v)) for v in versions]
+def _headline_cases(kernels: Path, assignment: str, versions: list[str], order: list[str],
+                    runs: list[Run]) -> dict[str, list[str]]:
+    """The benchmark cases (of ``order``) each version with a CASES_WHERE runs, in order: the first is the
+    case its row shows (reporter.assignments.Assignment.headline_cases)."""
+    a = Assignment(assignment, kernels / assignment)
+    known, complete = a.known_cases({r.case_name: r.case for r in runs})
+    return {v: a.headline_cases(a.version(v), known, complete=complete, among=order) for v in versions}
+
+
+def _assignment_rows(assignment: str, case: str, gpu: str | None, versions: list[str], heads: dict[str, list[str]],
+                     latest: dict[tuple[str, str], Run], on_gpu: list[Run]) -> list[ListRow]:
+    rows = []
+    for v in versions:
+        on = heads[v][0] if heads[v] else case
+        rows.append(ListRow(assignment, v, case, gpu, latest.get((v, on)) if heads[v] else None,
+                            headline="" if on == case else on, excluded=not heads[v]))
     by_version: dict[str, list[Run]] = {}
     for r in on_gpu:
         by_version.setdefault(r.version, []).append(r)
@@ -94,12 +118,18 @@ def _assignment_rows(assignment: str, case: str, gpu: str | None, versions: list
         run = row.run
         if run is None or not run.ok:
             continue
-        if first is not None:  # the one comparison's runs and ratio (reporter.analysis.compare), as the report's
-            if run.session_id == first.run.session_id:  # the figures, of one session (pairing's first rule)
+        if first is not None:  # the one comparison's case, runs and ratio (reporter.analysis.compare), as the report's
+            on = comparison_case(heads[row.version], heads[first.version])
+            assert first.run is not None
+            if on is None:  # no case in common: no ratio between two cases
+                row.speedup_vs_first = None
+            elif on == run.case_name == first.run.case_name and run.session_id == first.run.session_id:
+                # the figures, of one session (pairing's first rule)
                 row.speedup_vs_first = first.run.timing.mean_ms / run.timing.mean_ms  # type: ignore[union-attr]
             else:
-                pair = pairing(by_version.get(row.version, []), by_version.get(first.version, []), case)
+                pair = pairing(by_version.get(row.version, []), by_version.get(first.version, []), on)
                 row.speedup_vs_first = pair.speedup if pair is not None else None
+            row.compared_on = on if on is not None and on != run.case_name else ""
             row.first_version = first.version
         source = latest_run_with_peers(on_gpu, run)
         if source is not None:

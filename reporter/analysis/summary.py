@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import store
-from ..assignments import Assignment, AssignmentError, ReferenceResult, Version
+from ..assignments import Assignment, AssignmentCodeError, AssignmentError, ReferenceResult, Version
 from ..records import CrossCheck, DeviceCeilings, PeerResult, ProbeRecord, Run, SameCode, Sweep
 from ..samecode import CodeStatus, Files, code_status, tree_files
-from ..standing import Figure, Pairing, figure, pairing, standing_runs
+from ..standing import Figure, Pairing, comparison_case, figure, pairing, standing_runs
 
 
 class SummaryError(Exception):
@@ -25,12 +25,16 @@ class SummaryError(Exception):
 class VersionSummary:
     version: Version
     runs: dict[str, Run]  # case name -> latest run
-    benchmark_case: str
+    benchmark_case: str  # its headline case, the one its figure is taken on (the report's case but for CASES_WHERE)
     sweep: Sweep | None = None  # the newest
     all_runs: list[Run] = field(default_factory=list)
     all_sweeps: list[Sweep] = field(default_factory=list)  # oldest first
     code_now: Files | None = None  # the version's closure in the tree (reporter.samecode.tree_files)
     proofs: list[SameCode] = field(default_factory=list)  # its same-code proofs, oldest first
+    # the report's benchmark cases it runs, in order (reporter.assignments.Assignment.headline_cases): the
+    # first is ``benchmark_case``; empty when its CASES_WHERE keeps none of them
+    headline_cases: tuple[str, ...] = ()
+    cases_where: dict = field(default_factory=dict)  # its CASES_WHERE ({}: every case)
 
     def code(self, run: Run) -> CodeStatus:
         """How the code ``run`` recorded stands to the tree's (reporter.samecode: the one answer)."""
@@ -48,7 +52,13 @@ class VersionSummary:
 
     @property
     def bench(self) -> Run | None:
-        return self.runs.get(self.benchmark_case)
+        """The standing run on its headline case (None for a version that runs none of the report's cases)."""
+        return self.runs.get(self.benchmark_case) if self.benchmark_case in self.headline_cases else None
+
+    @property
+    def runs_report_case(self) -> bool:
+        """Whether it runs the case of the report (its benchmark case), so its figure may be taken elsewhere."""
+        return bool(self.headline_cases)
 
     @property
     def median_ms(self) -> float | None:
@@ -57,7 +67,7 @@ class VersionSummary:
 
     @property
     def figure(self) -> Figure | None:
-        """The version's time on the benchmark case (reporter.standing)."""
+        """The version's time on its headline case (reporter.standing)."""
         return figure(self.bench)
 
     @property
@@ -82,9 +92,15 @@ class VersionSummary:
                  and r.profile.status == "ok"]
         return max(found, key=lambda r: r.created_utc) if found else None
 
+    def common_case(self, other: VersionSummary) -> str | None:
+        """The case this version and ``other`` are compared on (reporter.standing.comparison_case): the
+        first benchmark case both run; None when they share none."""
+        return comparison_case(self.headline_cases, other.headline_cases)
+
     def against(self, other: VersionSummary) -> Pairing | None:
-        """The runs that compare this version with ``other`` on the benchmark case (reporter.standing)."""
-        return pairing(self.all_runs, other.all_runs, self.benchmark_case)
+        """The runs that compare this version with ``other`` on :meth:`common_case` (reporter.standing)."""
+        case = self.common_case(other)
+        return pairing(self.all_runs, other.all_runs, case) if case is not None else None
 
     @property
     def profiled(self) -> bool:
@@ -134,9 +150,28 @@ class AssignmentSummary:
         return [v for v in self.versions if v.ok]
 
     @property
-    def best(self) -> VersionSummary | None:
-        ok = self.measured
+    def headline_cases(self) -> list[str]:
+        """The cases the shown versions' figures are taken on, the report's case first, then in the order of
+        the benchmark cases (one entry unless a version's CASES_WHERE leaves out the report's case)."""
+        found = {v.benchmark_case for v in self.versions if v.headline_cases}
+        return [self.benchmark_case] + [c for c in self.assignment.benchmark_cases
+                                        if c in found and c != self.benchmark_case]
+
+    def best_on(self, case: str) -> VersionSummary | None:
+        """The fastest version among those whose headline case is ``case``: versions are ranked per
+        headline case, never one case's figure against another's."""
+        ok = [v for v in self.measured if v.benchmark_case == case]
         return min(ok, key=lambda v: v.figure_ms or float("inf")) if ok else None
+
+    @property
+    def best(self) -> VersionSummary | None:
+        """The fastest version on the report's case (:meth:`best_on`)."""
+        return self.best_on(self.benchmark_case)
+
+    def case_label(self, v: VersionSummary) -> str:
+        """'' when ``v``'s figure is taken on the report's case, else its headline case's name: what every
+        place printing the figure says beside it."""
+        return "" if v.benchmark_case == self.benchmark_case else v.benchmark_case
 
     @property
     def peers(self) -> list[PeerResult]:
@@ -153,11 +188,13 @@ class AssignmentSummary:
     def peer(self, name: str) -> PeerResult | None:
         return next((p for p in self.peers if p.name == name), None)
 
-    def new_bests(self) -> list[VersionSummary]:
-        """The versions whose figure beat every earlier version's, in order."""
+    def new_bests(self, case: str | None = None) -> list[VersionSummary]:
+        """The versions whose headline case is ``case`` (default the report's) and whose figure beat every
+        earlier one of them, in order: versions are ranked per headline case."""
+        case = case or self.benchmark_case
         out, best = [], float("inf")
         for v in self.versions:
-            if v.figure_ms is not None and v.figure_ms < best:
+            if v.benchmark_case == case and v.figure_ms is not None and v.figure_ms < best:
                 best = v.figure_ms
                 out.append(v)
         return out
@@ -210,18 +247,33 @@ def summarize(a: Assignment, logs: Path, gpu: str | None = None, *, case: str | 
         raise SummaryError(f"no '{a.name}' records from GPU '{gpu}' (have: {', '.join(have)})")
     sweeps = [s for s in store.sweeps(logs, a.name, legacy=a.legacy_case_keys or None) if s.device.slug == gpu]
     proofs = store.same_code(logs, a.name)
+    # the cases the figures are taken on: the benchmark cases (each version its headline, the first it runs),
+    # or the one case chosen with --case
+    order = a.benchmark_cases if case == a.benchmark_case else [case]
+    known: tuple[dict[str, dict], bool] | None = None
     versions: list[VersionSummary] = []
     for v in chosen:
         runs = {c: r for (ver, c), r in latest.items() if ver == v.name}
+        try:
+            where = v.cases_where()
+            if where and known is None:  # the cases' parameters, only where a version filters them
+                known = a.known_cases({r.case_name: r.case for r in all_runs})
+            cases, complete = known if known is not None else ({}, True)
+            heads = a.headline_cases(v, cases, complete=complete, among=order)
+        except AssignmentCodeError:
+            raise
+        except AssignmentError as e:  # a CASES_WHERE that is no literal, names no parameter or matches no case
+            raise SummaryError(str(e)) from e
         sw = [s for s in sweeps if s.version == v.name]
         try:
             now: Files | None = tree_files(v, a.path.parents[1], cache)
         except (AssignmentError, OSError):
             now = None  # a version whose sources cannot be followed: its build says why elsewhere
         versions.append(VersionSummary(
-            version=v, runs=runs, benchmark_case=case, sweep=sw[-1] if sw else None,
+            version=v, runs=runs, benchmark_case=heads[0] if heads else case, sweep=sw[-1] if sw else None,
             all_runs=[r for r in all_runs if r.version == v.name and r.device.slug == gpu], all_sweeps=sw,
-            code_now=now, proofs=[p for p in proofs if p.version == v.name]))
+            code_now=now, proofs=[p for p in proofs if p.version == v.name], headline_cases=tuple(heads),
+            cases_where=where))
     # ceilings: the ones the newest run used, else the newest for this GPU
     ceilings = None
     newest = max(latest.values(), key=lambda r: r.created_utc)

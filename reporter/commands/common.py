@@ -18,7 +18,9 @@ err = Console(stderr=True, soft_wrap=True)
 RootOpt = Annotated[Path | None, typer.Option(
     "--root", help="project root (holds kernels/ and logs/); default: found upwards from here")]
 LogsOpt = Annotated[Path | None, typer.Option("--logs", help="records folder; default: <root>/logs")]
-CaseOpt = Annotated[str | None, typer.Option("--case", "-c", help="case name; default the assignment's BENCHMARK_CASE")]
+CaseOpt = Annotated[str | None, typer.Option("--case", "-c", help=(
+    "case name; default the assignment's BENCHMARK_CASE (for a version whose CASES_WHERE leaves it out, the first "
+    "of BENCHMARK_CASES it runs)"))]
 GpuOpt = Annotated[str | None, typer.Option(
     "--gpu", help="GPU label of the runs to use (e.g. h100); default the newest")]
 HoldOpt = Annotated[bool, typer.Option(

@@ -27,8 +27,7 @@ def command(
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Every run of one version over time: median and CI, GPU, commit, code, and whether it moved."""
-    from ..assignments import benchmark_case
-    from ..lookup import candidate_runs, check_assignment, resolve_version
+    from ..lookup import candidate_runs, check_assignment, headline_case, resolve_version
 
     _, kernels, logs_dir = project_paths(root, logs)
     if chart is not None and chart.suffix.lower() != ".svg":
@@ -36,7 +35,7 @@ def command(
     try:
         check_assignment(kernels, logs_dir, assignment)
         name = resolve_version(kernels, logs_dir, assignment, version)
-        on_case = case or benchmark_case(kernels, assignment)
+        on_case = case or headline_case(kernels, logs_dir, assignment, name)  # the case its figure is taken on
         found = candidate_runs(logs_dir, assignment, name, on_case, gpu, kernels=kernels)
     except user_errors() as e:
         fail(str(e))

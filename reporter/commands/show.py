@@ -38,8 +38,7 @@ def command(
     derived figures, peers, profile, code. With --probe, a probe record: what it measured, where, by which
     command and code, and the shape of its results."""
     from ..analysis.listing import latest_run_with_peers
-    from ..assignments import benchmark_case
-    from ..lookup import check_assignment, find_run, resolve_version, runs_of, standing_run_of
+    from ..lookup import check_assignment, find_run, headline_case, resolve_version, runs_of, standing_run_of
 
     _, kernels, logs_dir = project_paths(root, logs)
     if probe is not None:
@@ -53,12 +52,11 @@ def command(
     try:
         check_assignment(kernels, logs_dir, assignment)
         name = resolve_version(kernels, logs_dir, assignment, version)
+        on_case = case or headline_case(kernels, logs_dir, assignment, name)  # the case its figure is taken on
         if run_id:
-            run = find_run(logs_dir, assignment, name, run_id, case or benchmark_case(kernels, assignment),
-                           kernels=kernels)
+            run = find_run(logs_dir, assignment, name, run_id, on_case, kernels=kernels)
         else:
-            run = standing_run_of(logs_dir, assignment, name, case or benchmark_case(kernels, assignment), gpu,
-                                  kernels=kernels)
+            run = standing_run_of(logs_dir, assignment, name, on_case, gpu, kernels=kernels)
         peers_run = None if run.peers else latest_run_with_peers(runs_of(logs_dir, assignment, name,
                                                                          kernels=kernels), run)
     except user_errors() as e:
