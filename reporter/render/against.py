@@ -24,6 +24,12 @@ class Against:
     kind: str  # 'previous version' | 'first version' | 'peer, same run'
     c: Comparison
     host: str = ""  # 'host-bound: v15, v16': the sides whose samples follow the host's queuing time
+    report_case: str = ""  # the report's case: a comparison taken on another one (CASES_WHERE) says which
+
+    @property
+    def on(self) -> str:
+        """' on big_half' when the comparison is taken on a case other than the report's, else ''."""
+        return f" on {self.c.case}" if self.report_case and self.c.case != self.report_case else ""
 
     @property
     def against(self) -> str:
@@ -35,8 +41,11 @@ class Against:
 
     @property
     def label(self) -> Markup:
-        """'1.28× faster, within noise', the ratio marked."""
+        """'1.28× faster, within noise', the ratio marked ('1.28× faster on big_half, …' when taken on a
+        case other than the report's)."""
         ratio = ledger.mark(keys.cmp(self.c.mine, self.c.theirs, self.c.case), self.c.ratio)
+        if self.on:
+            ratio = Markup(f"{ratio}{escape(self.on)}")
         tone = ledger.mark(keys.tone(self.c.mine, self.c.theirs, self.c.case), self.c.qualifier) \
             if self.c.qualifier else ""
         return Markup(f"{ratio}, {tone}") if tone else ratio

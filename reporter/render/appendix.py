@@ -74,7 +74,7 @@ def case_rows(s: AssignmentSummary) -> list[CaseRow]:
                 version=v.name, case=case, figure=ledger.mark(keys.fig(v.name, case), ms(fig.ms)) if fig else "–", kind=fig.kind if fig else "–",
                 median=ms(t.median_ms) if t else "–", spread=f"{ms(t.min_ms)} – {ms(t.max_ms)}" if t else "–",
                 n=t.n if t else "–", rate=rate, roof=pct(d.fraction_of_ceiling) if d else "–",
-                check=_check(r), check_ok=r.check.passed, bench=case == s.benchmark_case))
+                check=_check(r), check_ok=r.check.passed, bench=case == v.benchmark_case and case in v.headline_cases))
     return out
 
 
@@ -194,6 +194,10 @@ def how_taken(s: AssignmentSummary) -> list[HowTaken]:
     usual = common_how(s)
     for v in s.versions:
         lines = [x for x in [timing_note(v.bench, usual)] if x]
+        if v.cases_where:  # the cases it runs, and the one its figure is taken on
+            head = (f"its figure is taken on {v.benchmark_case}, the first benchmark case it runs"
+                    if v.headline_cases else "it runs none of the report's cases")
+            lines.insert(0, f"Runs only the cases where {_where_words(v.cases_where)} (CASES_WHERE): {head}.")
         if v.bench is not None and (st := v.code(v.bench)).state == "changed":  # proven: proven_note, once
             lines.append(f"Code: {st.words()}.")
         lines += [ranked_line(rr) for c in s.assignment.case_order(list(v.runs)) if (rr := v.ranked(c)) is not None]
@@ -204,6 +208,11 @@ def how_taken(s: AssignmentSummary) -> list[HowTaken]:
         if lines:
             out.append(HowTaken(v.name, lines))
     return out
+
+
+def _where_words(where: dict[str, Any]) -> str:
+    """'kind = half, size = 4096' for a CASES_WHERE."""
+    return ", ".join(f"{k} = {v}" for k, v in where.items())
 
 
 PROFILE_HEADERS = ("time", "SM %", "busy %", "L1 %", "L2 %", "DRAM %", "L1 hit", "L2 hit", "DRAM rd", "DRAM wr",
@@ -241,7 +250,8 @@ def profile_rows(s: AssignmentSummary, per_version: int = 3) -> list[dict[str, A
                     cells.append(format_value(m.value, m.unit))
                 else:
                     cells.append(format_value(m.value, m.unit).replace(" %", "").replace("%", ""))
-            rows.append({"version": v.name if i == 0 else "", "kernel": _breakable(short_kernel_name(k.name, 48)),
+            label = f"{v.name} (on {s.case_label(v)})" if s.case_label(v) else v.name
+            rows.append({"version": label if i == 0 else "", "kernel": _breakable(short_kernel_name(k.name, 48)),
                          "cells": cells,
                          "more": (f"+ {len(kernels) - len(shown)} shorter kernels"
                                   if i == len(shown) - 1 and len(kernels) > len(shown) else "")})

@@ -32,6 +32,7 @@ PEER_COLOR = "#c0392b"
 REF_COLOR = "#7d3c98"
 ROOF_COLOR = "#333333"
 FLOOR_COLOR = "#2e8b57"
+OTHER_CASE_COLOR = "#b9770e"  # versions timed on another headline case (CASES_WHERE)
 #: How the trajectory draws each kind of horizontal line: colour, line style, width.
 LINE_STYLES = {"peer": (PEER_COLOR, "--", 0.8), "reference": (REF_COLOR, "-.", 0.8), "floor": (FLOOR_COLOR, ":", 1.0)}
 
@@ -188,6 +189,9 @@ class TrajectoryData:
     lines: tuple[tuple[float, str, str], ...]  # (height, label, kind: a key of LINE_STYLES)
     gpu: str
     case_words: str = "the benchmark case"
+    # the versions timed on another headline case (their CASES_WHERE leaves the report's out): one series per
+    # case, (case, ((tick index, ms), ...)), drawn apart and named, never joined to the report's case's points
+    others: tuple[tuple[str, tuple[tuple[int, float], ...]], ...] = ()
 
 
 def trajectory_data(s: AssignmentSummary) -> TrajectoryData:
@@ -195,7 +199,10 @@ def trajectory_data(s: AssignmentSummary) -> TrajectoryData:
     out and its tick stays); the peers timed in the best version's own run, the public references
     (labelled with their card) and the roofline floor as lines."""
     index = {v.name: i for i, v in enumerate(s.versions)}
-    timed = [v for v in s.versions if v.figure is not None]
+    timed = [v for v in s.versions if v.figure is not None and v.benchmark_case == s.benchmark_case]
+    others = tuple((case, tuple((index[v.name], v.figure.ms) for v in s.versions
+                                if v.figure is not None and v.benchmark_case == case))
+                   for case in s.headline_cases[1:])
     best = s.best
     lines: list[tuple[float, str, str]] = []
     bench = best.figure.run if best is not None and best.figure is not None else None
@@ -212,7 +219,7 @@ def trajectory_data(s: AssignmentSummary) -> TrajectoryData:
         ticks=tuple(v.short for v in s.versions),
         points=tuple((index[v.name], v.figure.ms) for v in timed if v.figure is not None),
         best=next((k for k, v in enumerate(timed) if v is best), None),
-        lines=tuple(lines), gpu=s.gpu, case_words=s.case_words)
+        lines=tuple(lines), gpu=s.gpu, case_words=s.case_words, others=tuple((c, pts) for c, pts in others if pts))
 
 
 #: A trajectory whose slowest version is more than this many times its best is drawn zoomed: the later
@@ -244,14 +251,17 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    if not d.points:
+    if not d.points and not d.others:
         fig, ax = plt.subplots(figsize=(6.6, 3.0))
         ax.text(0.5, 0.5, "no timed runs", ha="center", va="center", transform=ax.transAxes)
         return fig
+    if not d.points:  # only versions timed on another case: those are the series to scale the axes by
+        d = TrajectoryData(d.ticks, d.others[0][1], None, d.lines, d.gpu, f"the {d.others[0][0]} case", d.others[1:])
     px = [i for i, _ in d.points]
     py = [ms for _, ms in d.points]
     best_ms = py[d.best] if d.best is not None else min(py)
     top = zoom_top(py, best_ms)
+    other_y = [y for _, pts in d.others for _, y in pts]
     n = len(d.ticks)
     if top is None:
         fig, ax = plt.subplots(figsize=(6.6, 3.0))
@@ -263,22 +273,34 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
     ax.plot(px, py, "o", color=VERSION_COLOR, ms=4, zorder=3)
     if d.best is not None:
         ax.plot([px[d.best]], [py[d.best]], "o", color=FLOOR_COLOR, ms=7, zorder=4)
+    for case, pts in d.others:  # hollow squares, a series of their own, named by their case at the last point
+        ox, oy = [x for x, _ in pts], [y for _, y in pts]
+        ax.plot(ox, oy, "--", color=OTHER_CASE_COLOR, lw=0.8, zorder=2)
+        ax.plot(ox, oy, "s", mfc="white", mec=OTHER_CASE_COLOR, ms=4.5, zorder=3)
+        if top is None or oy[-1] <= top:
+            ax.annotate(f"{_fmt_ms(oy[-1])} on {case}", (ox[-1], oy[-1]), xytext=(0, -8), textcoords="offset points",
+                        ha="center", va="top", fontsize=6.5, color=OTHER_CASE_COLOR, zorder=5,
+                        bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6, "alpha": 0.9})
     if top is None:
         shown_lines = list(d.lines)
         ax.set_yscale("log")
-        every = [y for y, _, _ in d.lines] + py
+        every = [y for y, _, _ in d.lines] + py + other_y
         ax.set_ylim(min(every) / 1.6, max(every) * 1.6)
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_ylabel(f"time on {d.case_words} (log)")
     else:
         shown_lines = [ln for ln in d.lines if ln[0] <= top]
-        low = min([y for y, _, _ in shown_lines] + py) * 0.96
+        low = min([y for y, _, _ in shown_lines] + py + other_y) * 0.96
         ax.set_ylim(low, top)
         ax.set_ylabel(f"time on {d.case_words}")
         above = [(x, y) for x, y in zip(px, py) if y > top]
         for x, y in above:  # off the panel: a mark at its top edge, the time beside it
             ax.plot([x], [top], marker="^", color=VERSION_COLOR, ms=5, zorder=3, clip_on=False)
+        for _, pts in d.others:
+            for x, y in pts:
+                if y > top:
+                    ax.plot([x], [top], marker="^", color=OTHER_CASE_COLOR, ms=5, zorder=3, clip_on=False)
     for y, _, kind in shown_lines:
         color, ls, lw = LINE_STYLES[kind]
         ax.axhline(y, color=color, ls=ls, lw=lw, zorder=1)
@@ -308,6 +330,9 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6, "alpha": 0.9})  # no line strikes it
     if overview is not None:
         overview.plot(px, py, "-o", color=VERSION_COLOR, lw=0.8, ms=2.5)
+        for _, pts in d.others:
+            overview.plot([x for x, _ in pts], [y for _, y in pts], "--s", color=OTHER_CASE_COLOR, mfc="white",
+                          lw=0.6, ms=2.5)
         overview.set_yscale("log")
         overview.axhspan(ax.get_ylim()[0], top, color="#e8eef7", zorder=0)
         overview.set_xticks([px[0], px[-1]], [d.ticks[px[0]], d.ticks[px[-1]]], fontsize=7)
@@ -352,7 +377,8 @@ def bandwidth_data(s: AssignmentSummary) -> BandwidthData:
     """For work with no floating-point operations: each version's bandwidth (work-model bytes over
     its figure), the peers of the best version's run, and the measured copy ceiling."""
     c = s.ceilings
-    rows = [(v.name, v.figure.derived(c).gbps, VERSION_COLOR) for v in s.versions if v.figure is not None]
+    rows = [(v.name + (f" (on {s.case_label(v)})" if s.case_label(v) else ""), v.figure.derived(c).gbps,
+             VERSION_COLOR if not s.case_label(v) else OTHER_CASE_COLOR) for v in s.versions if v.figure is not None]
     best = s.best
     run = best.figure.run if best is not None and best.figure is not None else None
     if run is not None:

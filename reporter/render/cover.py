@@ -19,7 +19,7 @@ from ..analysis.facts import fmt_number
 from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary
 from ..records import CrossCheck, Run
-from ..standing import peer_ms
+from ..standing import Figure, peer_ms
 from . import ledger
 from .against import Against
 from .numbers import ms, pct, signed_pct
@@ -33,6 +33,7 @@ class Cover:
     rate: str = ""
     facts: list[Markup | str] = field(default_factory=list)  # 'against what', one sentence each
     roof: str = ""
+    other_bests: list[str] = field(default_factory=list)  # the fastest on each other headline case (CASES_WHERE)
 
 
 def cover(s: AssignmentSummary) -> Cover:
@@ -40,15 +41,17 @@ def cover(s: AssignmentSummary) -> Cover:
     with every figure and ratio marked for the consistency check."""
     best = s.best
     fig = best.figure if best is not None else None
+    others, other_bests = other_headline_facts(s)
     if best is None or fig is None:
-        return Cover(best=None, facts=[f"No version has a timed run on {s.case_words} yet."])
+        return Cover(best=None, facts=[f"No version has a timed run on {s.case_words} yet.", *others],
+                     other_bests=other_bests)
     r, d = fig.run, fig.derived(s.ceilings)
-    rate = f"{fmt_number(d.tflops, 4)} TFLOP/s" if r.work.flops else f"{fmt_number(d.gbps, 4)} GB/s"
+    rate = _rate(fig, s)
     facts: list[Markup | str] = []
     first = next((v for v in s.versions if v.figure is not None), None)
     c = compare_versions(best, first) if first is not None and first is not best else None
     if c is not None:
-        row = Against("first version", c)
+        row = Against("first version", c, report_case=s.benchmark_case)
         where = f", {escape(c.where)}" if c.where else ", both figures of one session"
         facts.append(Markup(f"Against the first version, {escape(c.theirs)}: {row.label} ({row.times}{where})."))
     peers = timed_peers(r)
@@ -62,13 +65,47 @@ def cover(s: AssignmentSummary) -> Cover:
     if not peers:
         facts.append("No peer was timed in the same run, so none is compared here.")
     facts += leaderboard_facts(s)
+    facts += others
     roof = ""
     if d.floor_ms and d.ceiling_value:
         roof = (f"It reaches {pct(d.fraction_of_ceiling)} of the measured ceiling ({d.ceiling}: "
                 f"{fmt_number(d.ceiling_value, 4)} {d.ceiling_unit or ''}): the work model's floor is {ms(d.floor_ms)}, "
                 f"so at most {ms(fig.ms - d.floor_ms)} ({pct(1 - d.floor_ms / fig.ms)} of its time) remain to be won.")
     return Cover(best=best.name, figure=ledger.mark(keys.fig(best.name, best.benchmark_case), ms(fig.ms)), how=fig.how,
-                 rate=rate, facts=facts, roof=roof)
+                 rate=rate, facts=facts, roof=roof, other_bests=other_bests)
+
+
+def _rate(fig: Figure, s: AssignmentSummary) -> str:
+    d = fig.derived(s.ceilings)
+    return f"{fmt_number(d.tflops, 4)} TFLOP/s" if fig.run.work.flops else f"{fmt_number(d.gbps, 4)} GB/s"
+
+
+def other_headline_facts(s: AssignmentSummary) -> tuple[list[Markup | str], list[str]]:
+    """Page 1's sentence for each headline case other than the report's (versions whose CASES_WHERE leaves
+    the report's case out): the fastest version on it, ranked among those versions only, and its comparison
+    with the first version on the first case both run; with the names of those fastest versions."""
+    out: list[Markup | str] = []
+    bests: list[str] = []
+    first = next((v for v in s.versions if v.figure is not None), None)
+    for case in s.headline_cases[1:]:
+        names = ", ".join(v.name for v in s.versions if v.headline_cases and v.benchmark_case == case)
+        best = s.best_on(case)
+        fig = best.figure if best is not None else None
+        if best is None or fig is None:
+            out.append(f"{names} leave {s.benchmark_case} out (CASES_WHERE) and have no timed run on {case}, the first "
+                       "benchmark case they run, yet.")
+            continue
+        bests.append(best.name)
+        text = (f"On {escape(case)}, the first benchmark case of the versions whose CASES_WHERE leaves "
+                f"{escape(s.benchmark_case)} out ({escape(names)}), the fastest of them is {escape(best.name)}: "
+                f"{ledger.mark(keys.fig(best.name, case), ms(fig.ms))}, {_rate(fig, s)}")
+        c = compare_versions(best, first) if first is not None and first is not best else None
+        if c is not None:
+            row = Against("first version", c, report_case=s.benchmark_case)
+            where = f", {escape(c.where)}" if c.where else ", both figures of one session"
+            text += f"; against the first version, {escape(c.theirs)}: {row.label} ({row.times}{where})"
+        out.append(Markup(text + "."))
+    return out, bests
 
 
 def course_mean(s: AssignmentSummary, version: str) -> tuple[float, CrossCheck] | None:

@@ -30,6 +30,7 @@ from ..analysis.diagnose import HOST_BOUND_WORDS
 from ..analysis.listing import timed_peers
 from ..analysis.summary import AssignmentSummary, VersionSummary
 from ..records import DeviceCeilings, Run
+from ..standing import figure as standing_figure
 from ..worklog_sections import PLACEHOLDER, headings
 from . import TEMPLATES, appendix, chart_cache, charts, code, ledger
 from .against import Against
@@ -121,6 +122,8 @@ class Step:
     preface_html: str  # worklog text before the first question
     observations: list[str]
     vs_previous: Against | None = None  # the steps table's cell: the comparison with the previous version
+    case: str = ""  # the headline case its figure is taken on, when not the report's (CASES_WHERE)
+    not_compared: str = ""  # why there is no ratio against the previous version (no case in common, say)
     why_html: str = ""  # one line from the work log (steps table)
     failed: str | None = None
     notes_missing: bool = False
@@ -238,13 +241,29 @@ def _concluded(qs: list[Question], section: Section | None) -> str:
 
 # --------------------------------------------------------------------------- one step
 
-def _against(v: VersionSummary, other: VersionSummary, kind: str) -> Against | None:
-    """``v`` against another version (reporter.analysis.compare: the one comparison)."""
+def _against(v: VersionSummary, other: VersionSummary, kind: str, report_case: str = "") -> Against | None:
+    """``v`` against another version (reporter.analysis.compare: the one comparison); ``report_case``: the
+    report's case, which the line names when the comparison is taken on another one."""
     c = compare_versions(v, other)
     if c is None:
         return None
     assert c.pair is not None
-    return Against(kind, c, host=_host_words([(other.short, c.pair.theirs), (v.short, c.pair.mine)]))
+    return Against(kind, c, host=_host_words([(other.short, c.pair.theirs), (v.short, c.pair.mine)]),
+                   report_case=report_case)
+
+
+def _not_compared(v: VersionSummary, prev: VersionSummary | None) -> str:
+    """Why the steps table prints no ratio against the previous version ('' when it prints one or there is
+    no previous version): the two run no benchmark case in common, or one has no figure on the one they share."""
+    if prev is None or v.figure is None:
+        return ""
+    case = v.common_case(prev)
+    if case is None:
+        return f"no case in common with {prev.short}"
+    if compare_versions(v, prev) is None:
+        return f"{prev.short} has no figure on {case}" if standing_figure(prev.runs.get(case)) is None else \
+            f"{v.short} has no figure on {case}"
+    return ""
 
 
 def _host_words(sides: list[tuple[str, Run]]) -> str:
@@ -265,19 +284,19 @@ def _comparisons(v: VersionSummary, s: AssignmentSummary) -> list[Against]:
         return []
     out: list[Against] = []
     prev = s.previous(v)
-    if prev is not None and (c := _against(v, prev, "previous version")) is not None:
+    if prev is not None and (c := _against(v, prev, "previous version", s.benchmark_case)) is not None:
         out.append(c)
     first = next((x for x in s.versions if x.figure_ms), None)
     if first is not None and first is not v and first is not prev:
-        if (c := _against(v, first, "first version")) is not None:
+        if (c := _against(v, first, "first version", s.benchmark_case)) is not None:
             out.append(c)
     for p in timed_peers(v.bench):
         if (pc := compare_peer(v.bench, p)) is not None:
-            out.append(Against("peer, same run", pc))
+            out.append(Against("peer, same run", pc, report_case=s.benchmark_case))
     return out
 
 
-def _result(v: VersionSummary, ceilings: DeviceCeilings | None) -> Markup | str:
+def _result(v: VersionSummary, ceilings: DeviceCeilings | None, case_label: str = "") -> Markup | str:
     fig = v.figure
     if fig is None:
         return ""
@@ -285,9 +304,10 @@ def _result(v: VersionSummary, ceilings: DeviceCeilings | None) -> Markup | str:
     rate = f"{d.tflops:,.1f} TFLOP/s" if fig.run.work.flops else f"{d.gbps:,.0f} GB/s"
     roof = f", {pct(d.fraction_of_ceiling)} of the measured roof" if d.fraction_of_ceiling is not None else ""
     figure = ledger.mark(keys.fig(v.name, v.benchmark_case), ms(fig.ms))
+    on = f" on {escape(case_label)}, the first benchmark case it runs (CASES_WHERE)" if case_label else ""
     stale = (f' <span class="bad">Measured on earlier code (<a href="#how-{escape(v.name)}">appendix B</a>).</span>'
              if not v.code(fig.run).stands else "")
-    return Markup(f"{figure}: {rate}{roof}.{stale}")
+    return Markup(f"{figure}{on}: {rate}{roof}.{stale}")
 
 
 @dataclass
@@ -328,9 +348,13 @@ def _observations(s: AssignmentSummary, hooks: Hooks) -> dict[str, list[str]]:
         run = bench.model_copy(update={"profile": prof.profile}) if prof else bench
         prev = s.previous(v)
         prev_run = None
-        if prev is not None and prev.bench is not None:
-            pp = prev.profiled_run()
-            prev_run = prev.bench.model_copy(update={"profile": pp.profile}) if pp else prev.bench
+        # the previous version's run on this one's headline case: what the observations set side by side
+        # is one case, as every comparison is
+        prev_bench = prev.runs.get(v.benchmark_case) if prev is not None and \
+            v.benchmark_case in prev.headline_cases else None
+        if prev is not None and prev_bench is not None:
+            pp = prev.profiled_run(v.benchmark_case)
+            prev_run = prev_bench.model_copy(update={"profile": pp.profile}) if pp else prev_bench
         mine = []
         for rule, text in hooks.observations(run, prev_run, s.ceilings):
             if rule in ("roof", "change", "timing-crosscheck"):  # the result and its comparisons say these
@@ -369,8 +393,11 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
     preface, qs = questions_of(section)
     bench = v.bench
     failed = None
-    if bench is None:
-        failed = f"no run on {s.case_words} recorded for this GPU"
+    if not v.headline_cases:
+        failed = (f"it runs none of the report's cases ({', '.join(s.headline_cases)}): CASES_WHERE "
+                  f"{v.cases_where!r} in {v.version.path.name}")
+    elif bench is None:
+        failed = f"no run on {_case_words(s, v)} recorded for this GPU"
     elif not bench.ok:
         failed = bench.error or bench.check.message
     comps = compared
@@ -380,11 +407,18 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
         name=v.name, short=v.short, anchor=v.name,
         structure_html=markdown_to_html(doc or "*(no docstring)*"),
         change_html=change.html(), change_caption=caption,
-        figure=ledger.mark(keys.fig(v.name, v.benchmark_case), ms(v.figure_ms)) if v.figure_ms else "–", result=_result(v, s.ceilings), comparisons=comps,
+        figure=ledger.mark(keys.fig(v.name, v.benchmark_case), ms(v.figure_ms)) if v.figure_ms else "–",
+        case=s.case_label(v), result=_result(v, s.ceilings, s.case_label(v)), comparisons=comps,
+        not_compared=_not_compared(v, s.previous(v)) if vs_prev is None else "",
         questions=qs, preface_html=markdown_to_html(preface) if preface else "",
         observations=[Markup(inline_markdown(o)) for o in observations], vs_previous=vs_prev,
         why_html=_concluded(qs, section), failed=failed, notes_missing=section is None,
     )
+
+
+def _case_words(s: AssignmentSummary, v: VersionSummary) -> str:
+    """'the benchmark case', or 'the big_half case' for a version whose headline case is another."""
+    return s.case_words if v.benchmark_case == s.benchmark_case else f"the {v.benchmark_case} case"
 
 
 STRUCTURE_CHARS = 360  # a step's "how the code is structured": the docstring's opening, about five lines
@@ -469,6 +503,7 @@ def head_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, *, anonymou
         "benchmark_shape": _shape(s),
         "case_words": s.case_words,
         "assignment_case": s.assignment.benchmark_case,
+        "other_headlines": s.headline_cases[1:],  # cases some versions' figures are taken on (CASES_WHERE)
         "left_out": s.left_out,
         "code_css": code.css(),
         "worklog_path": str(wl.path.relative_to(repo_root)) if wl.path.is_relative_to(repo_root) else str(wl.path),

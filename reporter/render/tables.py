@@ -61,15 +61,22 @@ def list_table(rows: list[ListRow], width: int) -> Table:
     on = f" · {device}" if device else f" · {rows[0].gpu}" if rows[0].gpu else " · no runs yet"
     earlier = any(r.peers_from_earlier_run for r in rows)
     narrow = width < 100  # 80 columns: peers' names cut, the date without its year
+    # a version whose CASES_WHERE leaves the table's case out shows its first benchmark case: a column says which
+    cases = any(r.headline or r.excluded for r in rows)
     table = Table(title=f"[bold]{rows[0].assignment}[/bold]{on} · case {rows[0].case}", title_justify="left",
                   box=None, header_style="bold", pad_edge=False, padding=(0, 1),
                   caption=("time: each version's figure, the mean of the run that stands for it (rested runs "
                            "first; report show VERSION says how it was taken); vs: speedup (above 1: faster), the "
                            "report's ratio, in one session that timed both where there is one"
+                           + ("; case: the first benchmark case a version runs where its CASES_WHERE leaves this one "
+                              "out (each ratio on the first benchmark case both run; —: none in common)"
+                              if cases else "")
                            + ("\n* that run timed no peers: best peer and vs peer come from the latest run of the "
                               "same code that did" if earlier else "")), caption_justify="left",
                   collapse_padding=width < 100)  # one space between columns keeps 80 columns on one line
     table.add_column("version", no_wrap=True)
+    if cases:
+        table.add_column("case", no_wrap=True)
     table.add_column("check", no_wrap=True)
     table.add_column("time", justify="right", no_wrap=True)
     table.add_column(f"vs {first.split('_')[0]}" if first else "vs first", justify="right", no_wrap=True)
@@ -79,18 +86,22 @@ def list_table(rows: list[ListRow], width: int) -> Table:
     table.add_column("ncu", no_wrap=True)  # profiled
     for row in rows:
         run = row.run
+        case = [Text(row.headline or ("none (CASES_WHERE)" if row.excluded else ""), style="dim" if row.excluded
+                     else "")] if cases else []
         if run is None:
-            table.add_row(row.version, "", Text("not run", style="dim"), "", "", "", "", "")
+            table.add_row(row.version, *case, "", Text("not run", style="dim"), "", "", "", "", "")
             continue
         check = Text("ok", style="green") if run.check.passed else Text("FAIL", style="bold red")
         median = format_ms(run.timing.mean_ms) if run.timing else "—"
         vs_first = f"{fmt_number(row.speedup_vs_first, 3)}×" if row.speedup_vs_first else "—"
+        if row.speedup_vs_first and row.compared_on:
+            vs_first += f" on {row.compared_on}"
         vs_peer = f"{fmt_number(row.speedup_vs_best_peer, 3)}×" if row.speedup_vs_best_peer else "—"
         peer = row.best_peer or "—"
         if narrow and len(peer) > 12:
             peer = peer[:11] + "…"
         peer += "*" if row.peers_from_earlier_run else ""
-        table.add_row(row.version, check, median, vs_first, peer, vs_peer,
+        table.add_row(row.version, *case, check, median, vs_first, peer, vs_peer,
                       run.created_utc.strftime("%m-%d %H:%M" if narrow else "%Y-%m-%d %H:%M"),
                       "yes" if row.profiled else "")
     return table
