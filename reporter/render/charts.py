@@ -278,8 +278,9 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
         ax.plot(ox, oy, "--", color=OTHER_CASE_COLOR, lw=0.8, zorder=2)
         ax.plot(ox, oy, "s", mfc="white", mec=OTHER_CASE_COLOR, ms=4.5, zorder=3)
         if top is None or oy[-1] <= top:
-            ax.annotate(f"{_fmt_ms(oy[-1])} on {case}", (ox[-1], oy[-1]), xytext=(0, -8), textcoords="offset points",
-                        ha="center", va="top", fontsize=6.5, color=OTHER_CASE_COLOR, zorder=5,
+            last = ox[-1] == len(d.ticks) - 1  # at the right edge: the label ends at its point
+            ax.annotate(f"{_fmt_ms(oy[-1])} on {case}", (ox[-1], oy[-1]), xytext=(4 if last else 0, 6),
+                        textcoords="offset points", ha="right" if last else "center", va="bottom", fontsize=6.5, color=OTHER_CASE_COLOR, zorder=5,
                         bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6, "alpha": 0.9})
     if top is None:
         shown_lines = list(d.lines)
