@@ -162,6 +162,11 @@ class TimingFacts(_Facts):
         key = keys.peer(self._run.run_id, name) if self._run is not None else None
         return Number(self._peer_timing(name).mean_ms, key=key, unit="ms")
 
+    def peer_us(self, name: str) -> Number:
+        """:meth:`peer_ms` in microseconds (for figures under a millisecond, as the tables print them)."""
+        key = keys.peer(self._run.run_id, name) if self._run is not None else None
+        return Number(self._peer_timing(name).mean_ms * 1e3, key=key, unit="µs")
+
     def peer_median_ms(self, name: str) -> Number:
         """A peer's median timed in this same run."""
         return Number(self._peer_timing(name).median_ms)
