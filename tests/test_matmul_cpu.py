@@ -208,3 +208,20 @@ def test_each_config_builds_in_both_dtypes_without_spills(name, fp16):
     assert kernels, build.log[-3000:]
     for k in kernels:
         assert k.spill_stores == 0 and k.spill_loads == 0 and k.stack_bytes == 0, (k.name, build.log[-2000:])
+
+
+# v17's loop runs at the register limit (255 a thread on one CTA per SM, 128 on v09's 8 x 8 lanes):
+# every point of its sweep, not only CONFIG, must build without a spill in both dtypes
+V17_SWEEP = _version("v17_unguarded_loop").SWEEP if any(v.startswith("v17_") for v in VERSIONS) else []
+
+
+@pytest.mark.skipif(cuda_build.NVRTC_LIBRARY is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
+@pytest.mark.parametrize("fp16", [0, 1])
+@pytest.mark.parametrize("config", V17_SWEEP, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+def test_v17_sweep_builds_in_both_dtypes_without_spills(config, fp16):
+    mod = _version("v17_unguarded_loop")
+    build = cuda_build.nvrtc(mod.SOURCE, {**{k: str(v) for k, v in config.items()}, "ELEM_FP16": str(fp16)})
+    assert build.ok, build.log[-3000:]
+    (k,) = build.kernels()
+    assert k.spill_stores == 0 and k.spill_loads == 0 and k.stack_bytes == 0, (config, build.log[-2000:])
+    assert k.shared_bytes <= 48 * 1024  # static shared memory: the launch opts in to nothing more
