@@ -18,6 +18,9 @@
 // different behaviour gets a new helper with its own name, and a version calls the one it used.
 #pragma once
 
+#ifndef ELEM_FP16
+#define ELEM_FP16 1  // fp16 unless a build says otherwise (and then the #error below says why not)
+#endif
 #include "matmul.cuh"
 
 #if !ELEM_FP16

@@ -27,6 +27,9 @@
 //
 // fp16 only: the tensor cores' fp32 path is TF32, another precision (the module refuses fp32).
 
+#ifndef ELEM_FP16
+#define ELEM_FP16 1  // fp16 unless a build says otherwise (and then the #error below says why not)
+#endif
 #include "matmul.cuh"
 #include "common/sm90/mma_sync.cuh"
 
