@@ -226,3 +226,26 @@ def test_course_lines_match_our_cases_by_their_parameters():
     hist = get_assignment(ROOT / "kernels", "histogram")
     line = dict(length=1048576, num_channels=512, num_bins=256, seed=1001)
     assert match_cases(hist, [line, {**line, "seed": 7}]) == {0: "benchmark"}  # not 'contention', not seed 7
+
+
+# --------------------------------------------------------------------------- matmul's exports in the harness, on the GPU
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("version,problem", [("v15", "square_matmul_fp16"), ("v16", "square_matmul_fp32"),
+                                             ("v17", "square_matmul_fp32")])
+def test_matmul_exports_pass_a_course_format_harness_on_gpu(version, problem, tmp_path):
+    """The hand-in of each dtype, exported, in a spawned harness worker with nothing of this project on
+    its path: the course format's test mode (odd, edge-tile and 4096 sizes) and benchmark mode pass."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    import elftools
+
+    text = _export(ROOT, "matmul", version, out=tmp_path / "hand-in")
+    # what the export needs besides torch, cupy and numpy (installed beside the harness on a course machine)
+    extra = [str(Path(elftools.__file__).resolve().parent.parent)]
+    folder = COURSE / "problems" / problem
+    test = run_course_harness(folder, text, "test", submission=f"export of {version}", extra_path=extra)
+    assert test.verdict == "pass" and [c.status for c in test.cases] == ["pass"] * 3, test.output + test.stderr_tail
+    bench = run_course_harness(folder, text, "benchmark", submission=f"export of {version}", extra_path=extra)
+    assert bench.verdict == "pass" and all(c.runs == 5 for c in bench.cases), bench.output + bench.stderr_tail
