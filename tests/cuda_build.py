@@ -6,7 +6,15 @@ spills and its advisories): :func:`nvcc` and :func:`nvrtc` keep each build's log
 source's path, the digest of its include closure (:func:`reporter.cuda.source_digest`) and the
 defines, so a second test that asks for it reads the log instead of compiling again. Under pytest-xdist
 the logs are also kept in :data:`SHARED` (conftest sets it to a folder of the run), where the other
-workers read them.
+workers read them; a build one worker is making, another waits for instead of making it too.
+
+A build whose defines repeat the source's own defaults (a version's CONFIG is mostly its defaults:
+``-DSTAGES=2`` over ``#ifndef STAGES / #define STAGES 2``) is the defaults build when NVRTC's front end
+says so: :func:`nvrtc` compiles both sets of defines to NVRTC's LTO IR (``-dlto``, the front end's
+whole output, a few hundredths of a second) and, where IR and log are byte for byte the same, takes
+the build without those defines. A define that changes anything the front end sees (a header that
+names a setting for its own parameter, an ``#ifdef``) gives other IR or another log, and a build of its
+own.
 
 - :func:`nvcc`: ``nvcc -cubin -Xptxas -v`` for sm_90a, the command of :func:`reporter.cuda.ptxas_report`
   (whose own path, the error it raises, the tests keep for the builds that must fail);
@@ -16,9 +24,12 @@ workers read them.
 
 from __future__ import annotations
 
+import ctypes
+import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
@@ -68,10 +79,14 @@ def _shared(compile_: Callable[..., Build]) -> Callable[..., Build]:
         kept = SHARED / f"{name}.json"
         if kept.is_file():
             return Build(**json.loads(kept.read_text()))
-        build = compile_(path, digest, defines, arch)
-        tmp = kept.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"ok": build.ok, "log": build.log}))
-        os.replace(tmp, kept)  # whole or not at all: another worker reads it
+        with open(SHARED / f"{name}.lock", "a") as lock:  # the other worker, making it now, finishes first
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if kept.is_file():
+                return Build(**json.loads(kept.read_text()))
+            build = compile_(path, digest, defines, arch)
+            tmp = kept.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"ok": build.ok, "log": build.log}))
+            os.replace(tmp, kept)  # whole or not at all: another worker reads it
         return build
 
     return once
@@ -96,9 +111,73 @@ def _nvcc(path: Path, digest: str, defines: tuple[tuple[str, Any], ...], arch: s
 
 def nvrtc(source: Path, defines: Mapping[str, Any] | None = None, arch: str = "sm_90a") -> Build:
     """``source`` compiled by the offline NVRTC with ``report run``'s options
-    (:func:`reporter.cuda.nvrtc_compile_offline`)."""
+    (:func:`reporter.cuda.nvrtc_compile_offline`); the build without the defines that repeat the
+    source's defaults where the front end sees no difference (see the module's docstring)."""
     path = Path(source).resolve()
-    return _nvrtc(path, cuda.source_digest(path), _key(defines), arch)
+    digest = cuda.source_digest(path)
+    return _nvrtc(path, digest, _without_defaults(path, digest, _key(defines), arch), arch)
+
+
+# `#ifndef NAME` / `#define NAME VALUE`: a setting's default, which a -DNAME=VALUE repeats
+_DEFAULT = re.compile(r"^\s*#\s*ifndef\s+([A-Za-z_]\w*)\s*\n\s*#\s*define\s+\1[ \t]+([^\s/]+)[ \t]*(?://[^\n]*)?$",
+                      re.MULTILINE)
+
+
+@cache
+def _defaults(path: Path, digest: str) -> dict[str, str]:
+    """Each setting's default in ``path`` and the headers it reaches, as ``-D`` would state it (the first
+    one found: a candidate only, :func:`_front_end` decides)."""
+    out: dict[str, str] = {}
+    for f in cuda.source_files(path):
+        for name, value in _DEFAULT.findall(f.read_text(encoding="utf-8")):
+            out.setdefault(name, f"-D{name}={value}")
+    return out
+
+
+def _without_defaults(path: Path, digest: str, defines: tuple[tuple[str, Any], ...],
+                      arch: str) -> tuple[tuple[str, Any], ...]:
+    """``defines`` less those that state a default of the source, when NVRTC's front end makes the same
+    of the source with and without them; else ``defines``."""
+    defaults = _defaults(path, digest)
+    kept = tuple((n, v) for n, v in defines if cuda.define_options({n: v})[0] != defaults.get(n))
+    if kept == defines or _front_end(path, digest, defines, arch) != _front_end(path, digest, kept, arch):
+        return defines
+    return kept
+
+
+@cache
+def _front_end(path: Path, digest: str, defines: tuple[tuple[str, Any], ...], arch: str) -> str:
+    """sha256 of what NVRTC's front end makes of ``path`` with ``report run``'s options and these
+    defines: the LTO IR of ``-dlto`` (everything the later stages compile) and the log."""
+    assert NVRTC_LIBRARY is not None, "no libnvrtc (pip install nvidia-cuda-nvrtc)"
+    lib = _nvrtc_library()
+    opts = [o.encode() for o in (*cuda.compile_options(arch, path, dict(defines)), "-dlto")]
+    prog = ctypes.c_void_p()
+    if lib.nvrtcCreateProgram(ctypes.byref(prog), path.read_bytes(), path.name.encode(), 0, None, None) != 0:
+        raise RuntimeError(f"{path}: nvrtcCreateProgram failed")
+    try:
+        rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, log)
+        ir = b""
+        if rc == 0:
+            lib.nvrtcGetLTOIRSize(prog, ctypes.byref(size))
+            buf = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetLTOIR(prog, buf)
+            ir = buf.raw
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return hashlib.sha256(b"%d\0%s\0%s" % (rc, log.value, ir)).hexdigest()
+
+
+@cache
+def _nvrtc_library() -> Any:
+    from reporter.cuda.nvrtc import _load
+
+    assert NVRTC_LIBRARY is not None
+    return _load(NVRTC_LIBRARY)
 
 
 @_shared

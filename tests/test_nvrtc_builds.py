@@ -111,3 +111,23 @@ def test_the_front_end_alone_refuses_a_setting_a_header_takes_for_its_own_name(t
     assert cuda_build.nvrtc_front(src).ok and cuda_build.nvrtc(src).ok
     front, whole = cuda_build.nvrtc_front(src, {"STAGES": 2}), cuda_build.nvrtc(src, {"STAGES": 2})
     assert not front.ok and not whole.ok and "ring.cuh" in front.log
+
+
+@needs_nvrtc
+def test_a_build_repeating_the_defaults_is_the_defaults_build_only_where_the_front_end_says_so(tmp_path):
+    """tests/cuda_build.py answers a build whose defines repeat the source's defaults with the defaults
+    build, where NVRTC's front end makes the same of both (a CONFIG is mostly its version's defaults):
+    a define the source reads before its default (here a header's #ifdef) keeps a build of its own."""
+    (tmp_path / "scale.cuh").write_text("#ifdef N\n#define SCALE 2.f\n#else\n#define SCALE 1.f\n#endif\n")
+    kernel = '#ifndef N\n#define N 4\n#endif\nextern "C" __global__ void k(float* x) { x[threadIdx.x] *= N * SCALE; }\n'
+    plain, early = tmp_path / "plain.cu", tmp_path / "early.cu"
+    plain.write_text("#define SCALE 1.f\n" + kernel)
+    early.write_text('#include "scale.cuh"\n' + kernel)
+    for src in (plain, early):
+        digest = cuda.source_digest(src)
+        assert cuda_build._without_defaults(src, digest, (("N", 5),), "sm_90a") == (("N", 5),)  # not a default
+        same = cuda_build._without_defaults(src, digest, (("N", 4),), "sm_90a") == ()
+        assert same == (src is plain)
+        # what the front end decided, the whole build confirms (PTX and machine code)
+        assert (cuda.nvrtc_build_offline(src, defines={"N": 4}, library=LIBRARY)
+                == cuda.nvrtc_build_offline(src, library=LIBRARY)) == same
