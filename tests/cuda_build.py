@@ -200,3 +200,23 @@ def _nvrtc_front(path: Path, digest: str, defines: tuple[tuple[str, Any], ...], 
     ok, log = cuda.nvrtc_compile_offline(path, arch=arch, defines=dict(defines), library=NVRTC_LIBRARY,
                                          syntax_only=True)
     return Build(ok, log)
+
+
+_OFFLINE: dict[tuple[Any, ...], cuda.OfflineBuild] = {}
+
+
+def offline_build(path: str | Path, *, arch: str = "sm_90a", defines: Mapping[str, Any] | None = None,
+                  library: Path | None = None) -> cuda.OfflineBuild:
+    """:func:`reporter.cuda.nvrtc_build_offline`, once per process for each source (its path and the
+    digest of its include closure) and options, as :func:`nvrtc` keys its builds. A same-code proof
+    compiles each build a run recorded once per kernel of it, and the tree's code once per recorded
+    code: the same file with the same options, over and over. Code in two folders (the tree and a
+    recorded code written out to a temporary one) is still compiled in each. A compile that fails
+    raises each time."""
+    path = Path(path).resolve()
+    key = (path, cuda.source_digest(path), arch, _key(defines), str(library))
+    if key not in _OFFLINE:
+        from reporter.cuda import nvrtc as offline  # the module's own function, whatever a test patched
+
+        _OFFLINE[key] = offline.nvrtc_build_offline(path, arch=arch, defines=defines, library=library)
+    return _OFFLINE[key]

@@ -25,6 +25,18 @@ runner = CliRunner()
 needs_nvrtc = pytest.mark.skipif(find_nvrtc_library() is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
 
 
+@pytest.fixture
+def compiled_once(monkeypatch):
+    """A proof compiles each recorded build once per kernel, and the tree's code once per recorded code
+    (32 builds of 10 sources and options per `report same-code transform -v v01`): here each file with
+    its options once (tests/cuda_build.py's offline_build); each side is still compiled where it lies."""
+    import cuda_build
+
+    from reporter import cuda
+
+    monkeypatch.setattr(cuda, "nvrtc_build_offline", cuda_build.offline_build)
+
+
 def _snap(**files: str) -> CodeSnapshot:
     return CodeSnapshot(files=[SourceFile(path=p, sha256=hashlib.sha256(t.encode()).hexdigest())
                                for p, t in files.items()])
@@ -74,7 +86,7 @@ def _standing(assignment: str, version: str, root: Path = ROOT):
 
 
 @needs_nvrtc
-def test_a_header_rewrite_is_proven_and_a_changed_kernel_is_not(project):
+def test_a_header_rewrite_is_proven_and_a_changed_kernel_is_not(project, compiled_once):
     a, v, run = _standing("transform", "v01_naive", project)
     assert run is not None and run.builds, "transform v01's figure recorded its build"
     attempt = prove([run], v, project, project / "logs")
@@ -110,7 +122,7 @@ def test_a_header_rewrite_is_proven_and_a_changed_kernel_is_not(project):
 
 
 @needs_nvrtc
-def test_same_code_command_writes_a_proof_the_report_and_export_use(project):
+def test_same_code_command_writes_a_proof_the_report_and_export_use(project, compiled_once):
     """`report same-code` writes a proof that compares the machine code too; runs standing on proofs of
     an older session that compared PTX only are counted by `--check` and proven again by
     `--machine-code`; the report and the export then say the figure stands."""
