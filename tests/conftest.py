@@ -56,9 +56,17 @@ def _shared_builds(tmp_path_factory: pytest.TempPathFactory) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def _report_cache(tmp_path_factory: pytest.TempPathFactory):
     """Builds in the tests keep their cache (rendered parts of the PDF, charts) in one folder of
-    this session, not in the checkout: the first build of a report lays it out, later ones reuse it."""
+    this session, not in the checkout: the first build of a report lays it out, later ones reuse it.
+    Under pytest-xdist the workers share it (:func:`shared_dir`), as two builds of a user may: every
+    file of it is written whole (temporary file and rename) and read as a miss when it is not there."""
     old = os.environ.get("REPORT_CACHE_DIR")
-    os.environ["REPORT_CACHE_DIR"] = str(tmp_path_factory.mktemp("report-cache"))
+    shared = shared_dir(tmp_path_factory)
+    if shared is None:
+        cache = tmp_path_factory.mktemp("report-cache")
+    else:
+        cache = shared / "report-cache"
+        cache.mkdir(exist_ok=True)
+    os.environ["REPORT_CACHE_DIR"] = str(cache)
     yield
     if old is None:
         os.environ.pop("REPORT_CACHE_DIR", None)
