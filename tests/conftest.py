@@ -114,53 +114,55 @@ class Built:
 class Reports:
     """The committed reports, each built at most once per run (a whole build of flashattn lays out some
     30 pages): ``pdf(name)`` with its PDF, ``html(name)`` the HTML alone, read from a whole build where one
-    was made (the same page: the HTML does not depend on the PDF being written). Under pytest-xdist the
-    workers share them through :func:`shared_dir`: the first that needs a report builds it, under a lock,
-    and the others wait for it and read it."""
+    was made (the same page: the HTML does not depend on the PDF being written), ``site()`` every report's
+    HTML and the index (``report build --all --html-only``). Under pytest-xdist the workers share them
+    through :func:`shared_dir`: the first that needs a build makes it, under a lock, and the others wait
+    for it and read it."""
 
     def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
         self._tmp = tmp_path_factory
         self._shared = shared_dir(tmp_path_factory)
-        self._built: dict[tuple[str, bool], Built] = {}
+        self._built: dict[str, Built] = {}
 
     def pdf(self, name: str) -> Built:
-        return self._build(name, pdf=True)
+        return self._build(f"report-{name}-pdf", ["build", name])
 
     def html(self, name: str) -> Built:
-        whole = self._built.get((name, True))
+        whole = self._built.get(f"report-{name}-pdf")
         if whole is None and self._shared is not None and (self._shared / f"report-{name}-pdf/built.json").is_file():
             whole = self.pdf(name)  # another worker built it whole
-        return whole or self._build(name, pdf=False)
+        return whole or self._build(f"report-{name}-html", ["build", name, "--html-only"])
 
-    def _build(self, name: str, *, pdf: bool) -> Built:
-        if (name, pdf) not in self._built:
-            key = f"report-{name}-{'pdf' if pdf else 'html'}"
+    def site(self) -> Built:
+        return self._build("site", ["build", "--all", "--html-only"])
+
+    def _build(self, key: str, args: list[str]) -> Built:
+        if key not in self._built:
             if self._shared is None:
-                self._built[name, pdf] = self._run(name, pdf, self._tmp.mktemp(key))
+                self._built[key] = self._run(args, self._tmp.mktemp(key))
             else:
                 out = self._shared / key
                 with locked(self._shared / f"{key}.lock"):
                     done = out / "built.json"
                     if done.is_file():
                         kept = json.loads(done.read_text())
-                        self._built[name, pdf] = Built(out, kept["output"], kept["seconds"])
+                        self._built[key] = Built(out, kept["output"], kept["seconds"])
                     else:
                         shutil.rmtree(out, ignore_errors=True)  # a worker that failed half-way
                         out.mkdir()
-                        built = self._run(name, pdf, out)
+                        built = self._run(args, out)
                         done.write_text(json.dumps({"output": built.output, "seconds": built.seconds}))
-                        self._built[name, pdf] = built
-        return self._built[name, pdf]
+                        self._built[key] = built
+        return self._built[key]
 
     @staticmethod
-    def _run(name: str, pdf: bool, out: Path) -> Built:
+    def _run(args: list[str], out: Path) -> Built:
         from typer.testing import CliRunner
 
         from reporter.cli import app
 
-        args = ["build", name, "--root", str(ROOT), "--out", str(out), *([] if pdf else ["--html-only"])]
         t0 = time.perf_counter()
-        result = CliRunner().invoke(app, args)
+        result = CliRunner().invoke(app, [*args, "--root", str(ROOT), "--out", str(out)])
         seconds = time.perf_counter() - t0
         assert result.exit_code == 0, result.output
         assert "contradiction" not in result.output  # the consistency check is on: it fails the build

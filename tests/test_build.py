@@ -272,11 +272,10 @@ def test_pdf_only_writes_no_html(tmp_path):
     assert len(PdfReader(str(tmp_path / "worklog.pdf")).pages) >= 3
 
 
-def test_all_writes_an_index_of_every_report_with_its_headline(tmp_path):
+def test_all_writes_an_index_of_every_report_with_its_headline(reports):
     from bs4 import BeautifulSoup
 
-    result = runner.invoke(app, ["build", "--all", "--root", str(ROOT), "--out", str(tmp_path), "--html-only"])
-    assert result.exit_code == 0, result.output
+    tmp_path = reports.site().out  # `build --all --html-only`, as conftest's session builds it once (test_site.py too)
     soup = BeautifulSoup((tmp_path / "index.html").read_text(), "html.parser")
     names = [a["id"] for a in soup.find_all("article")]
     assert {"flashattn", "histogram", "swiglu"} <= set(names)

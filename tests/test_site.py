@@ -10,11 +10,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from typer.testing import CliRunner
 
-from reporter.cli import app
-
-ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 
@@ -23,11 +19,10 @@ pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Chromium and 
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    result = CliRunner().invoke(app, ["build", "--all", "--root", str(ROOT), "--out", str(out), "--html-only"])
-    assert result.exit_code == 0, result.output
-    return out
+def site(reports):
+    """`report build --all --html-only` of the committed logs, as conftest's session builds it once
+    (tests/test_build.py reads its index too)."""
+    return reports.site().out
 
 
 @pytest.fixture(scope="module")
