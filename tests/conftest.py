@@ -21,6 +21,30 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
 
 
+def _freeze() -> None:
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What is alive once the tests are collected, and again after each test file, lives on for the
+    run (torch, scipy, the test modules, the package, the records its caches hold: a million objects
+    and more): it goes to the collector's permanent generation (:func:`gc.freeze`), so that a full
+    collection, the harness's before each timed run and Python's own, looks only at what the tests
+    made since (0.7 s a collection before, 45 % of a worker's collecting time in full collections).
+    The garbage of the moment is freed first; only objects alive then are kept, as they would be."""
+    _freeze()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    yield
+    if nextitem is None or nextitem.module is not item.module:  # its module's fixtures are gone too
+        _freeze()
+
+
 def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
     """Under pytest-xdist, the folder of this run that every worker shares (each worker's basetemp is a
     folder in it); None in a plain run, whose one process shares what it builds in memory."""
