@@ -21,6 +21,16 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """`pytest -m timed`, the second step of `make test`, imports only the test files that mark a test
+    timed (the words ``mark.timed`` in the file, however the mark is applied): collecting the whole suite
+    to keep two tests took a third of that step's time (12 s of 32). Any other selection collects all."""
+    if (config.option.markexpr == "timed" and collection_path.suffix == ".py"
+            and collection_path.name.startswith("test_")):
+        return "mark.timed" not in collection_path.read_text(encoding="utf-8")
+    return None
+
+
 def _freeze() -> None:
     import gc
 
