@@ -53,9 +53,11 @@ demo: install
 	@echo "PDF: $(CURDIR)/reports/$(ASSIGNMENT)/worklog.pdf"
 
 # the suite on every core (pytest-xdist), then alone the few tests whose check is a wall time (marker `timed`),
-# which a test on the other core would slow down; plain `pytest` runs everything in one process
+# which a test on the other core would slow down; plain `pytest` runs everything in one process.
+# --dist worksteal: a worker that runs out of tests takes half of what the other has left (xdist's default
+# hands out tests in chunks, and the one that drew the long tests of the end ran on for 20 s alone)
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n auto -m "not gpu and not timed"
+	$(BIN)/python -m pytest -n auto --dist worksteal -m "not gpu and not timed"
 	$(BIN)/python -m pytest -m timed
 
 # on a GPU machine with the package installed: every version checked on the small cases
