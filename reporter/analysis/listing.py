@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import store
-from ..assignments import Assignment, AssignmentError, benchmark_cases_of, legacy_keys, read_cases_where
+from ..assignments import Assignment, AssignmentError, LegacyCaseKeys, benchmark_cases_of, legacy_keys, read_cases_where
 from ..lookup import IterationError, check_assignment, known_assignments, known_versions
 from ..records import Run
 from ..standing import comparison_case, pairing, standing_runs
@@ -75,9 +75,10 @@ def list_rows(kernels: Path, logs: Path, assignment: str | None = None, case: st
         versions = known_versions(kernels, logs, name)
         try:
             filtered = [v for v in versions if read_cases_where(kernels / name / f"{v}.py")]  # {} without a file
-            # the runs of the table's case; of every benchmark case where a version's CASES_WHERE leaves one out
-            runs = [r for c in (order if filtered else order[:1])
-                    for r in store.runs(logs, name, legacy=legacy_keys(kernels, name), case=c)] \
+            # the runs of the table's case; of the other benchmark cases, only those of the versions whose
+            # CASES_WHERE leaves the table's case out and of the versions up to the first with a run on it
+            # (the row every ratio is against): the rest are never shown, and reading them costs time
+            runs = _listed_runs(logs, name, order, versions, filtered, legacy_keys(kernels, name)) \
                 if (logs / name).is_dir() else []
             heads = {v: list(order) for v in versions}
             if filtered:
@@ -92,6 +93,26 @@ def list_rows(kernels: Path, logs: Path, assignment: str | None = None, case: st
             latest = standing_runs(on_gpu)  # the report's choice
             rows += _assignment_rows(name, order[0], slug, versions, heads, latest, on_gpu)
     return rows
+
+
+def _listed_runs(logs: Path, assignment: str, order: list[str], versions: list[str], filtered: list[str],
+                 legacy: LegacyCaseKeys | None) -> list[Run]:
+    """The runs a table reads: every version's on ``order[0]``; on each further benchmark case, those of
+    the ``filtered`` versions and of the versions up to the first that has a passing run on ``order[0]``."""
+    runs = store.runs(logs, assignment, legacy=legacy, case=order[0])
+    if not filtered:
+        return runs
+    have = {r.version for r in runs if r.ok}
+    lead: list[str] = []
+    for v in versions:
+        lead.append(v)
+        if v in have:
+            break
+    wanted = list(dict.fromkeys([*lead, *filtered]))
+    for c in order[1:]:
+        more = [r for v in wanted for r in store.runs(logs, assignment, v, legacy=legacy, case=c)]
+        runs += sorted(more, key=lambda r: r.created_utc)
+    return runs
 
 
 def _headline_cases(kernels: Path, assignment: str, versions: list[str], order: list[str],
