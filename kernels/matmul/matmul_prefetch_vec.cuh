@@ -199,16 +199,21 @@ __device__ __forceinline__ void vec_slice(const float* stage, float* next, const
     ld.advance();
 }
 
-// the CTA's BM x BN tile of C with the loop compiled for one path (VEC: n % 4 == 0)
+// slices [s0, s1) of the BM x BN tile of C at (tile_row, tile_col): their sums written to acc (the lane's
+// outputs), with the loop compiled for one path (VEC: n % 4 == 0). Slices count from the partial
+// one: slice 0 covers k in [r - S, r), slice j >= 1 covers [r + (j - 1)·S, r + j·S). Slice s0 is
+// loaded with guards (only slice 0 needs them); every later one is whole. Stage 0 is written first:
+// the caller passes a barrier between two calls on one smem.
 template <bool VEC>
-__device__ __forceinline__ void sliced_tile(float* smem, const elem_t* __restrict__ a, const elem_t* __restrict__ b,
-                                            elem_t* __restrict__ c, int n)
+__device__ __forceinline__ void sliced_segment(float* smem, const elem_t* __restrict__ a, const elem_t* __restrict__ b,
+                                               int n, int tile_row, int tile_col, int s0, int s1,
+                                               float (&acc)[WarpLanes::M][WarpLanes::N])
 {
     constexpr int M = WarpLanes::M, N = WarpLanes::N;
     const int tid = threadIdx.x;
-    const int tile_row = blockIdx.y * BM, tile_col = blockIdx.x * BN;
     const int slices = (n + S - 1) / S;
-    const int r = n - (slices - 1) * S;  // k of slice 0 run from r - S to r - 1; from r on every slice is whole
+    // k of slice 0 run from r - S to r - 1, from r on every slice is whole; slice s0 + 1 starts at rs
+    const int rs = n - (slices - 1) * S + s0 * S;
     const WarpLanes lanes = warp_lanes(tid);
     const QuadPlaces places(tid);
 
@@ -219,23 +224,23 @@ __device__ __forceinline__ void sliced_tile(float* smem, const elem_t* __restric
     o.a_store = places.a_k * BM + (places.a_row ^ a_swizzle(places.a_k));
     o.b_store = A_STAGE + places.b_k * BN + places.b_col;
 
-    // slice 0, guarded, into stage 0
+    // slice s0, guarded, into stage 0
 #pragma unroll
     for (int g = 0; g < QUADS; ++g)
-        vec_store_quad(smem, o, g, first_slice_quad<VEC>(a, b, places, g, tile_row, tile_col, r - S, n));
+        vec_store_quad(smem, o, g, first_slice_quad<VEC>(a, b, places, g, tile_row, tile_col, rs - S, n));
 
-    // the pointers at slice 1 (k from r), rows and columns clamped into the matrix
+    // the pointers at slice s0 + 1 (k from rs), rows and columns clamped into the matrix
     SliceLoader<VEC> ld;
     ld.n = n;
 #pragma unroll
-    for (int j = 0; j < VA_ROWS; ++j) ld.pa[j] = a + at(min(tile_row + places.a_row_of(j), n - 1), r + places.a_k, n);
+    for (int j = 0; j < VA_ROWS; ++j) ld.pa[j] = a + at(min(tile_row + places.a_row_of(j), n - 1), rs + places.a_k, n);
     ld.bcol = tile_col + places.b_col;
 #pragma unroll
     for (int i = 0; i < B_QUADS; ++i)  // VEC: n >= 4
-        ld.pb[i] = b + at(min(r + places.b_k, n - 1), VEC ? min(tile_col + places.b_col_of(A_QUADS + i), n - 4) : 0, n);
+        ld.pb[i] = b + at(min(rs + places.b_k, n - 1), VEC ? min(tile_col + places.b_col_of(A_QUADS + i), n - 4) : 0, n);
 
     float av[2][M], bv[2][N];  // step k's values and step k + 1's
-    float acc[M][N] = {};
+    float sum[M][N] = {};
     quad_t q[GROUP_QUADS];
 #pragma unroll
     for (int g = 0; g < GROUP_QUADS; ++g) q[g] = zero_quad();  // what the last slice stores into the unused stage
@@ -243,12 +248,26 @@ __device__ __forceinline__ void sliced_tile(float* smem, const elem_t* __restric
     __syncthreads();
     vec_values(smem, o, 0, av[0], bv[0]);
     // slice s - 1 out of stage cur, slice s into the other; the last iteration loads nothing and
-    // stores what the registers hold into the stage no one reads again (one barrier more a tile)
-    for (int s = 1; s <= slices; ++s) {
-        vec_slice(smem + cur, smem + (cur ^ STAGE_FLOATS), o, ld, s < slices, q, av, bv, acc);
+    // stores what the registers hold into the stage no one reads again (one barrier more a segment)
+    for (int s = s0 + 1; s <= s1; ++s) {
+        vec_slice(smem + cur, smem + (cur ^ STAGE_FLOATS), o, ld, s < s1, q, av, bv, sum);
         cur ^= STAGE_FLOATS;
     }
-    lanes.store(c, acc, tile_row, tile_col, n, VEC);
+#pragma unroll
+    for (int i = 0; i < M; ++i)
+#pragma unroll
+        for (int j = 0; j < N; ++j) acc[i][j] = sum[i][j];
+}
+
+// the CTA's BM x BN tile of C with the loop compiled for one path (VEC: n % 4 == 0)
+template <bool VEC>
+__device__ __forceinline__ void sliced_tile(float* smem, const elem_t* __restrict__ a, const elem_t* __restrict__ b,
+                                            elem_t* __restrict__ c, int n)
+{
+    const int tile_row = blockIdx.y * BM, tile_col = blockIdx.x * BN;
+    float acc[WarpLanes::M][WarpLanes::N];
+    sliced_segment<VEC>(smem, a, b, n, tile_row, tile_col, 0, (n + S - 1) / S, acc);
+    warp_lanes(threadIdx.x).store(c, acc, tile_row, tile_col, n, VEC);
 }
 
 // the CTA's BM x BN tile of C = A B (blockIdx.x along the columns, blockIdx.y along the rows)
