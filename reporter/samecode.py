@@ -8,15 +8,16 @@ header, a launcher moved into a module the versions share), the figure still sta
 :class:`~reporter.records.SameCode` record proves that the difference compiles to nothing:
 
 * every CUDA build the run recorded (:attr:`~reporter.records.Run.builds`: the source, the
-  options, defines included, and the kernel launched) gives the same PTX for that kernel
-  (:func:`kernel_ptx`: the module's declarations, the kernel and the device functions) from the
-  recorded texts and from the tree's, compiled by one NVRTC with the run's options less
-  ``-lineinfo`` (so the text holds no source positions), and the same machine code: the cubin of
-  that compile, compared kernel by kernel (line information adds sections, never instructions)
-  (:func:`reporter.cuda.sass.kernel_code_sha256`: the SASS, its relocations, attributes and
-  resources, by name). Where the run recorded the machine code it loaded
+  options, defines included, and the kernel launched), compiled from the recorded texts and from
+  the tree's by one NVRTC with the run's options less ``-lineinfo``, gives the same machine code:
+  the cubin of that compile, compared kernel by kernel (line information adds sections, never
+  instructions) (:func:`reporter.cuda.sass.kernel_code_sha256`: the SASS, its relocations,
+  attributes and resources, by name). Where the run recorded the machine code it loaded
   (:attr:`~reporter.records.KernelBuild.code_sha256`) and that compiler is the one here, the
-  tree's must be that very code;
+  tree's must be that very code. The kernel's PTX (:func:`kernel_ptx`: the module's
+  declarations, the kernel and the device functions) is compared and kept too, but decides only
+  in proofs made before the machine code was kept: NVRTC's PTX is not reproducible compile to
+  compile for every kernel (:attr:`~reporter.records.PtxComparison.same`);
 * every Python file of either side has the same syntax tree, docstrings aside: the same program.
   A file moved to another module, or a function that changed, is not the same: a host path that
   changed is re-timed, not argued.
@@ -359,8 +360,7 @@ def prove(runs: Sequence[Run], version: Version, repo: Path, logs: Path, *, libr
                 builds.append(comparison)
                 if shas[0] is not None and shas[1] is not None and not comparison.same:
                     flags = " ".join(f"-D{k}" if v is None else f"-D{k}={v}" for k, v in parsed.defines.items())
-                    what = ("PTX" if shas[0] != shas[1] else "machine code" if codes[0] != codes[1] else
-                            "machine code from the one the run recorded")
+                    what = ("machine code" if codes[0] != codes[1] else "machine code from the one the run recorded")
                     differences.append(f"{source} with {flags}: different {what} for {kernel}")
     created = datetime.now(UTC)
     proof = SameCode(

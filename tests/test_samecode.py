@@ -17,7 +17,7 @@ from reporter import store
 from reporter.assignments import get_assignment
 from reporter.cli import app
 from reporter.cuda import find_nvrtc_library
-from reporter.records import CodeSnapshot, SameCode, SourceFile
+from reporter.records import CodeSnapshot, PtxComparison, SameCode, SourceFile
 from reporter.samecode import code_status, parse_options, prove, python_tree, recorded, tree_files
 from reporter.standing import standing_run
 
@@ -60,6 +60,25 @@ def test_code_status_current_proven_through_a_chain_or_changed():
     lost = code_status(a, recorded(c), [_proof(a, b), _proof(b, c, same=False)])  # a proof that failed is none
     assert lost.state == "changed" and not lost.stands
     assert "v01_x.py" in lost.words() and "earlier code" in lost.words()
+
+
+def test_the_machine_code_decides_a_build_and_the_ptx_only_where_it_was_not_kept():
+    """NVRTC's PTX of one source can differ compile to compile (numbered virtual registers) while the
+    machine code stays the same: the machine code, where compared, decides; proofs made before it
+    was kept stand on their PTX."""
+    def build(ptx: tuple[str | None, str | None], code: tuple[str | None, str | None] = (None, None),
+              recorded: str | None = None) -> PtxComparison:
+        return PtxComparison(source="k.cu", kernel="k", options="-DX=1", before_ptx_sha256=ptx[0],
+                             after_ptx_sha256=ptx[1], before_code_sha256=code[0], after_code_sha256=code[1],
+                             recorded_code_sha256=recorded)
+
+    assert build(("p1", "p2"), ("c", "c")).same  # the PTX's numbering moved, the machine code did not
+    assert build(("p", "p"), ("c", "c")).same
+    assert not build(("p", "p"), ("c1", "c2")).same  # same PTX, other machine code: not the same
+    assert not build(("p", "p"), ("c", None)).same  # one side's machine code missing: not compared
+    assert build(("p1", "p2"), ("c", "c"), recorded="c").same
+    assert not build(("p", "p"), ("c", "c"), recorded="other").same  # the run loaded other code
+    assert build(("p", "p")).same and not build(("p1", "p2")).same and not build((None, None)).same  # PTX-only proofs
 
 
 def test_python_tree_ignores_docstrings_and_comments_not_code():
@@ -115,7 +134,7 @@ def test_a_header_rewrite_is_proven_and_a_changed_kernel_is_not(project, compile
     assert prove([run], v, project, project / "logs").same == all("ELEM_BF16=1" not in b.options for b in run.builds)
     header.write_text(text.replace("return sinf(v);", "return sinf(v) * 0.5f;"), encoding="utf-8")
     changed = prove([run], v, project, project / "logs")
-    assert not changed.same and any("different PTX" in d for d in changed.differences), changed.differences
+    assert not changed.same and any("different machine code" in d for d in changed.differences), changed.differences
     py = project / "kernels" / "transform" / "v01_naive.py"
     py.write_text(py.read_text() + "\nEXTRA = 1\n", encoding="utf-8")
     assert any("v01_naive.py: a different program" in d for d in prove([run], v, project, project / "logs").differences)
