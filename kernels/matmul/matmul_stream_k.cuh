@@ -1,9 +1,12 @@
-// Stream-K (Osama, Merrill, Cecka, Garland and Owens, PPoPP 2023) over v17's pipeline: a persistent
-// grid of as many CTAs as the SMs hold at once shares the k slices of all the tiles evenly, so that
-// the last wave is never partial. With T tiles of K slices each and G CTAs, the T·K slices in tile
-// order (a tile's slices consecutive, from its partial slice 0) are cut into G runs of floor or ceil
-// (T·K / G); CTA g walks its run as segments, one a tile it touches (matmul_prefetch_vec.cuh's
-// sliced_segment: a segment starting mid-tile needs no guard).
+// Stream-K (Osama, Merrill, Cecka, Garland and Owens, PPoPP 2023) over v17's pipeline, in the
+// paper's hybrid form: a persistent grid of G CTAs, as many as the SMs hold at once, first computes
+// whole tiles a wave at a time (tile w·G + g for CTA g in wave w: neighbouring CTAs on neighbouring
+// tiles, at the same k, so that L2 serves their shared rows of A and columns of B), for all but the
+// last full wave (DP_WAVES: floor(T / G) - 1 of T tiles, none below two waves; -DSK_ONLY=1 shares
+// every tile); then shares the k slices of the tiles left (between one and two waves' worth) evenly.
+// Those slices, in tile order (a tile's slices consecutive, from its partial slice 0), are cut into
+// G runs of floor or ceil of their count over G; CTA g walks its run as segments, one a tile it
+// touches (matmul_prefetch_vec.cuh's sliced_segment: a segment starting mid-tile needs no guard).
 //
 // A tile cut between CTAs is finished by the CTA holding its slice 0 (its owner), the one whose run
 // ends inside it: a segment that starts mid-tile can only be the first of its CTA's run, so each CTA
@@ -13,15 +16,18 @@
 // acquire of its flag) until their runs pass the tile's end, resets those flags to 0 for the next
 // launch, and stores C. The order of the sums is fixed by G, so a device gives the same bits every
 // launch. An owner waits only on later CTAs, all resident (the grid never exceeds what the SMs hold
-// at once): no wait can close a cycle; and a later CTA wrote its partial at the start of its run,
-// while the owner reaches the tile at the end of its own.
+// at once): no wait can close a cycle; and a later CTA wrote its partial at the start of its shared
+// run, while the owner reaches the tile at the end of its own.
 //
-// Reads BM, BN, S, WM and WN, as matmul_prefetch_vec.cuh.
+// Reads BM, BN, S, WM and WN, as matmul_prefetch_vec.cuh, and SK_ONLY (default 0).
 #pragma once
 
 #include "matmul_prefetch_vec.cuh"
 #include "common/sm90/flag.cuh"
 
+#ifndef SK_ONLY
+#define SK_ONLY 0  // 1: no whole-tile waves, every tile's slices shared
+#endif
 #define PARTIAL_QUADS (WarpLanes::M * WarpLanes::N / 4)  // float4s of one thread's partial sums
 #define PARTIAL_FLOATS (PARTIAL_QUADS * 4 * THREADS)  // floats of one CTA's slot
 
@@ -69,13 +75,24 @@ __device__ __forceinline__ void stream_k_run(float* smem, const elem_t* __restri
                                              u32* __restrict__ flags)
 {
     const int tiles_x = (n + BN - 1) / BN;
+    const int tiles = tiles_x * ((n + BM - 1) / BM);
     const int slices = (n + S - 1) / S;
     const int ctas = gridDim.x, cta = blockIdx.x;
-    const int total = tiles_x * ((n + BM - 1) / BM) * slices;  // < 2^31: the host allows n <= MAX_N
+    // whole tiles, a wave at a time
+    const int whole = SK_ONLY || tiles / ctas < 2 ? 0 : (tiles / ctas - 1) * ctas;
+    for (int tile = cta; tile < whole; tile += ctas) {
+        const int tile_row = tile / tiles_x * BM, tile_col = tile % tiles_x * BN;
+        float acc[WarpLanes::M][WarpLanes::N];
+        __syncthreads();  // the previous tile's last reads of the stages are done
+        sliced_segment<VEC>(smem, a, b, n, tile_row, tile_col, 0, slices, acc);
+        warp_lanes(threadIdx.x).store(c, acc, tile_row, tile_col, n, VEC);
+    }
+    // the slices of the tiles left, shared
+    const int total = (tiles - whole) * slices;  // < 2^31: the host checks
     const int end = run_begin(cta + 1, ctas, total);
     for (int it = run_begin(cta, ctas, total); it < end;) {
-        const int tile = it / slices;
-        const int s0 = it - tile * slices;
+        const int tile = whole + it / slices;
+        const int s0 = it - (tile - whole) * slices;
         const int s1 = min(slices, s0 + (end - it));
         const int tile_row = tile / tiles_x * BM, tile_col = tile % tiles_x * BN;
         float acc[WarpLanes::M][WarpLanes::N];
@@ -87,7 +104,7 @@ __device__ __forceinline__ void stream_k_run(float* smem, const elem_t* __restri
             __syncthreads();
             if (threadIdx.x == 0) st_release_gpu_u32(flags + cta, 1u);
         } else {  // the tile's owner: the later parts, CTA by CTA, then C
-            const int tile_end = (tile + 1) * slices;
+            const int tile_end = (tile - whole + 1) * slices;  // in the shared slices' count
             int h = cta + 1;
             for (int covered = it + s1; covered < tile_end; ++h) {
                 if (threadIdx.x == 0)
