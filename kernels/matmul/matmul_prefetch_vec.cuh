@@ -26,10 +26,21 @@
 // B's quads are laid out differently from v09's (a thread's quads share one k row, TPR = THREADS / S
 // threads a row): a warp still reads whole 32-byte sectors, 64 bytes or more of a row.
 //
-// Reads BM, BN, S, WM and WN (matmul_prefetch.cuh's macros), defined by the version before including it.
+// With L2_PREFETCH = d > 0 (v19), each slice also asks the slice d further on into L2 (prefetch.global.L2),
+// so that its loads, issued a slice ahead, find it there.
+//
+// Reads BM, BN, S, WM and WN (matmul_prefetch.cuh's macros), defined by the version before including it,
+// and L2_PREFETCH (default 0: none).
 #pragma once
 
 #include "matmul_prefetch.cuh"
+
+#ifndef L2_PREFETCH
+#define L2_PREFETCH 0  // slices ahead asked into L2; 0: none
+#endif
+#if L2_PREFETCH
+#include "common/sm90/prefetch.cuh"
+#endif
 
 #define VA_ROWS (2 * BM / THREADS)  // distinct rows of A a thread loads; quad i: row group i % VA_ROWS, k group i / VA_ROWS
 #define VB_TPR (THREADS / S)  // threads along one k row of B's slice
@@ -116,6 +127,25 @@ struct SliceLoader {
 #pragma unroll
         for (int i = 0; i < (VEC ? B_QUADS : 1); ++i) pb[i] += (u64)S * (u64)n;
     }
+
+#if L2_PREFETCH
+    // the slice `ahead` slices past the one the pointers are at, asked into L2 (no registers, no
+    // wait): A's quads by the first thread of each pair that shares a row's 32-byte sector, B's by
+    // one thread in eight along a k row (a 128-byte line); the vector path only. The caller keeps
+    // the slice inside the matrix.
+    __device__ __forceinline__ void prefetch_l2(int ahead, bool a_owner, bool b_owner) const
+    {
+        if (!VEC) return;
+        if (a_owner) {
+#pragma unroll
+            for (int g = 0; g < A_QUADS; ++g) prefetch_global_l2(pa[g % VA_ROWS] + g / VA_ROWS * 8 + ahead * S);
+        }
+        if (b_owner) {
+#pragma unroll
+            for (int i = 0; i < B_QUADS; ++i) prefetch_global_l2(pb[i] + (u64)ahead * S * (u64)n);
+        }
+    }
+#endif
 
     template <int GROUP>
     __device__ __forceinline__ void load_group(quad_t (&q)[GROUP_QUADS]) const
@@ -249,7 +279,13 @@ __device__ __forceinline__ void sliced_segment(float* smem, const elem_t* __rest
     vec_values(smem, o, 0, av[0], bv[0]);
     // slice s - 1 out of stage cur, slice s into the other; the last iteration loads nothing and
     // stores what the registers hold into the stage no one reads again (one barrier more a segment)
+#if L2_PREFETCH
+    const bool a_owner = places.a_k == 0, b_owner = places.b_col % 32 == 0;
+#endif
     for (int s = s0 + 1; s <= s1; ++s) {
+#if L2_PREFETCH
+        if (s + L2_PREFETCH < s1) ld.prefetch_l2(L2_PREFETCH, a_owner, b_owner);  // the pointers are at slice s
+#endif
         vec_slice(smem + cur, smem + (cur ^ STAGE_FLOATS), o, ld, s < s1, q, av, bv, sum);
         cur ^= STAGE_FLOATS;
     }

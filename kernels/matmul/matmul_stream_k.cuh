@@ -19,7 +19,7 @@
 // at once): no wait can close a cycle; and a later CTA wrote its partial at the start of its shared
 // run, while the owner reaches the tile at the end of its own.
 //
-// Reads BM, BN, S, WM and WN, as matmul_prefetch_vec.cuh, and SK_ONLY (default 0).
+// Reads BM, BN, S, WM and WN, as matmul_prefetch_vec.cuh, and SK_ONLY and WHOLE_ONLY (default 0).
 #pragma once
 
 #include "matmul_prefetch_vec.cuh"
@@ -27,6 +27,9 @@
 
 #ifndef SK_ONLY
 #define SK_ONLY 0  // 1: no whole-tile waves, every tile's slices shared
+#endif
+#ifndef WHOLE_ONLY
+#define WHOLE_ONLY 0  // 1: every tile whole, a wave at a time (v17's schedule on a persistent grid, for v19's sweep)
 #endif
 #define PARTIAL_QUADS (WarpLanes::M * WarpLanes::N / 4)  // float4s of one thread's partial sums
 #define PARTIAL_FLOATS (PARTIAL_QUADS * 4 * THREADS)  // floats of one CTA's slot
@@ -79,7 +82,7 @@ __device__ __forceinline__ void stream_k_run(float* smem, const elem_t* __restri
     const int slices = (n + S - 1) / S;
     const int ctas = gridDim.x, cta = blockIdx.x;
     // whole tiles, a wave at a time
-    const int whole = SK_ONLY || tiles / ctas < 2 ? 0 : (tiles / ctas - 1) * ctas;
+    const int whole = WHOLE_ONLY ? tiles : SK_ONLY || tiles / ctas < 2 ? 0 : (tiles / ctas - 1) * ctas;
     for (int tile = cta; tile < whole; tile += ctas) {
         const int tile_row = tile / tiles_x * BM, tile_col = tile % tiles_x * BN;
         float acc[WarpLanes::M][WarpLanes::N];
