@@ -35,11 +35,10 @@
 
 #include "matmul_prefetch.cuh"
 
+#include "common/sm90/prefetch.cuh"
+
 #ifndef L2_PREFETCH
 #define L2_PREFETCH 0  // slices ahead asked into L2; 0: none
-#endif
-#if L2_PREFETCH
-#include "common/sm90/prefetch.cuh"
 #endif
 
 #define VA_ROWS (2 * BM / THREADS)  // distinct rows of A a thread loads; quad i: row group i % VA_ROWS, k group i / VA_ROWS

@@ -19,8 +19,26 @@
 // at once): no wait can close a cycle; and a later CTA wrote its partial at the start of its shared
 // run, while the owner reaches the tile at the end of its own.
 //
-// Reads BM, BN, S, WM and WN, as matmul_prefetch_vec.cuh, and SK_ONLY and WHOLE_ONLY (default 0).
+// Reads BM, BN, S, WM and WN, as matmul_prefetch_vec.cuh (defaults below: 128 x 256 tiles), and SK_ONLY
+// and WHOLE_ONLY (default 0). STREAM_K_KERNEL(name) defines a version's kernel.
 #pragma once
+
+// the tiles unless the version or its CONFIG sets them: the sweeps' 128 x 256 with 8 x 16 a lane
+#ifndef BM
+#define BM 128  // rows of the CTA's tile
+#endif
+#ifndef BN
+#define BN 256  // columns of the CTA's tile
+#endif
+#ifndef WM
+#define WM 64
+#endif
+#ifndef WN
+#define WN 64
+#endif
+#ifndef S
+#define S 8
+#endif
 
 #include "matmul_prefetch_vec.cuh"
 #include "common/sm90/flag.cuh"
@@ -137,3 +155,14 @@ __device__ __forceinline__ void stream_k_tiles(const elem_t* __restrict__ a, con
         stream_k_run<false>(smem, a, b, c, n, partials, flags);
     }
 }
+
+#define CTAS_PER_SM (BM * BN <= 128 * 128 ? 2 : 1)
+
+// the version's kernel, `name`: one CTA's run of the grid's share
+#define STREAM_K_KERNEL(name)                                                                                    \
+    extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)                                          \
+    name(const elem_t* __restrict__ a, const elem_t* __restrict__ b, elem_t* __restrict__ c, int n,              \
+         float* __restrict__ partials, u32* __restrict__ flags)                                                  \
+    {                                                                                                            \
+        stream_k_tiles(a, b, c, n, partials, flags);                                                             \
+    }
