@@ -20,7 +20,7 @@
 // run, while the owner reaches the tile at the end of its own.
 //
 // Reads BM, BN, S, WM and WN, as matmul_prefetch_vec.cuh (defaults below: 128 x 256 tiles), and SK_ONLY
-// and WHOLE_ONLY (default 0). STREAM_K_KERNEL(name) defines a version's kernel.
+// and WHOLE_ONLY and MAXNREG (default 0). STREAM_K_KERNEL(name) defines a version's kernel.
 #pragma once
 
 // the tiles unless the version or its CONFIG sets them: the sweeps' 128 x 256 with 8 x 16 a lane
@@ -158,9 +158,18 @@ __device__ __forceinline__ void stream_k_tiles(const elem_t* __restrict__ a, con
 
 #define CTAS_PER_SM (BM * BN <= 128 * 128 ? 2 : 1)
 
+#ifndef MAXNREG
+#define MAXNREG 0  // > 0: the kernel's registers capped there (__maxnreg__) instead of the launch bounds' cap
+#endif
+#if MAXNREG
+#define STREAM_K_BOUNDS __maxnreg__(MAXNREG)
+#else
+#define STREAM_K_BOUNDS __launch_bounds__(THREADS, CTAS_PER_SM)
+#endif
+
 // the version's kernel, `name`: one CTA's run of the grid's share
 #define STREAM_K_KERNEL(name)                                                                                    \
-    extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)                                          \
+    extern "C" __global__ void STREAM_K_BOUNDS                                                                   \
     name(const elem_t* __restrict__ a, const elem_t* __restrict__ b, elem_t* __restrict__ c, int n,              \
          float* __restrict__ partials, u32* __restrict__ flags)                                                  \
     {                                                                                                            \

@@ -1,0 +1,14 @@
+// v20: v18's stream-K schedule and v17's loop (matmul_stream_k.cuh) with the registers capped at
+// MAXNREG (__maxnreg__): v17's loop alone compiles to 210 registers; inside v18's tile and segment
+// loops ptxas takes all 255 and the same loop issues on fewer cycles, even on v17's own schedule
+// (v19's sweep, WHOLE_ONLY). Capped near v17's count, ptxas should lay the loop out as it does in v17.
+
+#include "matmul.cuh"
+
+#ifndef MAXNREG
+#define MAXNREG 210
+#endif
+
+#include "matmul_stream_k.cuh"
+
+STREAM_K_KERNEL(matmul_register_cap)
