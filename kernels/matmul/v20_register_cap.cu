@@ -5,6 +5,12 @@
 
 #include "matmul.cuh"
 
+#ifndef BM  // the sweep's tiles: v17's 256 x 128 with 16 x 8 a lane (matmul_stream_k.cuh's default is v18's)
+#define BM 256
+#define BN 128
+#define WM 128
+#define WN 32
+#endif
 #ifndef MAXNREG
 #define MAXNREG 210
 #endif
