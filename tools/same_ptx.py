@@ -1,4 +1,4 @@
-"""Prove that a rewrite of CUDA sources left the compiled code unchanged: same PTX, build by build.
+"""Prove that a rewrite of CUDA sources left the compiled code unchanged: same machine code, build by build.
 
 For every version of every assignment that has a CUDA source (``kernels/<name>/vNN_*.cu``), this
 compiles (a) the source as it is at a git revision (default ``HEAD``: that revision's ``kernels/``
@@ -12,13 +12,18 @@ the source or of a header it reaches. CONFIG and SWEEP are read without importin
 is built and the table says so. ``--define K=V,K2=V2`` adds builds of one's own (a debug mode, a
 CONFIG that is not a literal), for every source that has all those macros.
 
-The two PTX texts of each build are compared as text, kernel by kernel: for each kernel the working
-tree's source defines, its entry with the module's declarations and device functions
-(:func:`reporter.samecode.kernel_ptx`), so a source that stops compiling another version's kernel
-into its module (by including that version's header instead of its whole ``.cu``) is compared on
-its own kernels. Equal PTX for every build means the rewrite (moving helpers into headers,
-renaming, reordering) changed nothing NVRTC emits for the configurations that are run. The table lists version, build, same/DIFFERENT and a short sha256
-of the PTX; the exit status is 1 when any build differs or compiles on one side only, 0
+Each build is compared kernel by kernel, for each kernel the working tree's source defines (so a
+source that stops compiling another version's kernel into its module, by including that version's
+header instead of its whole ``.cu``, is compared on its own kernels): its machine code
+(:func:`reporter.cuda.kernel_code_sha256` of the cubin, as ``report same-code`` compares it), and its
+PTX, the entry with the module's declarations and device functions
+(:func:`reporter.samecode.kernel_ptx`). The machine code decides: NVRTC's PTX of one source with one
+set of options is not reproducible for every kernel (matmul v17's fp16 build gave two PTX texts in
+four compiles, one machine code), so equal machine code with unequal PTX is listed as "same code".
+Equal machine code for every build means the rewrite (moving helpers into headers, renaming,
+reordering) changed nothing that runs, for the configurations that are run. The table lists version,
+build, verdict and a short sha256 of the PTX; the exit status is 1 when any build differs or compiles
+on one side only, 0
 otherwise. A build both sides refuse (a ``--define`` that does not fit, say) is listed as
 "refused" and is no difference: neither compiled. ``--diff`` prints a unified diff of the first
 differing build.
@@ -66,6 +71,8 @@ class Build:
     defines: Defines
     old_ptx: str | None = None
     new_ptx: str | None = None
+    old_code: dict[str, str] = field(default_factory=dict)  # kernel -> sha256 of its machine code
+    new_code: dict[str, str] = field(default_factory=dict)
     old_error: str = ""
     new_error: str = ""
 
@@ -74,8 +81,21 @@ class Build:
         return Path(self.relpath).stem
 
     @property
-    def same(self) -> bool:
+    def same_ptx(self) -> bool:
         return self.old_ptx is not None and self.old_ptx == self.new_ptx
+
+    @property
+    def same_code(self) -> bool:
+        """Every kernel of the tree's source has the same machine code on both sides."""
+        return bool(self.new_code) and all(self.old_code.get(k) == v for k, v in self.new_code.items())
+
+    @property
+    def same(self) -> bool:
+        """The machine code decides, as in ``report same-code`` (NVRTC's PTX of one source can differ
+        compile to compile); the PTX where no machine code was compared."""
+        if self.old_code or self.new_code:
+            return self.same_code
+        return self.same_ptx
 
     @property
     def refused(self) -> bool:
@@ -92,7 +112,9 @@ class Build:
             return "refused"
         if self.old_error or self.new_error:
             return "FAILS OLD" if self.old_error else "FAILS NEW"
-        return "same" if self.same else "DIFFERENT"
+        if self.same:
+            return "same" if self.same_ptx else "same code"
+        return "DIFFERENT"
 
 
 @dataclass
@@ -189,12 +211,14 @@ def make_plan(
     return plan
 
 
-def compile_one(args: tuple[str, Defines]) -> tuple[str | None, str]:
+def compile_one(args: tuple[str, Defines]) -> tuple[str | None, dict[str, str], str]:
+    """(the PTX, each kernel's machine-code sha256, the error of a failing compile)."""
     path, defines = args
     try:
-        return cuda.nvrtc_ptx_offline(path, defines=defines), ""
+        built = cuda.nvrtc_build_offline(path, defines=defines)
     except (cuda.CudaCompileError, OSError, RuntimeError) as exc:  # a failing compile is a result, not a crash
-        return None, str(exc)
+        return None, {}, str(exc)
+    return built.ptx, {k: cuda.kernel_code_sha256(built.cubin, k) for k in cuda.kernel_names(built.cubin)}, ""
 
 
 def cache_key(commit: str, rel: str, defines: Mapping[str, Any], library: str) -> str:
@@ -206,26 +230,29 @@ def run(plan: Plan, old_kernels: Path, new_kernels: Path, commit: str, cache: Pa
     library = str(cuda.find_nvrtc_library())
     todo_old: list[Build] = []
     for b in plan.builds:
-        f = cache / f"{cache_key(commit, b.relpath, b.defines, library)}.ptx" if cache else None
+        f = cache / f"{cache_key(commit, b.relpath, b.defines, library)}.json" if cache else None
         if f is not None and f.is_file():
-            b.old_ptx = f.read_text(encoding="utf-8")
+            held = json.loads(f.read_text(encoding="utf-8"))
+            b.old_ptx, b.old_code = held["ptx"], held["code"]
         else:
             todo_old.append(b)
     work = [(str(old_kernels / b.relpath), b.defines) for b in todo_old]
     work += [(str(new_kernels / b.relpath), b.defines) for b in plan.builds]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(compile_one, work))
-    for b, (ptx, err) in zip(todo_old, results[: len(todo_old)]):
-        b.old_ptx, b.old_error = ptx, err
+    for b, (ptx, code, err) in zip(todo_old, results[: len(todo_old)]):
+        b.old_ptx, b.old_code, b.old_error = ptx, code, err
         if cache is not None and ptx is not None:
             cache.mkdir(parents=True, exist_ok=True)
-            (cache / f"{cache_key(commit, b.relpath, b.defines, library)}.ptx").write_text(ptx, encoding="utf-8")
-    for b, (ptx, err) in zip(plan.builds, results[len(todo_old) :]):
-        b.new_ptx, b.new_error = ptx, err
+            (cache / f"{cache_key(commit, b.relpath, b.defines, library)}.json").write_text(
+                json.dumps({"ptx": ptx, "code": code}), encoding="utf-8")
+    for b, (ptx, code, err) in zip(plan.builds, results[len(todo_old) :]):
+        b.new_ptx, b.new_code, b.new_error = ptx, code, err
     for b in plan.builds:  # the kernels the working tree's source defines, each as kernel_ptx gives it
         if b.old_ptx is not None and b.new_ptx is not None:
             entries = sorted(m.group(2) for m in samecode._FUNCTION.finditer(b.new_ptx) if m.group(1) == "entry")
             b.old_ptx, b.new_ptx = (_kernels(b.old_ptx, entries), _kernels(b.new_ptx, entries))
+            b.new_code = {k: v for k, v in b.new_code.items() if k in entries}
 
 
 def _kernels(ptx: str, entries: list[str]) -> str:
@@ -239,7 +266,7 @@ def _kernels(ptx: str, entries: list[str]) -> str:
 
 
 def print_table(plan: Plan, commit: str) -> None:
-    print(f"PTX at {commit[:12]} (old) against the working tree (new)\n")
+    print(f"Builds at {commit[:12]} (old) against the working tree (new)\n")
     w = max([len(b.version) for b in plan.builds] + [7])
     print(f"{'version':{w}}  {'build':34}  {'verdict':10}  {'old sha256':12}  {'new sha256':12}")
     for b in plan.builds:
@@ -250,7 +277,7 @@ def print_table(plan: Plan, commit: str) -> None:
     same = sum(b.same for b in plan.builds)
     refused = sum(b.refused for b in plan.builds)
     print(
-        f"\n{same} of {len(plan.builds)} builds give the same PTX"
+        f"\n{same} of {len(plan.builds)} builds give the same machine code"
         + (f"; {refused} refused by both sides (not compiled, no difference)" if refused else "")
     )
 
