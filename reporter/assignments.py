@@ -61,6 +61,13 @@ from .records import CodeSnapshot, SourceFile
 VERSION_RE = re.compile(r"^v(\d{2,3})(?:_[a-z0-9]+)*$")
 
 
+#: The one rule for a name typed on the command line, an assignment's (a folder directly under kernels/)
+#: or a version's (``v03_tuned``, or its handle ``v03``): letters, digits, '_' and '-', starting with a
+#: letter or digit. So no path separator, no '..', no leading '.', never empty: a name cannot reach
+#: outside kernels/ or logs/ (:func:`check_name`, the check every command goes through).
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+
+
 def short_handle(version: str) -> str:
     """'v02_fused_triton' -> 'v02' (a name that is not a version's is returned as it is)."""
     m = VERSION_RE.match(version)
@@ -79,6 +86,24 @@ class AssignmentError(Exception):
 class AssignmentCodeError(AssignmentError):
     """The people's code fails on import (a syntax error, an exception at the top level): unlike a
     library missing here, which a report can do without, this is always reported."""
+
+
+_NAMED_BY = {
+    "assignment": "an assignment is named by its folder directly under kernels/",
+    "version": "a version is named by its file under kernels/<assignment>/ without .py (v03_tuned) or by its "
+               "number (v03)",
+}
+
+
+def check_name(value: str, argument: str) -> str:
+    """``value`` when it is a name (:data:`NAME_RE`), else an :class:`AssignmentError` of one line naming the
+    ``argument`` ('assignment', 'version') and what is allowed: called before a name is made into a path."""
+    if NAME_RE.fullmatch(value) is None:
+        shown = f"'{value}'" if value.isprintable() else repr(value)  # a newline stays on the one line
+        rule = "letters, digits, '_' and '-', starting with a letter or digit; no '/', '\\', '..' or leading '.'"
+        why = _NAMED_BY.get(argument, f"a {argument} is a name")
+        raise AssignmentError(f"{argument} {shown} refused: {why}: {rule}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -392,7 +417,9 @@ class Assignment:
         return sorted(out, key=lambda v: (v.number, v.name))
 
     def version(self, handle: str) -> Version:
-        """A version by full name ('v02_fused_triton') or short handle ('v02')."""
+        """A version by full name ('v02_fused_triton') or short handle ('v02'); a handle that is no name
+        (:func:`check_name`) is refused before anything is looked up."""
+        check_name(handle, "version")
         for v in self.versions():
             if handle in (v.name, v.short):
                 return v
@@ -504,6 +531,9 @@ def list_assignments(kernels_dir: Path) -> list[Assignment]:
 
 
 def get_assignment(kernels_dir: Path, name: str) -> Assignment:
+    """The assignment in ``kernels_dir/name``; a ``name`` that is no folder name (:func:`check_name`) is
+    refused before any path is made of it."""
+    check_name(name, "assignment")
     p = kernels_dir / name
     if not (p / "assignment.py").is_file():
         known = ", ".join(a.name for a in list_assignments(kernels_dir)) or "none"

@@ -13,6 +13,7 @@ import sys
 import warnings
 
 import typer
+from rich.markup import escape
 
 from .assignments import AssignmentError
 from .commands import (build, ceilings, crosscheck, diff, export, history, list_, merge, migrate, new, reverify, run,
@@ -55,7 +56,7 @@ def main() -> None:  # console-script entry point
     try:
         app()
     except (AssignmentError, RecordError) as e:
-        err.print(f"[bold red]error:[/bold red] {e}", highlight=False)
+        err.print(f"[bold red]error:[/bold red] {escape(str(e))}", highlight=False)
         sys.exit(2)
 
 

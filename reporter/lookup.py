@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import store
-from .assignments import (VERSION_RE, AssignmentError, benchmark_case, headline_cases_of, legacy_keys, list_assignments,
-                          short_handle)
+from .assignments import (VERSION_RE, AssignmentError, benchmark_case, check_name, headline_cases_of, legacy_keys,
+                          list_assignments, short_handle)
 from .records import Run
 from .standing import comparison_case, standing_run
 
@@ -31,6 +31,9 @@ def known_assignments(kernels: Path, logs: Path) -> list[str]:
 
 
 def check_assignment(kernels: Path, logs: Path, assignment: str) -> None:
+    """An assignment with a folder under kernels/ or records under logs/; a name that is no folder name
+    (:func:`~reporter.assignments.check_name`) is refused before either is looked at."""
+    check_name(assignment, "assignment")
     if assignment not in known_assignments(kernels, logs):
         have = ", ".join(known_assignments(kernels, logs)) or "none"
         raise IterationError(f"no assignment '{assignment}': neither {kernels / assignment / 'assignment.py'} "
@@ -49,7 +52,8 @@ def known_versions(kernels: Path, logs: Path, assignment: str) -> list[str]:
 
 
 def resolve_version(kernels: Path, logs: Path, assignment: str, handle: str) -> str:
-    """'v02' or 'v02_fused_triton' -> 'v02_fused_triton'."""
+    """'v02' or 'v02_fused_triton' -> 'v02_fused_triton' (a handle that is no name is refused first)."""
+    check_name(handle, "version")
     versions = known_versions(kernels, logs, assignment)
     if handle in versions:
         return handle
@@ -202,6 +206,9 @@ def resolve_pair(kernels: Path, logs: Path, args: list[str], case: str | None,
     assignment = args[0]
     check_assignment(kernels, logs, assignment)
     specs = [parse_run_spec(args[1]), parse_run_spec(args[2])]
+    for s in specs:  # both names checked before either is looked up
+        if s.version is not None:
+            check_name(s.version, "version")
     hint = case or benchmark_case(kernels, assignment)  # what a run-id prefix shared by several cases means
     named: list[Run | None] = [_named_run(kernels, logs, assignment, s, hint) for s in specs]
     if named[0] is not None and named[1] is not None:

@@ -8,22 +8,18 @@ leftovers.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import store
-from .assignments import VERSION_RE, AssignmentError, get_assignment, is_new_version_name, short_handle
+from .assignments import VERSION_RE, AssignmentError, check_name, get_assignment, is_new_version_name, short_handle
 from .lookup import IterationError
 from .render import TEMPLATES
 from .scaffold_cuda import plan_cuda
 from .worklog_sections import DEFAULT_QUESTIONS, PLACEHOLDER, insert_section, version_section, worklog_questions
 
 SCAFFOLD_DIR = TEMPLATES / "scaffold"
-
-# Marks every text a person must write before hand-in, so the report can flag leftovers.
-ASSIGNMENT_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -75,17 +71,21 @@ def plan_new(kernels: Path, assignment: str, version: str, from_version: str | N
     ``from_task``: a course problem folder (CS149 / GPU MODE format) that the new assignment
     loads at run time; ``benchmark_line`` the 0-based line of its test file that is the
     benchmark (default the last)."""
-    if not ASSIGNMENT_NAME_RE.match(assignment):
-        raise IterationError(f"assignment name '{assignment}' must be lowercase letters, digits and '_', "
-                             "starting with a letter")
-    if not is_new_version_name(version):
+    check_name(assignment, "assignment")  # the rule every command reads names with: the folder it makes is one
+    check_name(version, "version")
+    if from_version is not None:
+        try:
+            check_name(from_version, "version")
+        except AssignmentError as e:
+            raise IterationError(f"--from: {e}") from e
+    if not is_new_version_name(version):  # and a version's file is found only by VERSION_RE
         raise IterationError(f"version name '{version}' must look like vNN_slug (e.g. v04_vectorized_loads): "
                              "'v', two or three digits, '_', lowercase words joined by '_'")
     folder = kernels / assignment
     if not (folder / "assignment.py").is_file():
         if folder.exists() and any(folder.iterdir()):
             raise IterationError(f"{folder} exists but holds no assignment.py: refusing to scaffold into it")
-        if from_version:
+        if from_version is not None:
             raise IterationError(f"--from {from_version}: assignment '{assignment}' does not exist yet "
                                  f"({folder / 'assignment.py'} is missing)")
         if from_task is not None:
@@ -148,9 +148,9 @@ def _plan_version(folder: Path, assignment: str, version: str, from_version: str
     try:
         a = get_assignment(folder.parent, assignment)
         existing = a.versions()
-        source = a.version(from_version) if from_version else (existing[-1] if existing else None)
+        source = a.version(from_version) if from_version is not None else (existing[-1] if existing else None)
     except AssignmentError as e:
-        raise IterationError(str(e) if not from_version else f"--from: {e}") from e
+        raise IterationError(str(e) if from_version is None else f"--from: {e}") from e
     if (folder / f"{version}.py").exists():
         raise IterationError(f"{folder / (version + '.py')} already exists: refusing to overwrite it")
     number = int(VERSION_RE.match(version).group(1))  # type: ignore[union-attr]

@@ -67,10 +67,10 @@ def list_rows(kernels: Path, logs: Path, assignment: str | None = None, case: st
 
     Runs of different GPUs never share a table: a speedup across cards says nothing about the code.
     """
-    if assignment:
+    if assignment is not None:  # '' too is a name given, and refused
         check_assignment(kernels, logs, assignment)
     rows: list[ListRow] = []
-    for name in [assignment] if assignment else known_assignments(kernels, logs):
+    for name in [assignment] if assignment is not None else known_assignments(kernels, logs):
         order = [case] if case else benchmark_cases_of(kernels / name)
         versions = known_versions(kernels, logs, name)
         try:

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ..assignments import AssignmentError, find_repo_root
 from ..store import RecordError
@@ -77,7 +78,9 @@ def os_reason(e: OSError) -> str:
 
 
 def fail(message: str, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/bold red] {message}", highlight=False, markup=True)
+    """One line on stderr, then exit with ``code``; the message is printed as it is (a name or a path in
+    it holding '[' is no markup)."""
+    err.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False, markup=True)
     raise typer.Exit(code)
 
 
