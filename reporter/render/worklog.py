@@ -57,6 +57,21 @@ class Worklog:
         return [a] if isinstance(a, str) else [str(x) for x in a]
 
 
+def _read(path: Path) -> str:
+    """The worklog's text: UTF-8, a byte-order mark stripped, line ends as text mode reads them; bytes
+    that are not UTF-8 are one error naming the first."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise WorklogError(f"{path}: cannot read: {e.strerror or e}") from e
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise WorklogError(f"{path}: not UTF-8 text (byte {e.start} is {raw[e.start]:#04x}): "
+                           "save the worklog as UTF-8") from None
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def _split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str, int]:
     if not text.startswith("---"):
         return {}, text, 0
@@ -177,20 +192,13 @@ def _why(e: Exception) -> str:
 
 def read_meta(path: Path) -> dict[str, Any]:
     """Only the front matter (e.g. to learn the target GPU before binding)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise WorklogError(f"{path}: cannot read: {e.strerror or e}") from e
-    return _split_front_matter(text, path)[0]
+    return _split_front_matter(_read(path), path)[0]
 
 
 def parse(path: Path, context: dict[str, Any], cache: Path | None = None) -> Worklog:
     """Read, bind and split a worklog; the HTML of each section is left to the renderer. ``cache``:
     where the compiled worklog is kept between builds (:func:`bind`)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise WorklogError(f"{path}: cannot read: {e.strerror or e}") from e
+    text = _read(path)
     meta, body, offset = _split_front_matter(text, path)
     bound = bind(body, context, path, first_line=offset + 1, cache=cache)
     wl = Worklog(path=path, meta=meta)
