@@ -13,11 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from conftest import ROOT
 from reporter.analysis.facts import binding_context
 from reporter.analysis.summary import summarize
 from reporter.assignments import get_assignment
+from reporter.render import worklog
 from reporter.render.worklog import WorklogError, parse, read_meta
 
 FRONT = "---\ntitle: Hostile\nauthors: [Ann]\ngpu: h100\n---\n\n## v01_reference\n\n"
@@ -75,3 +77,61 @@ def test_a_byte_order_mark_is_accepted_and_stripped(wl, ctx):
     assert got.title == "Hostile" and got.authors == ["Ann"] and got.meta["gpu"] == "h100"
     assert list(got.versions) == ["v01"] and "\ufeff" not in got.versions["v01"].markdown
     assert read_meta(wl)["gpu"] == "h100"
+
+
+def test_a_constant_undefined_attribute_is_an_error_not_a_traceback(wl, ctx):
+    wl.write_text(FRONT + "text\n{{ \"\" ~ none.x }}\n")
+    _refused(wl, ctx, "worklog.md:")
+
+
+def test_an_overflowing_constant_in_a_comparison_is_an_error(wl, ctx):
+    wl.write_text(FRONT + "text\n{{ 1e308*10 > v01.ms }}\n")
+    msg = _refused(wl, ctx, "worklog.md:10:")
+    assert "finite" in msg or "overflow" in msg or "too large" in msg, msg
+
+
+def test_a_power_too_large_to_print_is_an_error(wl, ctx):
+    wl.write_text(FRONT + "text\n{{ 10 ** 5000 }}\n")
+    msg = _refused(wl, ctx, "worklog.md:10:")
+    assert "too large" in msg, msg
+
+
+def test_an_endless_power_is_refused_at_once(wl, ctx):
+    wl.write_text(FRONT + "text\n{{ 9 ** (9 ** 9) }}\n")
+    msg = _refused(wl, ctx, "worklog.md:10:", seconds=2.0)
+    assert "too large" in msg, msg
+
+
+def test_an_overflow_to_inf_is_never_printed(wl, ctx):
+    wl.write_text(FRONT + "text\n{{ 1e308 * 10 }}\n")
+    msg = _refused(wl, ctx, "worklog.md:10:")
+    assert "inf" not in msg.split(": ", 1)[1].replace("1e308", "") or "finite" in msg, msg
+
+
+def test_a_number_literal_too_large_for_a_float_is_an_error(wl, ctx):
+    wl.write_text(FRONT + "text\n{{ 1e400 }}\n")
+    _refused(wl, ctx, "worklog.md:10:")
+
+
+def test_small_arithmetic_still_binds(wl, ctx):
+    wl.write_text(FRONT + "{{ 2 ** 10 }} {{ 1e300 * 10 }} {{ (v01.ms * 1000) | round(1) }} {{ 'ab' * 3 }}\n")
+    got = parse(wl, ctx).versions["v01"].markdown.strip()
+    assert got.startswith("1024 1e+301 ") and got.endswith(" ababab")
+
+
+def test_an_endless_loop_is_stopped_by_the_time_limit(wl, ctx, monkeypatch):
+    monkeypatch.setattr(worklog, "TIME_LIMIT_S", 0.5)
+    wl.write_text(FRONT + "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}\n")
+    _refused(wl, ctx, "took longer than", seconds=5.0)
+
+
+def test_report_build_stops_with_the_line_and_writes_nothing(tiny, wl):
+    from reporter.cli import app
+
+    wl.write_text(FRONT + "text\n{{ 9 ** (9 ** 9) }}\n")
+    out = tiny / "out"
+    result = CliRunner().invoke(app, ["build", "swiglu", "--root", str(tiny), "--out", str(out), "--html-only"])
+    assert result.exit_code != 0, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "worklog.md:10:" in result.output and "too large" in result.output, result.output
+    assert not (out / "worklog.html").exists()

@@ -10,8 +10,9 @@ does not resolve raises :class:`WorklogError` naming the file and line.
 from __future__ import annotations
 
 import functools
-
+import math
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,18 +91,121 @@ def _split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str, int
     return meta, text[body_start:], offset
 
 
+class _Refused(ArithmeticError):
+    """A number the binder will not make or print: too large, or not finite."""
+
+
+class _TooLong(RuntimeError):
+    """Binding ran past :data:`TIME_LIMIT_S`."""
+
+
 # what binding a worklog may raise besides our own errors: a template is the people's text, so any
 # of these is their mistake, named by file and line, never a traceback
 _BIND_ERRORS = (jinja2.TemplateError, BindingError, TypeError, ValueError, ArithmeticError, LookupError,
-                AttributeError, RecursionError)
+                AttributeError, RecursionError, _TooLong)
+
+TIME_LIMIT_S = 60.0  # a worklog whose binding runs longer is stopped (the committed ones bind in well under 1 s)
+MAX_DIGITS = 300  # an integer that arithmetic makes with more digits is refused
+MAX_LENGTH = 100_000  # a string or list that '*' or '+' makes longer than this is refused
+_MAX_BITS = int(MAX_DIGITS / math.log10(2)) + 1
+_SIZED = (str, list, tuple)
 
 
-def _marked(value: Any) -> Any:
+def _finite(x: Any) -> bool:
+    return not isinstance(x, float) or math.isfinite(x)
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _check_operands(op: str, left: Any, right: Any) -> None:
+    """Refuse, before computing it, an operation whose result would be too large to make in time."""
+    if op == "**" and isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
+        digits = right * math.log10(abs(left))
+        if digits > MAX_DIGITS:
+            raise _Refused(f"{left} ** {right} is too large (about {digits:.3g} digits; at most {MAX_DIGITS})")
+    if op == "*":
+        for seq, n in ((left, right), (right, left)):
+            if isinstance(seq, _SIZED) and isinstance(n, int) and len(seq) * n > MAX_LENGTH:
+                raise _Refused(f"repeating a {type(seq).__name__} of length {len(seq)} {n} times is too large "
+                               f"(at most {MAX_LENGTH:,} items)")
+    if op == "+" and isinstance(left, _SIZED) and isinstance(right, _SIZED) and len(left) + len(right) > MAX_LENGTH:
+        raise _Refused(f"joining {len(left)} and {len(right)} items is too large (at most {MAX_LENGTH:,} items)")
+    if op == "%" and isinstance(left, str):
+        for width in re.findall(r"%[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?", left):
+            if any(w == "*" or (w and int(w) > MAX_LENGTH) for w in width):
+                raise _Refused(f"a '%' format width or precision of more than {MAX_LENGTH:,} (or '*') is refused")
+
+
+def _check_result(op: str, left: Any, right: Any, result: Any) -> Any:
+    if isinstance(result, float) and not math.isfinite(result) and _finite(left) and _finite(right):
+        raise _Refused(f"{left!r} {op} {right!r} overflows: the result is not a finite number")
+    if isinstance(result, int) and result.bit_length() > _MAX_BITS:
+        raise _Refused(f"the result of '{op}' is too large (more than {MAX_DIGITS} digits)")
+    return result
+
+
+class _CodeGenerator(jinja2.compiler.CodeGenerator):
+    def visit_Const(self, node: jinja2.nodes.Const, frame: Any) -> None:
+        value = node.as_const(frame.eval_ctx)
+        if isinstance(value, float) and not math.isfinite(value):  # '1e400': jinja would write 'inf' into the code
+            self.fail("a number too large for a float (more than 1.8e308)", node.lineno)
+        super().visit_Const(node, frame)
+
+
+def _environment(**options: Any) -> Any:
+    """The sandbox a worklog is bound in: no constant folding at compile time (the optimizer and the
+    output of constants would evaluate the people's expressions outside these checks, or forever),
+    arithmetic through :func:`_check_operands` and :func:`_check_result`, and a time limit checked at
+    every call, attribute, item, operator and printed value."""
+    from jinja2.sandbox import SandboxedEnvironment
+
+    class Bounded(SandboxedEnvironment):
+        code_generator_class = _CodeGenerator
+        intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
+        deadline = math.inf
+
+        def tick(self) -> None:
+            if time.monotonic() > self.deadline:
+                raise _TooLong(f"binding took longer than {TIME_LIMIT_S:g} s and was stopped (a loop too long?)")
+
+        def start(self) -> None:
+            self.deadline = time.monotonic() + TIME_LIMIT_S
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            self.tick()
+            _check_operands(operator, left, right)
+            return _check_result(operator, left, right, self.binop_table[operator](left, right))
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+            __self.tick()
+            return super().call(__context, __obj, *args, **kwargs)
+
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            self.tick()
+            return super().getattr(obj, attribute)
+
+        def getitem(self, obj: Any, argument: Any) -> Any:
+            self.tick()
+            return super().getitem(obj, argument)
+
+    env = Bounded(optimized=False, **options)
+    env.finalize = lambda value: _marked(value, env)
+    return env
+
+
+def _marked(value: Any, env: Any = None) -> Any:
     """A bound number that says what it stands for is printed marked for the report's consistency check
-    (reporter.render.ledger); everything else as it is."""
+    (reporter.render.ledger); everything else as it is. A number that is not finite is never printed
+    (a bound figure that is missing prints 'n/a' as its own)."""
     from ..analysis.facts import Number
     from .ledger import mark
 
+    if env is not None:
+        env.tick()
+    if isinstance(value, float) and (math.isinf(value) or (math.isnan(value) and not isinstance(value, Number))):
+        raise _Refused(f"{value} is not a finite number; the report prints none")
     key = getattr(value, "key", None) if isinstance(value, Number) else None
     return str(mark(key, value, unit=value.unit)) if key else value  # type: ignore[attr-defined]
 
@@ -110,14 +214,12 @@ def bind(text: str, context: dict[str, Any], path: Path, first_line: int = 1, ca
     """Evaluate the {{ }} expressions in a sandbox (no attribute that starts with '_', no calls
     to unsafe methods); every error names file:line and the expression. ``cache``: where the
     compiled text is kept, so an unchanged worklog is not compiled again."""
-    from jinja2.sandbox import SandboxedEnvironment
-
     from .chart_cache import template_bytecode
 
     name = str(path)
-    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True,
-                               finalize=_marked, loader=jinja2.FunctionLoader(lambda n: text if n == name else None),
-                               bytecode_cache=template_bytecode(cache, __file__))
+    env = _environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                       loader=jinja2.FunctionLoader(lambda n: text if n == name else None),
+                       bytecode_cache=template_bytecode(cache, __file__))
     try:
         template = env.get_template(name)
     except jinja2.TemplateSyntaxError as e:
@@ -128,6 +230,19 @@ def bind(text: str, context: dict[str, Any], path: Path, first_line: int = 1, ca
             raise WorklogError(f"{path}:{first_line + line - 1}: template syntax: '{{% {tag} %}}' is never closed "
                                f"({e.message})") from e
         raise WorklogError(f"{path}:{first_line + line - 1}: template syntax: {e.message}") from e
+    except Exception as e:  # noqa: BLE001 - compiling the people's text: whatever it raises is their mistake
+        for i, line in enumerate(text.splitlines()):  # the first line that fails to compile on its own
+            if "{{" not in line and "{%" not in line:
+                continue
+            try:
+                env.compile(line)
+            except jinja2.TemplateSyntaxError:
+                continue  # part of a multi-line block
+            except Exception as e2:  # noqa: BLE001
+                exprs = _exprs(line)
+                raise WorklogError(f"{path}:{first_line + i}: {exprs}: cannot be compiled: {_why(e2)}") from e2
+        raise WorklogError(f"{path}: cannot be compiled: {_why(e)}") from e
+    env.start()
     try:
         return template.render(**context)
     except _BIND_ERRORS as e:
@@ -136,8 +251,9 @@ def bind(text: str, context: dict[str, Any], path: Path, first_line: int = 1, ca
         lines = text.splitlines()
         where = _template_line(e)
         if where is not None and 1 <= where <= len(lines):
-            exprs = ", ".join(re.findall(r"\{\{.*?\}\}|\{%.*?%\}", lines[where - 1])) or lines[where - 1].strip()
+            exprs = _exprs(lines[where - 1])
             raise WorklogError(f"{path}:{first_line + where - 1}: {exprs}: {_why(e)}") from e
+        env.start()  # the search below has a time limit of its own
         for i, line in enumerate(lines):
             if "{{" not in line and "{%" not in line:
                 continue
@@ -145,8 +261,10 @@ def bind(text: str, context: dict[str, Any], path: Path, first_line: int = 1, ca
                 env.from_string(line).render(**context)
             except jinja2.TemplateSyntaxError:
                 continue  # part of a multi-line block; fall through to the whole-text error
+            except _TooLong:
+                break
             except _BIND_ERRORS as e2:
-                exprs = ", ".join(re.findall(r"\{\{.*?\}\}|\{%.*?%\}", line)) or line.strip()
+                exprs = _exprs(line)
                 raise WorklogError(f"{path}:{first_line + i}: {exprs}: {_why(e2)}") from e2
         raise WorklogError(f"{path}: {_why(e)}") from e
 
@@ -181,8 +299,16 @@ def _template_line(e: BaseException) -> int | None:
     return found
 
 
+def _exprs(line: str, most: int = 80) -> str:
+    """The expressions of a line as an error quotes them (each cut to ``most`` characters), or the line."""
+    found = re.findall(r"\{\{.*?\}\}|\{%.*?%\}", line) or [line.strip()]
+    return ", ".join(x if len(x) <= most else x[: most - 4] + " ..." + x[-2:] for x in found)
+
+
 def _why(e: Exception) -> str:
     msg = str(e)
+    if isinstance(e, OverflowError):
+        return f"the result overflows ({e.args[-1] if e.args else msg})"
     if isinstance(e, jinja2.UndefinedError):
         m = re.search(r"'(\w+)' is undefined", msg)
         if m:
