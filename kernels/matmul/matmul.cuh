@@ -123,6 +123,33 @@ __device__ __forceinline__ void outer_product(float (&c)[M][N], const float (&a)
         for (int j = 0; j < N; ++j) c[i][j] = fmaf(a[i], b[j], c[i][j]);
 }
 
+// the same outer product in another issue order (v22): ORDER 0 rows outer (outer_product's), 1 rows
+// outer with every other row walked backwards (a serpentine: the last b[j] of a row is the first of
+// the next, so consecutive FMAs share an operand across the turn too), 2 columns outer, 3 columns
+// outer as a serpentine. The order decides which source operands consecutive FMAs share, and so
+// what the operand reuse caches catch and how often three sources meet in one register bank.
+template <int ORDER, int M, int N>
+__device__ __forceinline__ void outer_product_ordered(float (&c)[M][N], const float (&a)[M], const float (&b)[N])
+{
+    if (ORDER == 0 || ORDER == 1) {
+#pragma unroll
+        for (int i = 0; i < M; ++i)
+#pragma unroll
+            for (int jj = 0; jj < N; ++jj) {
+                const int j = (ORDER == 1 && (i & 1)) ? N - 1 - jj : jj;
+                c[i][j] = fmaf(a[i], b[j], c[i][j]);
+            }
+    } else {
+#pragma unroll
+        for (int j = 0; j < N; ++j)
+#pragma unroll
+            for (int ii = 0; ii < M; ++ii) {
+                const int i = (ORDER == 3 && (j & 1)) ? M - 1 - ii : ii;
+                c[i][j] = fmaf(a[i], b[j], c[i][j]);
+            }
+    }
+}
+
 // a thread's M x N outputs c[i][j] stored at (row0 + i, col0 + j), each guarded
 template <int M, int N>
 __device__ __forceinline__ void store_block(elem_t* __restrict__ out, const float (&c)[M][N], int row0, int col0, int n)

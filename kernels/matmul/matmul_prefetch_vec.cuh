@@ -30,13 +30,16 @@
 // so that its loads, issued a slice ahead, find it there.
 //
 // Reads BM, BN, S, WM and WN (matmul_prefetch.cuh's macros), defined by the version before including it,
-// and L2_PREFETCH (default 0: none).
+// L2_PREFETCH (default 0: none) and FMA_ORDER (v22; default 0: outer_product's order).
 #pragma once
 
 #include "matmul_prefetch.cuh"
 
 #include "common/sm90/prefetch.cuh"
 
+#ifndef FMA_ORDER
+#define FMA_ORDER 0  // the FMAs' issue order in a step (matmul.cuh's outer_product_ordered); 0: outer_product
+#endif
 #ifndef L2_PREFETCH
 #define L2_PREFETCH 0  // slices ahead asked into L2; 0: none
 #endif
@@ -223,7 +226,11 @@ __device__ __forceinline__ void vec_slice(const float* stage, float* next, const
         } else {
             vec_values(stage, o, k + 1, av[(k + 1) & 1], bv[(k + 1) & 1]);
         }
+#if FMA_ORDER
+        outer_product_ordered<FMA_ORDER>(acc, av[k & 1], bv[k & 1]);
+#else
         outer_product(acc, av[k & 1], bv[k & 1]);
+#endif
     }
     ld.advance();
 }
