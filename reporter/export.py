@@ -535,14 +535,23 @@ def _without_stamp(text: str) -> list[str]:
 def write(export: Export, path: Path, force: bool = False) -> ExportResult:
     """Write atomically to ``path``, or to ``path/submission.py`` when ``path`` does not end in
     ``.py`` (a folder). An existing file that differs only in its ``Exported:`` line is left as
-    it is; one that differs otherwise is replaced only with ``force``."""
+    it is; one that differs otherwise is replaced only with ``force``. Only a regular file is
+    ever read or replaced, and no more of it than this export's length and a little (the rule of
+    :mod:`reporter.outputs`)."""
+    from .outputs import OutputError, read_existing
+
     if path.suffix != ".py" or path.is_dir():
         path = path / "submission.py"
     status: Literal["written", "overwritten", "unchanged"] = "written"
-    if path.exists():
-        try:
-            old = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
+    new_bytes = export.text.encode("utf-8")
+    try:  # the date line may differ in length: a little more than the new text is read, never all
+        raw = read_existing(path, limit := len(new_bytes) + 4096)
+    except OutputError as e:
+        raise ExportError(str(e)) from e
+    if raw is not None:
+        try:  # cut at the limit, a character may be cut too: the file is longer, so it differs anyway
+            old = raw.decode("utf-8", errors="replace" if len(raw) >= limit else "strict")
+        except UnicodeDecodeError as e:
             old = None
             if not force:
                 raise ExportError(f"{path} exists and cannot be read as text ({e}); pass --force to replace it") from e

@@ -29,6 +29,24 @@ def _only(value: str | None) -> list[str] | None:
     return handles
 
 
+def _out_problem(out: Path) -> str | None:
+    """Why ``--out`` cannot be the folder the report is written in, or None: it is a file, it names a
+    .pdf or .html that does not exist (a folder of that name would be made), or it goes through a file."""
+    if out.is_dir():
+        return None
+    if out.exists() or out.is_symlink():
+        return f"--out {out}: is a file, not a folder; --out names the folder the report is written in"
+    if out.suffix.lower() in (".pdf", ".html", ".htm"):
+        return (f"--out {out}: does not exist and names a {out.suffix.lower()[1:]} file; --out is the folder "
+                "worklog.html and worklog.pdf are written in")
+    for parent in out.parents:
+        if parent.is_dir():
+            return None
+        if parent.exists() or parent.is_symlink():
+            return f"--out {out}: cannot write: a part of the path is a file, not a folder ({parent})"
+    return None
+
+
 def command(
     assignment: Annotated[str | None, typer.Argument(help="folder name under kernels/, e.g. flashattn")] = None,
     all_: Annotated[bool, typer.Option("--all", help="every assignment with a worklog.md and records, and an "
@@ -62,6 +80,8 @@ def command(
     if all_ and (case or only):
         fail("--case and --only choose within one assignment; they do not go with --all")
     repo, kernels, logs_dir = project_paths(root, logs)
+    if out is not None and (problem := _out_problem(out)):
+        fail(problem)
     if assignment is not None:
         try:
             a = get_assignment(kernels, assignment)
@@ -88,12 +108,13 @@ def _build_one(a, repo: Path, logs_dir: Path, out_dir: Path, *, workers: list[Wo
                **options) -> BuildResult | str:
     """The build's result, or the one-line reason it could not be built."""
     from ..analysis.summary import SummaryError
+    from ..outputs import OutputError
     from ..render.report import ContradictionError, build
     from ..render.worklog import WorklogError
 
     try:
         return build(a, repo, logs_dir, out_dir, workers=workers, **options)
-    except (AssignmentError, RecordError, SummaryError, WorklogError, ContradictionError) as e:
+    except (AssignmentError, RecordError, SummaryError, WorklogError, ContradictionError, OutputError) as e:
         return str(e)
     except OSError as e:
         return f"{e.filename or out_dir}: {e.strerror or e}"
@@ -155,8 +176,16 @@ def _build_all(repo: Path, kernels: Path, logs_dir: Path, out_dir: Path, *, t0: 
     finally:
         for w in workers:
             w.close()
+    from ..outputs import OutputError, check_target
+
     index = out_dir / "index.html"
-    write_atomic(index, render_index(entries))
+    try:  # a file of the tool's name in the folder given: replaced each build, but only a regular file
+        check_target(index)
+        write_atomic(index, render_index(entries))
+    except OutputError as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"{index}: cannot write: {e.strerror or e}")
     console.print(f"index: {index} ({len(entries)} assignments)")
     console.print(f"[dim]built in {time.perf_counter() - t0:.2f} s[/dim]")
     if failed:

@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from ..render.tables import VERDICT_STYLE, figures_table, paths_pair, refs_table, timing_table
-from .common import CaseOpt, GpuOpt, LogsOpt, RootOpt, console, err, fail, finite, os_reason, project_paths, user_errors
+from .common import CaseOpt, GpuOpt, LogsOpt, RootOpt, console, err, fail, finite, project_paths, user_errors
 
 if TYPE_CHECKING:
     from ..analysis.diff import RunDiff
@@ -43,6 +43,8 @@ def command(
     gpu: GpuOpt = None,
     fmt: Annotated[DiffFormat, typer.Option("--format", "-f", help="output format")] = DiffFormat.text,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write to this file instead of stdout")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="with --output: replace an existing file that differs from this diff")] = False,
     fail_if_slower: Annotated[float | None, typer.Option(
         "--fail-if-slower", metavar="PCT", callback=finite(),
         help="exit 1 when B is significantly slower than A by more than PCT percent, or failed its check")] = None,
@@ -73,7 +75,7 @@ def command(
     except user_errors() as e:
         fail(str(e))
         return
-    _emit_diff(d, fmt, output, code, figures)
+    _emit_diff(d, fmt, output, code, figures, force)
     if fail_if_slower is not None and not d.b.check_passed:
         err.print(f"[bold red]failed:[/bold red] {d.b.version} failed its check, so it has no time to compare "
                   "(--fail-if-slower treats that as a failure)", highlight=False)
@@ -86,11 +88,12 @@ def command(
 
 
 
-def _emit_diff(d: RunDiff, fmt: DiffFormat, output: Path | None, show_code: bool, profile_limit: int) -> None:
+def _emit_diff(d: RunDiff, fmt: DiffFormat, output: Path | None, show_code: bool, profile_limit: int,
+               force: bool = False) -> None:
     import io
 
+    from ..outputs import OutputError, write_output
     from ..render.diff_text import diff_html, diff_markdown
-    from ..store import write_atomic
 
     if fmt is DiffFormat.text:
         if output is None:
@@ -106,10 +109,11 @@ def _emit_diff(d: RunDiff, fmt: DiffFormat, output: Path | None, show_code: bool
         if output is None:
             console.file.write(text)
             return
-    try:  # whole or not at all: a full disk or an interruption leaves the previous file as it was
-        write_atomic(output, text)
-    except OSError as e:
-        fail(f"--output {output}: cannot write: {os_reason(e)}")
+    try:  # whole or not at all: a full disk or an interruption leaves the previous file as it was; only
+        # a regular file, and one that differs only with --force (reporter.outputs)
+        write_output(output, text, force=force)
+    except OutputError as e:
+        fail(f"--output {e}")
         return
     err.print(f"{fmt.value} diff written to {output}", highlight=False)
 

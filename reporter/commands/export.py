@@ -3,6 +3,7 @@ harness. No GPU needed."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -38,7 +39,8 @@ def command(
     try:
         a = get_assignment(kernels, assignment)
         v = a.version(version)
-        result = export(repo, logs_dir, a, v, output.resolve() if output else None, force=force)
+        # absolute, not resolved: a symbolic link named by -o is refused, not written through
+        result = export(repo, logs_dir, a, v, Path(os.path.abspath(output)) if output else None, force=force)
     except (AssignmentError, RecordError, ExportError) as e:
         fail(str(e))
         return

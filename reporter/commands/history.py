@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..render.tables import history_table
-from .common import CaseOpt, GpuFilterOpt, LogsOpt, RootOpt, console, fail, os_reason, project_paths, user_errors
+from .common import CaseOpt, GpuFilterOpt, LogsOpt, RootOpt, console, fail, project_paths, user_errors
 
 if TYPE_CHECKING:
     from ..records import Run
@@ -24,6 +24,8 @@ def command(
     gpu: GpuFilterOpt = None,
     chart: Annotated[Path | None, typer.Option(
         "--chart", metavar="PATH.svg", help="also draw the medians over time as an SVG")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="with --chart: replace an existing file that differs from this chart")] = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Every run of one version over time: median and CI, GPU, commit, code, and whether it moved."""
@@ -42,16 +44,20 @@ def command(
         return
     console.print(history_table(assignment, name, on_case, found, console.width))
     if chart is not None:
-        try:
-            _history_chart(found, chart, f"{assignment} {name} · {on_case}")
-        except OSError as e:
-            fail(f"--chart {chart}: cannot write: {os_reason(e)}")
+        from ..outputs import OutputError, write_output
+
+        try:  # only a regular file, one that differs only with --force (reporter.outputs)
+            write_output(chart, _history_chart(found, f"{assignment} {name} · {on_case}"), force=force)
+        except OutputError as e:
+            fail(f"--chart {e}")
             return
         console.print(f"chart written to {chart}", highlight=False)
 
 
 
-def _history_chart(found: list[Run], path: Path, title: str) -> None:
+def _history_chart(found: list[Run], title: str) -> bytes:
+    """The chart as SVG, the same bytes for the same runs (no date, fixed ids): a chart drawn again
+    is recognised as the same file."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -83,9 +89,8 @@ def _history_chart(found: list[Run], path: Path, title: str) -> None:
         ax.legend(fontsize=8)
     import io
 
-    from ..store import write_atomic
-
     buf = io.BytesIO()
-    fig.savefig(buf, format="svg")
+    with matplotlib.rc_context({"svg.hashsalt": "report history"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
     plt.close(fig)
-    write_atomic(path, buf.getvalue())  # whole or not at all: never a truncated SVG in place of the last one
+    return buf.getvalue()

@@ -6,10 +6,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import store
 from ..analysis.facts import binding_context
 from ..analysis.summary import summarize
 from ..assignments import Assignment
+from ..outputs import check_target, place, stage
 from ..records import gpu_slug
 from . import ledger
 from .book import APPENDIX, BODY, FRONT, Book, LabelledPart, Part, PartCache
@@ -104,10 +104,17 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
     # WeasyPrint's start-up overlaps the analysis below, in child processes on the other cores: both
     # for a first build, which lays out every part; one where this output was built before, whose
     # parts mostly come from the cache (the book starts the second if parts queue for it)
+    # only regular files are replaced: a directory, link, FIFO or device where either output goes is
+    # refused before anything is computed or written (reporter.outputs), naming that path
+    html_path, pdf_path = out_dir / "worklog.html", out_dir / "worklog.pdf"
+    for path, wanted in ((html_path, html), (pdf_path, pdf)):
+        if wanted:
+            check_target(path)
     own = workers is None and pdf
     cache = cache_dir(repo_root)
     built_before = PartCache(cache).labels(str(out_dir / "worklog.pdf")) is not None
     workers = [Worker() for _ in range(1 if built_before else WORKERS)] if own else (workers or [])
+    staged: str | None = None
     try:
         # the worklog names its target GPU; records of other GPUs are never mixed into its figures
         target = gpu or read_meta(a.worklog_path).get("gpu")
@@ -130,7 +137,6 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
             for part in sorted(chunks, key=lambda p: -len(p.html)):
                 book.add(part)
         ctx = build_context(s, wl, repo_root, hooks, anonymous=anonymous, chart_cache_dir=cache, steps_ctx=steps)
-        html_path = out_dir / "worklog.html"
         result = BuildResult(html_path if html else None, None, None, None, warnings, title=ctx["title"],
                              cover=ctx["cover"], gpu=ctx["gpu"])
         if book is not None:
@@ -144,8 +150,10 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
                                      + " (report build --warn-contradictions builds it anyway)")
         result.warnings += [f"contradiction: {c}" for c in found]
         page = page if html else None
+        # the HTML is written in full beside its place before the PDF is: when it cannot be (a full
+        # disk), the PDF is not written either; once the PDF is done (or has failed) it is put in place
+        staged = stage(html_path, page) if page is not None else None
         if book is not None:
-            pdf_path = out_dir / "worklog.pdf"
             try:
                 contents = LabelledPart("contents", lambda labels: render_html(ctx, "contents", labels, cache=cache), FRONT,
                                         position=-1, anchors=("contents", "steps"))
@@ -156,10 +164,13 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
         # the HTML is written once the PDF is done (or has failed): a build stopped during the PDF
         # (Ctrl-C) leaves the previous HTML and PDF as they were, a pair; a failed PDF step still
         # leaves the new HTML, and the warning says the PDF beside it is the previous build's
-        if page is not None:
-            store.write_atomic(html_path, page)
+        if staged is not None:
+            place(staged, html_path)
+            staged = None
         return result
     finally:
+        if staged is not None:  # interrupted during the PDF: the previous pair stays, no temporary
+            Path(staged).unlink(missing_ok=True)
         if own:
             for w in workers:
                 w.close()
