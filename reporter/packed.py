@@ -28,6 +28,7 @@ from typing import Any, overload
 from pydantic_core import core_schema
 
 PREFIX = "f64z:"
+SHORT = 64  # a packed text this long or shorter is cheap to decode (a few numbers, or none: "f64z:eNoDAAAAAAE=")
 
 
 def pack(values: Iterable[float]) -> str:
@@ -78,21 +79,43 @@ class PackedArrayError(ValueError):
 class FloatArray(Sequence[float]):
     """A read-only list of floats that a record may hold packed until first read."""
 
-    __slots__ = ("_packed", "_values", "_where")
+    __slots__ = ("_expect", "_packed", "_values", "_where")
 
     def __init__(self, values: Iterable[float] = (), *, packed: str | None = None, where: str = "") -> None:
         self._packed = packed
         self._where = where  # 'logs/…/x.json: field samples_ms', for the error a bad packed array raises
         self._values: list[float] | None = None if packed is not None else _checked(list(values))
+        self._expect: int | None = None  # how many numbers the packed text must hold (expect)
 
     def _list(self) -> list[float]:
         """The numbers, decoded on first use; never handed out, so the packed text cannot go stale."""
         if self._values is None:
             assert self._packed is not None
             try:
-                self._values = unpack(self._packed)
+                values = unpack(self._packed)
+                if self._expect is not None and len(values) != self._expect:
+                    raise ValueError(f"a packed array of {len(values)} numbers where the record's n is {self._expect}")
             except ValueError as e:
                 raise PackedArrayError(f"{self._where}: {e}" if self._where else str(e)) from None
+            self._values = values
+        return self._values
+
+    def expect(self, n: int) -> int | None:
+        """Hold the array to ``n`` numbers: returns how many it holds where that is known, without
+        decoding, to differ from ``n``, else None. A list is counted; a packed text short enough to
+        hold no more than a few numbers (:data:`SHORT`: the one of no numbers among them) is decoded
+        and counted; a longer one is held to ``n`` when first read (PackedArrayError naming the file
+        and field then, as for a number that is not finite): listing runs decodes no samples."""
+        if self._values is None and self._packed is not None and len(self._packed) <= SHORT:
+            self._list()
+        if self._values is not None:
+            return len(self._values) if len(self._values) != n else None
+        self._expect = n
+        return None
+
+    def decoded(self) -> list[float] | None:
+        """The numbers if they are already in memory (given as a list, or read before), else None: for
+        a check that must not decode a packed array to look at them. Not to be changed in place."""
         return self._values
 
     def tolist(self) -> list[float]:

@@ -33,10 +33,15 @@ out the same way (a histogram record copied under ``logs/flashattn/v03/`` is not
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
+import re
+import stat
+import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -46,8 +51,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from . import sources
 from .atomic import write_atomic, write_new
+from .packed import PackedArrayError
 from .records import (SCHEMA_VERSION, AnyRecord, CrossCheck, DeviceCeilings, ProbeRecord, Reverification, Run, SameCode,
-                      Sweep)
+                      Sweep, TimingStats)
 
 if TYPE_CHECKING:
     from .assignments import LegacyCaseKeys
@@ -205,8 +211,35 @@ def _has_constant(raw: str) -> bool:
     return False
 
 
+_NOT_REGULAR = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _not_regular(mode: int) -> str:
+    return next((what for test, what in _NOT_REGULAR if test(mode)), "not a regular file")
+
+
+def _stat_error(path: Path, e: OSError) -> str:
+    """Why ``path`` cannot be looked at, for people: a loop of symbolic links and a link to nothing
+    named as such."""
+    if e.errno == errno.ELOOP:
+        return f"{path}: a symbolic link that loops (it leads back to itself): nothing there can be read"
+    if e.errno == errno.ENOENT and os.path.islink(path):
+        return f"{path}: a symbolic link to {os.readlink(path)!r}, which does not exist"
+    return f"{path}: cannot read: {e.strerror or e}"
+
+
 def load(path: Path) -> AnyStored:
+    """The record in the file at ``path``; :class:`RecordError` naming the file (and the field) for
+    anything else. Only a regular file is opened: a named pipe (which would block the reader until
+    something wrote to it), a folder or a device is refused from its ``stat`` alone."""
     path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise RecordError(_stat_error(path, e)) from e
+    if not stat.S_ISREG(mode):
+        raise RecordError(f"{path}: {_not_regular(mode)}, not a file: not a work-log record (not opened)")
     try:
         raw_bytes = path.read_bytes()
     except OSError as e:
@@ -220,7 +253,37 @@ def load(path: Path) -> AnyStored:
 
 
 def loads(raw: str, path: Path) -> AnyStored:
-    """A record from its JSON text (``path`` names it in errors); see :func:`load`."""
+    """A record from its JSON text (``path`` names it in errors), checked for sense (:func:`check_sense`);
+    see :func:`load`. Whatever in the text stops it from being read (an integer literal longer than
+    Python reads, say) is a :class:`RecordError` naming the file, never another exception."""
+    try:
+        record = _loads(raw, path)
+    except RecordError:
+        raise
+    except (ValueError, RecursionError, OverflowError, TypeError) as e:  # what no check above foresaw
+        raise RecordError(f"{path}: cannot be read as a record ({type(e).__name__}: {e})") from e
+    check_sense(record, path)
+    return record
+
+
+_KEY_BEFORE = re.compile(r'"([^"\\]*)"\s*:\s*-?$')
+
+
+def _long_integer(raw: str, path: Path) -> RecordError:
+    """The error for an integer literal longer than Python converts (``sys.get_int_max_str_digits``),
+    naming the field it is the value of when the text says."""
+    limit = sys.get_int_max_str_digits()
+    found = re.search(r"\d{%d,}" % (limit + 1), raw) if limit else None
+    if found is None:
+        return RecordError(f"{path}: an integer literal of more than {limit:,} digits: not a work-log record")
+    key = _KEY_BEFORE.search(raw, max(0, found.start() - 200), found.start())
+    field = f"field '{key.group(1)}'" if key else "a value"
+    line = f" (line {raw.count(chr(10), 0, found.start()) + 1})" if "\n" in raw.rstrip() else ""
+    return RecordError(f"{path}: {field}{line} is an integer literal of {len(found.group()):,} digits, "
+                       f"more than the {limit:,} a number is read with: not a work-log record")
+
+
+def _loads(raw: str, path: Path) -> AnyStored:
     if not _has_constant(raw) and '"schema_version"' in raw:
         # the common case, one pass in pydantic's own parser: a record that validates, current or of
         # schema 1 (the same fields: only its version numbers change, as _migrate says)
@@ -245,6 +308,10 @@ def loads(raw: str, path: Path) -> AnyStored:
         raise RecordError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from e
     except RecursionError:
         raise RecordError(f"{path}: JSON nested too deeply to be a work-log record") from None
+    except ValueError as e:  # an integer literal of more digits than int() converts
+        if "digits" in str(e):
+            raise _long_integer(raw, path) from None
+        raise RecordError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(data, dict):
         raise RecordError(f"{path}: expected a JSON object, found {type(data).__name__}")
     # (a literal too large for a float, 1e400, reads as inf here unnoticed; the strict validation
@@ -266,6 +333,93 @@ def loads(raw: str, path: Path) -> AnyStored:
         loc = ".".join(str(p) for p in first["loc"][1:]) or "(top level)"
         more = f" (and {e.error_count() - 1} more problems)" if e.error_count() > 1 else ""
         raise RecordError(f"{path}: field '{loc}': {first['msg']}{more}") from e
+
+
+# --------------------------------------------------------------------------- sense
+
+# how far a statistic may lie outside its samples' range, relative to the range's top, for float rounding
+_SLACK = 1e-9
+
+
+def check_sense(record: AnyStored, path: Path) -> None:
+    """Refuse (:class:`RecordError`, naming the file and the field) a record that validates but cannot
+    be true: of a run, its timing's, each peer's and each probe's (:func:`timing_nonsense`). The
+    loader applies it to every record it reads, so a hand-edited mean of -1 ms, or one outside the
+    samples it claims to be the mean of, is left out like any other bad file instead of reaching a
+    report as -8,796 TFLOP/s or 236 % of a ceiling."""
+    if not isinstance(record, Run):
+        return
+    for where, timing in _timings(record):
+        if timing is None:
+            continue
+        try:
+            why = timing_nonsense(timing)
+        except PackedArrayError as e:
+            raise RecordError(str(e) if str(path) in str(e) else f"{path}: field '{where()}.samples_ms': {e}") from None
+        if why is not None:
+            raise RecordError(f"{path}: field '{where()}.{why[0]}' {why[1]}")
+
+
+def _timings(run: Run) -> Iterator[tuple[Callable[[], str], TimingStats | None]]:
+    """A run's timings, each with (a function giving) its field's name."""
+    yield (lambda: "timing"), run.timing
+    for kind, results in (("peers", run.peers), ("probes", run.probes)):
+        for i, r in enumerate(results):
+            yield (lambda kind=kind, i=i: f"{kind}.{i}.timing"), r.timing
+
+
+def timing_nonsense(t: TimingStats) -> tuple[str, str] | None:
+    """The first statistic of a timing that cannot be true, as (field, why), or None. The times (mean,
+    median, max) are finite and positive, the min finite and not negative (a sample can round to
+    0); the spreads (std, stderr) are not negative; mean, median and quantiles lie within
+    [min_ms, max_ms] (to a relative 1e-9); n is at least 1 and the number of samples. The samples
+    themselves are not decoded (listing runs reads none): a packed array is counted now only when
+    its text is a few characters long (one of no samples among them), and otherwise held to ``n``
+    when it is decoded (:meth:`FloatArray.expect`); samples in memory (a record that wrote them as a
+    list, or a short packed text) are counted and compared with min_ms and max_ms now."""
+    lo, hi, mean, median, n = t.min_ms, t.max_ms, t.mean_ms, t.median_ms, t.n
+    slack = _SLACK * hi
+    low, high = lo - slack, hi + slack
+    # the common case in one expression (a NaN fails every comparison); the reasons one by one below
+    q = t.quantiles_ms.values()
+    if (0 <= lo <= hi < math.inf and mean > 0 and median > 0 and t.std_ms >= 0 and t.stderr_ms >= 0
+            and low <= mean <= high and low <= median <= high and n >= 1
+            and low <= min(q, default=lo) and max(q, default=hi) <= high):
+        return _samples_nonsense(t)
+    for name in ("mean_ms", "median_ms", "max_ms"):
+        x = getattr(t, name)
+        if not (math.isfinite(x) and x > 0):
+            return name, f"is {x!r}: a time is a positive number of milliseconds"
+    if not (math.isfinite(lo) and lo >= 0):
+        return "min_ms", f"is {lo!r}: a time is not negative"
+    if lo > hi:
+        return "min_ms", f"is {lo!r}, above max_ms ({hi!r})"
+    for name in ("std_ms", "stderr_ms"):
+        x = getattr(t, name)
+        if not (math.isfinite(x) and x >= 0):
+            return name, f"is {x!r}: a spread is not negative"
+    inside = [("mean_ms", mean), ("median_ms", median), *((f"quantiles_ms.{k}", v) for k, v in t.quantiles_ms.items())]
+    for name, x in inside:
+        if not (low <= x <= high):
+            return name, f"is {x!r}, outside the range of its samples, {lo!r} to {hi!r} ms (min_ms to max_ms)"
+    if n < 1:
+        return "n", f"is {n}: statistics of no samples"
+    return _samples_nonsense(t)
+
+
+def _samples_nonsense(t: TimingStats) -> tuple[str, str] | None:
+    """The samples of a timing whose statistics make sense: as many as ``n`` says, and, when already
+    in memory, their smallest and largest those that min_ms and max_ms say."""
+    lo, hi, slack = t.min_ms, t.max_ms, _SLACK * t.max_ms
+    count = t.samples_ms.expect(t.n)
+    if count is not None:
+        return "samples_ms", f"holds {count} samples where n is {t.n}"
+    samples = t.samples_ms.decoded()
+    if samples:
+        for name, stated, actual in (("min_ms", lo, min(samples)), ("max_ms", hi, max(samples))):
+            if abs(stated - actual) > slack:
+                return name, f"is {stated!r} where the samples' {name[:3]} is {actual!r}"
+    return None
 
 
 # --------------------------------------------------------------------------- paths
@@ -317,6 +471,8 @@ def _records(folder: Path, pattern: str, legacy: LegacyCaseKeys | None = None, *
     """The records matching ``pattern`` under ``folder``, skipping (with a :class:`RecordSkipped`
     warning) every file that cannot be loaded and, when ``assignment`` is given, every record whose
     assignment is not it or whose version is not the folder ``version_depth`` levels above the file."""
+    if not _folders_readable(folder, pattern):
+        return
     for p in sorted(folder.glob(pattern)):
         if p.name.startswith("."):
             continue
@@ -335,6 +491,42 @@ def _records(folder: Path, pattern: str, legacy: LegacyCaseKeys | None = None, *
         if legacy and isinstance(record, (Run, Sweep)):
             record.case = legacy.apply(record.case)  # an older record names its case keys as they were then
         yield Stored(p, record)
+
+
+def _folders_readable(folder: Path, pattern: str) -> bool:
+    """Whether ``folder`` can be searched, warning (:class:`RecordSkipped`) when it, or a folder the
+    first step of ``pattern`` reaches in it, is a loop of symbolic links or a link to nothing: a glob
+    passes over those in silence, and an assignment's runs would read as none at all. A folder that
+    is simply not there is no warning (no runs yet)."""
+    why = _folder_problem(folder)
+    if why is not None:
+        if why:
+            _skip(f"{why}; the records under it left out")
+        return False
+    first, sep, _ = pattern.partition("/")
+    if not sep:
+        return True
+    if any(c in first for c in "*?["):
+        with os.scandir(folder) as entries:
+            below = [Path(e.path) for e in entries if e.is_symlink()]  # only a link can loop or lead nowhere
+    else:
+        below = [folder / first]
+    for p in below:
+        why = _folder_problem(p)
+        if why:
+            _skip(f"{why}; the records under it left out")
+    return True
+
+
+def _folder_problem(folder: Path) -> str | None:
+    """None for a folder that can be read, '' for one that is not there, else why not."""
+    try:
+        os.stat(folder)
+    except FileNotFoundError as e:
+        return _stat_error(folder, e) if os.path.islink(folder) else ""
+    except OSError as e:
+        return _stat_error(folder, e)
+    return None
 
 
 def runs(logs: Path, assignment: str, version: str | None = None, *,

@@ -79,7 +79,7 @@ def list_rows(kernels: Path, logs: Path, assignment: str | None = None, case: st
             # CASES_WHERE leaves the table's case out and of the versions up to the first with a run on it
             # (the row every ratio is against): the rest are never shown, and reading them costs time
             runs = _listed_runs(logs, name, order, versions, filtered, legacy_keys(kernels, name)) \
-                if (logs / name).is_dir() else []
+                if (logs / name).is_dir() or (logs / name).is_symlink() else []  # a link that loops: store says so
             heads = {v: list(order) for v in versions}
             if filtered:
                 heads.update(_headline_cases(kernels, name, filtered, order, runs))
