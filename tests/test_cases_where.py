@@ -130,7 +130,10 @@ def _record(base: Run, a: Assignment, version: str, case_name: str, mean_ms: flo
     t = base.timing.model_copy(update={
         "samples_ms": samples, "n": len(samples), "mean_ms": fmean(samples), "median_ms": median(samples),
         "std_ms": stdev(samples), "stderr_ms": stdev(samples) / len(samples) ** 0.5, "min_ms": min(samples),
-        "max_ms": max(samples), "enqueue_ms": [], "gpu_state": None, "ranked": False, "interleaved": False})
+        "max_ms": max(samples), "enqueue_ms": [], "gpu_state": None, "ranked": False, "interleaved": False,
+        # the copied run's quantile keys ('p95', ...), of these samples: a record's statistics are its samples'
+        "quantiles_ms": {k: sorted(samples)[round(float(k.lstrip("p")) / 100 * (len(samples) - 1))]
+                         for k in base.timing.quantiles_ms}})
     created = datetime(2026, 12, 1, 10, tzinfo=timezone.utc) + timedelta(minutes=minute)
     case = dict(a.cases()[case_name])
     return base.model_copy(update={

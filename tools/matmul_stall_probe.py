@@ -7,7 +7,7 @@ instructions, the FMAs, the shared-memory bank conflicts and the average number 
 for each reason per issued instruction (``smsp__average_warps_issue_stalled_*_per_issue_active``);
 ncu's raw CSV is attached. On the GPU node, from the repository root::
 
-    python3 kernels/matmul/probe_fp32_stalls.py
+    python3 tools/matmul_stall_probe.py
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 VERSIONS = ("v17_unguarded_loop", "v21_cp_async_ring", "v22_fma_order")
 STALLS = ("barrier", "branch_resolving", "dispatch_stall", "long_scoreboard", "math_pipe_throttle", "mio_throttle",
           "no_instruction", "not_selected", "selected", "short_scoreboard", "wait")
