@@ -31,6 +31,9 @@ def custom_kernel(data):
 
 BAD_NAMES = ["../histogram", "good/../histogram", "/abs/path", ".hidden", "", "a\\b",
              "x\n", "[/x]"]  # one line however the name is written; a '[' is no markup
+# each command's path to check_name, tried with four of them: a path out of kernels/, none (list took it for all), one that would
+# print on two lines, one rich would read as markup (every name is tried on check_name alone below)
+PER_COMMAND = ["../histogram", "", "x\n", "[/x]"]
 # refused by the same rule (reporter.assignments.check_name, tested alone below)
 MORE_BAD_NAMES = ["../../other/kernels/flashattn", "a/b", "..", ".", "v01 x", "v01.py", "é", "_x"]
 # refused too, but a command line gives them as options unless after '--': typer's own usage error
@@ -111,7 +114,7 @@ def _invoke(command: str, name: str, root: Path):
     return runner.invoke(app, [*args, "--root", str(root)])
 
 
-@pytest.mark.parametrize("name", BAD_NAMES, ids=repr)
+@pytest.mark.parametrize("name", PER_COMMAND, ids=repr)
 @pytest.mark.parametrize("command", ASSIGNMENT_COMMANDS)
 def test_every_command_refuses_an_assignment_that_is_no_name(tree: Path, command: str, name: str):
     before = _state(tree.parent)
@@ -119,7 +122,7 @@ def test_every_command_refuses_an_assignment_that_is_no_name(tree: Path, command
     assert _state(tree.parent) == before  # nothing imported (no imported.txt, no __pycache__), nothing written
 
 
-@pytest.mark.parametrize("name", BAD_NAMES, ids=repr)
+@pytest.mark.parametrize("name", PER_COMMAND, ids=repr)
 @pytest.mark.parametrize("command", VERSION_COMMANDS)
 def test_every_command_refuses_a_version_that_is_no_name(tree: Path, command: str, name: str):
     before = _state(tree.parent)
