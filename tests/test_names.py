@@ -31,8 +31,9 @@ def custom_kernel(data):
 
 BAD_NAMES = ["../histogram", "good/../histogram", "/abs/path", ".hidden", "", "a\\b",
              "x\n", "[/x]"]  # one line however the name is written; a '[' is no markup
-# each command's path to check_name, tried with four of them: a path out of kernels/, none (list took it for all), one that would
-# print on two lines, one rich would read as markup (every name is tried on check_name alone below)
+# each command's path to check_name, tried with four of them: a path out of kernels/, none (list
+# took it for all), one that would print on two lines, one rich would read as markup (every name
+# is tried on check_name alone below)
 PER_COMMAND = ["../histogram", "", "x\n", "[/x]"]
 # refused by the same rule (reporter.assignments.check_name, tested alone below)
 MORE_BAD_NAMES = ["../../other/kernels/flashattn", "a/b", "..", ".", "v01 x", "v01.py", "é", "_x"]
