@@ -41,7 +41,7 @@ import re
 import stat
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -51,7 +51,6 @@ from pydantic import TypeAdapter, ValidationError
 
 from . import sources
 from .atomic import write_atomic, write_new
-from .packed import SHORT as _SHORT_PACKED
 from .packed import PackedArrayError
 from .records import (SCHEMA_VERSION, AnyRecord, CrossCheck, DeviceCeilings, ProbeRecord, Reverification, Run, SameCode,
                       Sweep, TimingStats)
@@ -350,48 +349,29 @@ def check_sense(record: AnyStored, path: Path) -> None:
     report as -8,796 TFLOP/s or 236 % of a ceiling."""
     if not isinstance(record, Run):
         return
-    if all(t is None or _plausible(t) for t in _plain_timings(record)):  # the common case, without names
-        return
-    for where, timing in _timings(record):
+    for i, timing in enumerate(_timings(record)):
         if timing is None:
             continue
         try:
             why = timing_nonsense(timing)
         except PackedArrayError as e:
-            raise RecordError(str(e) if str(path) in str(e) else f"{path}: field '{where()}.samples_ms': {e}") from None
+            where = _timing_field(record, i)
+            raise RecordError(str(e) if str(path) in str(e) else f"{path}: field '{where}.samples_ms': {e}") from None
         if why is not None:
-            raise RecordError(f"{path}: field '{where()}.{why[0]}' {why[1]}")
+            raise RecordError(f"{path}: field '{_timing_field(record, i)}.{why[0]}' {why[1]}")
 
 
-def _plain_timings(run: Run) -> list[TimingStats | None]:
+def _timings(run: Run) -> list[TimingStats | None]:
+    """A run's timings: its own, each peer's, each probe's (:func:`_timing_field` names them)."""
     return [run.timing, *(r.timing for r in run.peers), *(r.timing for r in run.probes)]
 
 
-def _plausible(t: TimingStats) -> bool:
-    """:func:`timing_nonsense` finds nothing: the same tests, in one pass with no message made (a
-    listing checks every timing of about 400 records)."""
-    lo, hi = t.min_ms, t.max_ms
-    slack = _SLACK * hi
-    low, high = lo - slack, hi + slack
-    if not (0 <= lo <= hi < math.inf and t.mean_ms > 0 and t.median_ms > 0 and t.std_ms >= 0 and t.stderr_ms >= 0
-            and low <= t.mean_ms <= high and low <= t.median_ms <= high and t.n >= 1):
-        return False
-    for x in t.quantiles_ms.values():
-        if not low <= x <= high:
-            return False
-    samples = t.samples_ms
-    if samples._values is None and samples._packed is not None and len(samples._packed) > _SHORT_PACKED:
-        samples._expect = t.n  # held to n when first decoded (FloatArray.expect, without the call)
-        return True
-    return _samples_nonsense(t) is None
-
-
-def _timings(run: Run) -> Iterator[tuple[Callable[[], str], TimingStats | None]]:
-    """A run's timings, each with (a function giving) its field's name."""
-    yield (lambda: "timing"), run.timing
-    for kind, results in (("peers", run.peers), ("probes", run.probes)):
-        for i, r in enumerate(results):
-            yield (lambda kind=kind, i=i: f"{kind}.{i}.timing"), r.timing
+def _timing_field(run: Run, i: int) -> str:
+    """The field of :func:`_timings`'s ``i``-th timing, named only for a timing that fails."""
+    if i == 0:
+        return "timing"
+    i -= 1
+    return f"peers.{i}.timing" if i < len(run.peers) else f"probes.{i - len(run.peers)}.timing"
 
 
 def timing_nonsense(t: TimingStats) -> tuple[str, str] | None:
