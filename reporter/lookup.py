@@ -26,7 +26,8 @@ class IterationError(Exception):
 def known_assignments(kernels: Path, logs: Path) -> list[str]:
     names = {a.name for a in list_assignments(kernels)}
     if logs.is_dir():
-        names |= {p.name for p in logs.iterdir() if p.is_dir() and p.name != "devices" and any(p.glob("*/*.json"))}
+        names |= {p.name for p in logs.iterdir() if p.is_dir() and p.name != "devices"
+                  and (any(p.glob("*/*.json.gz")) or any(p.glob("*/*.json")))}
     return sorted(names)
 
 
@@ -78,7 +79,7 @@ class RunSpec:
 
 
 def parse_run_spec(text: str) -> RunSpec:
-    if text.endswith(".json") or ("/" in text and Path(text).is_file()):
+    if store.is_record_name(text) or ("/" in text and Path(text).is_file()):
         return RunSpec(text, path=Path(text))
     version, _, run_id = text.partition("@")
     if "@" in text and not run_id:
@@ -199,8 +200,8 @@ def resolve_pair(kernels: Path, logs: Path, args: list[str], case: str | None,
         specs = [parse_run_spec(t) for t in args]
         if all(s.path for s in specs):
             return load_run_file(specs[0].path), load_run_file(specs[1].path)  # type: ignore[arg-type]
-        raise IterationError(f"two arguments must both be record files (*.json); to compare versions give the "
-                             f"assignment first: report diff ASSIGNMENT {args[0]} {args[1]}")
+        raise IterationError(f"two arguments must both be record files (*.json.gz, or plain *.json); to compare "
+                             f"versions give the assignment first: report diff ASSIGNMENT {args[0]} {args[1]}")
     if len(args) != 3:
         raise IterationError(f"expected ASSIGNMENT A B or A.json B.json, got {len(args)} argument(s)")
     assignment = args[0]

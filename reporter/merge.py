@@ -8,7 +8,8 @@ module checks each file and copies it in:
 * a source text (``logs/sources/<sha256>``) must hash to its name;
 * a record must load (:func:`reporter.store.load`) with every packed array decoding, lie where the
   store would write it (a run under its assignment and version), and every text its code names must
-  be in the incoming files or already in the store;
+  be in the incoming files or already in the store; it is kept compressed (``.json.gz``) whichever
+  form it came in, its JSON bytes unchanged;
 * a file that is already here with the same bytes is left alone, so a second merge of the same
   files changes nothing; one that is here with other bytes is a conflict: it is reported and
   never overwritten.
@@ -19,6 +20,7 @@ never lands before what it names.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import tarfile
 from dataclasses import dataclass, field
@@ -78,8 +80,25 @@ def merge(source: Path, logs: Path) -> MergeOutcome:
     files = _members(source)
     out = MergeOutcome()
     blobs = {k: v for k, v in files.items() if PurePosixPath(k).parts[0] == sources.FOLDER}
-    records = {k: v for k, v in files.items() if k not in blobs and k.endswith(".json") and store.claims_record(v)}
-    others = {k: v for k, v in files.items() if k not in blobs and k not in records}
+    records: dict[str, bytes] = {}  # by the path the record is kept at (``.json.gz``): its JSON bytes
+    taken: set[str] = set()  # the shipped files read as records (kept or refused)
+    for k, v in files.items():
+        if k in blobs or not store.is_record_name(k):
+            continue
+        try:
+            raw = store.record_bytes(v, Path("logs") / k)
+        except store.RecordError as e:
+            out.refused.append((k, str(e)))
+            taken.add(k)
+            continue
+        if not store.claims_record(raw):
+            continue  # a tool's JSON output kept beside the records: copied as it is
+        taken.add(k)
+        if _kept_name(k) in records:
+            out.refused.append((k, f"a second file for the record {_kept_name(k)}"))
+            continue
+        records[_kept_name(k)] = raw
+    others = {k: v for k, v in files.items() if k not in blobs and k not in taken}
     incoming_texts: set[str] = set()
     for rel, data in blobs.items():
         name = PurePosixPath(rel).name
@@ -90,13 +109,19 @@ def merge(source: Path, logs: Path) -> MergeOutcome:
         _place(logs, rel, data, out)
     for rel, data in others.items():
         _place(logs, rel, data, out)
-    for rel, data in records.items():
-        why = _refusal(rel, data, logs, incoming_texts)
+    for rel, raw in records.items():
+        why = _refusal(rel, raw, logs, incoming_texts)
         if why is not None:
             out.refused.append((rel, why))
             continue
-        _place(logs, rel, data, out)
+        _place_record(logs, rel, raw, out)
     return out
+
+
+def _kept_name(rel: str) -> str:
+    """Where a shipped record file is kept: its name in the compressed form (``X.json`` -> ``X.json.gz``)."""
+    p = PurePosixPath(rel)
+    return (p.parent / (store.stem(Path(p.name)) + store.SUFFIX)).as_posix()
 
 
 def _refusal(rel: str, data: bytes, logs: Path, incoming_texts: set[str]) -> str | None:
@@ -134,6 +159,29 @@ def _home(record: store.AnyStored) -> str | None:
         if record.kind == kind:
             return where(root, record).relative_to(root).as_posix()  # type: ignore[arg-type]
     return None
+
+
+def _place_record(logs: Path, rel: str, raw: bytes, out: MergeOutcome) -> None:
+    """Keep a record (its JSON bytes ``raw``) at ``rel``, compressed; a record of that name already here
+    (compressed, or plain from an older tool) is unchanged when its JSON bytes are the same, else a conflict."""
+    target = logs / rel
+    plain = target.with_name(store.stem(target) + store.PLAIN_SUFFIX)
+    try:
+        here = next((p for p in (target, plain) if p.exists()), None)
+        if here is None and store.write_new(target, gzip.compress(raw, compresslevel=9, mtime=0)):
+            out.added.append(rel)
+            return
+        here = here or target
+        try:
+            same = here.is_file() and store.record_bytes(here.read_bytes(), here) == raw
+        except store.RecordError:
+            same = False
+        if same:
+            out.unchanged.append(rel)
+        else:
+            out.conflicts.append((rel, f"already here ({here.name}) with another record; left as it is"))
+    except OSError as e:
+        out.conflicts.append((rel, f"cannot be written: {e.strerror or e}"))
 
 
 def _place(logs: Path, rel: str, data: bytes, out: MergeOutcome) -> None:

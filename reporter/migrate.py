@@ -2,7 +2,8 @@
 
 A record of an older schema loads unchanged (:func:`reporter.store.load` migrates it in memory);
 this module rewrites the file: the texts it embeds go to the source store, the record is written
-as one line in the current layout (:mod:`reporter.records`). Before a file is replaced, the new
+as one line in the current layout (:mod:`reporter.records`), gzip-compressed at ``X.json.gz``
+(:mod:`reporter.store`; a plain ``X.json`` is removed once its replacement reads back). Before a file is replaced, the new
 text is read back through the same loader and compared with the old record: every field, every
 sample bit for bit (floats compared as their IEEE-754 bits, so ``-0.0`` and ``0.0`` differ), and
 every source text byte for byte through :func:`reporter.sources.read`. A file that would change in
@@ -11,13 +12,14 @@ any of them is left as it was and reported. Running it twice changes nothing the
 
 from __future__ import annotations
 
+import gzip
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import packed, sources, store
-from .records import SCHEMA_VERSION
+from .records import SCHEMA_VERSION, ProbeRecord
 
 
 class MigrationError(Exception):
@@ -28,7 +30,8 @@ class MigrationError(Exception):
 class Outcome:
     rewritten: list[Path] = field(default_factory=list)
     current: list[Path] = field(default_factory=list)  # already in the current layout
-    not_records: list[Path] = field(default_factory=list)  # JSON that is no record (a tool's raw output): left as is
+    # no record (a tool's raw output, a probe's attachment): left as it is
+    not_records: list[Path] = field(default_factory=list)
     failed: list[tuple[Path, str]] = field(default_factory=list)
     blobs: list[Path] = field(default_factory=list)  # source texts stored now
     bytes_before: int = 0
@@ -36,8 +39,8 @@ class Outcome:
 
 
 def record_files(logs: Path) -> list[Path]:
-    """Every ``.json`` file under ``logs``, hidden files and the source store left out."""
-    return sorted(p for p in Path(logs).rglob("*.json")
+    """Every ``.json`` and ``.json.gz`` file under ``logs``, hidden files and the source store left out."""
+    return sorted(p for p in {*Path(logs).rglob("*.json"), *Path(logs).rglob("*.json.gz")}
                   if not any(part.startswith(".") for part in p.relative_to(logs).parts)
                   and sources.FOLDER not in p.relative_to(logs).parts[:1])
 
@@ -46,9 +49,35 @@ def is_record(path: Path) -> bool:
     """Whether a JSON file claims to be a record (:func:`reporter.store.claims_record`); anything else
     under logs/ (a tool's raw output kept beside the records) is not rewritten."""
     try:
-        return store.claims_record(path.read_bytes())
-    except OSError:
+        return store.claims_record(store.record_bytes(path.read_bytes(), path))
+    except (OSError, store.RecordError):
         return True  # unreadable: let the loader say why
+
+
+def probe_attachments(paths: Iterable[Path]) -> set[Path]:
+    """The files among ``paths`` that a probe record beside them names as its attachment: kept as the
+    probe left them (a run's record among them too), never rewritten."""
+    out: set[Path] = set()
+    for p in paths:
+        if p.parent.name == "probes" and store.is_record_name(p.name):
+            try:
+                record = store.load(p)
+            except store.RecordError:
+                continue
+            if isinstance(record, ProbeRecord):
+                out |= {p.parent / a for a in record.attachments}
+    return out
+
+
+def kept_path(path: Path) -> Path:
+    """Where a record file is kept in the current layout: ``X.json`` -> ``X.json.gz``."""
+    return path.with_name(store.stem(path) + store.SUFFIX)
+
+
+def is_current(path: Path, record: store.AnyStored) -> bool:
+    """Whether a record's file is in the current layout: compressed, and its JSON the current text."""
+    return (path.name.endswith(store.SUFFIX)
+            and store.record_bytes(path.read_bytes(), path) == store.dumps(record).encode("utf-8"))
 
 
 def first_difference(a: object, b: object, where: str = "") -> str | None:
@@ -98,45 +127,59 @@ def same_record(logs: Path, before: store.AnyStored, after: store.AnyStored) -> 
     return None
 
 
-def migrate_file(path: Path, logs: Path) -> tuple[bool, list[Path]]:
-    """Rewrite one record in the current layout. Returns (whether the file changed, blobs stored now).
-    Raises :class:`MigrationError` (the file untouched) when the rewrite would change anything."""
-    raw = path.read_bytes()
+def migrate_file(path: Path, logs: Path) -> tuple[Path | None, list[Path]]:
+    """Rewrite one record in the current layout: one line of the current schema, compressed, kept at
+    ``X.json.gz`` (a plain ``X.json`` is removed once its replacement reads back the same). Returns
+    (the file now holding it, None when nothing changed; the blobs stored now). Raises
+    :class:`MigrationError` (nothing changed) when the rewrite would change anything."""
     before = store.load(path)
+    if is_current(path, before):
+        return None, []
     text = store.dumps(before)
-    if raw == text.encode("utf-8"):
-        return False, []
     blobs = sources.put_all(logs, [before])
-    after = store.loads(text, path)
+    target = kept_path(path)
+    after = store.loads(text, target)
     if after.schema_version != SCHEMA_VERSION:
         raise MigrationError(f"{path}: reads back as schema {after.schema_version}, not {SCHEMA_VERSION}")
     diff = same_record(logs, before, after)
     if diff is not None:
         raise MigrationError(f"{path}: would change in the rewrite: {diff}; left as it was")
-    store.write_atomic(path, text)
-    return True, blobs
+    data = gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
+    if target != path and target.exists():
+        if store.record_bytes(target.read_bytes(), target) != text.encode("utf-8"):
+            raise MigrationError(f"{path}: {target.name} beside it holds another record; both left as they are")
+    else:
+        store.write_atomic(target, data)
+    back = same_record(logs, after, store.load(target))  # what is on disk now, read back
+    if back is not None:
+        raise MigrationError(f"{target}: does not read back as the record written ({back}); {path.name} kept")
+    if target != path:
+        path.unlink()
+    return target, blobs
 
 
 def migrate(logs: Path, files: Iterable[Path] | None = None,
             progress: Callable[[Path], None] | None = None) -> Outcome:
     """Rewrite every record under ``logs`` (or ``files``) in the current layout; see :func:`migrate_file`."""
     out = Outcome()
-    for p in (record_files(logs) if files is None else list(files)):
+    paths = record_files(logs) if files is None else list(files)
+    attached = probe_attachments(paths)
+    for p in paths:
         size = p.stat().st_size
-        if not is_record(p):
+        if p in attached or not is_record(p):
             out.not_records.append(p)
             if progress is not None:
                 progress(p)
             continue
         try:
-            changed, blobs = migrate_file(p, logs)
+            now, blobs = migrate_file(p, logs)
         except (store.RecordError, MigrationError, sources.SourceError, packed.PackedArrayError) as e:
             out.failed.append((p, str(e)))
         else:
             out.blobs += blobs
-            (out.rewritten if changed else out.current).append(p)
+            (out.rewritten if now is not None else out.current).append(p)
             out.bytes_before += size
-            out.bytes_after += p.stat().st_size
+            out.bytes_after += (now or p).stat().st_size
         if progress is not None:
             progress(p)
     return out

@@ -83,9 +83,23 @@ class FloatArray(Sequence[float]):
 
     def __init__(self, values: Iterable[float] = (), *, packed: str | None = None, where: str = "") -> None:
         self._packed = packed
-        self._where = where  # 'logs/…/x.json: field samples_ms', for the error a bad packed array raises
+        # for the error a bad packed array raises: 'logs/…/x.json: field samples_ms', or the (path, field)
+        # it is made of (formatted only when needed: records are read by the hundred)
+        self._where: str | tuple[Any, Any] = where
         self._values: list[float] | None = None if packed is not None else _checked(list(values))
         self._expect: int | None = None  # how many numbers the packed text must hold (expect)
+
+    @classmethod
+    def _of_packed(cls, packed: str, path: Any, field: Any) -> FloatArray:
+        a = cls.__new__(cls)
+        a._packed, a._where, a._values, a._expect = packed, (path, field), None, None
+        return a
+
+    def _place(self) -> str:
+        if isinstance(self._where, str):
+            return self._where
+        path, field = self._where
+        return f"{path}: field {field}" if path and field else str(path or "")
 
     def _list(self) -> list[float]:
         """The numbers, decoded on first use; never handed out, so the packed text cannot go stale."""
@@ -96,7 +110,8 @@ class FloatArray(Sequence[float]):
                 if self._expect is not None and len(values) != self._expect:
                     raise ValueError(f"a packed array of {len(values)} numbers where the record's n is {self._expect}")
             except ValueError as e:
-                raise PackedArrayError(f"{self._where}: {e}" if self._where else str(e)) from None
+                where = self._place()
+                raise PackedArrayError(f"{where}: {e}" if where else str(e)) from None
             self._values = values
         return self._values
 
@@ -169,15 +184,15 @@ class FloatArray(Sequence[float]):
         """What a record's field holds: packed text (schema 2), a list of numbers (schema 1, and
         records made in memory) or a FloatArray. A packed text is decoded when first read; the
         loader's context (``{"path": ...}``) lets a bad one name its file and field then."""
-        if isinstance(value, FloatArray):
-            return value
-        if isinstance(value, str):
+        if isinstance(value, str):  # first: what every record read from disk holds
             if not value.startswith(PREFIX):
                 raise ValueError(f"a packed array starts with {PREFIX!r}; this string starts with {value[:8]!r}")
-            path = (info.context or {}).get("path") if info is not None else None
-            field = info.field_name if info is not None else None
-            where = f"{path}: field {field}" if path and field else str(path or "")
-            return cls(packed=value, where=where)
+            if info is None:
+                return cls._of_packed(value, None, None)
+            context = info.context
+            return cls._of_packed(value, context.get("path") if context else None, info.field_name)
+        if isinstance(value, FloatArray):
+            return value
         if isinstance(value, list | tuple):
             return cls(value)
         raise ValueError(f"expected a list of numbers or a packed array, found {type(value).__name__}")

@@ -3,6 +3,7 @@ every version with its recorded median, errors stop the build with file and line
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 
@@ -139,8 +140,8 @@ def test_unknown_assignment_is_a_clear_error():
 
 def test_a_corrupt_record_is_left_out_and_named(project):
     """One broken file under logs/ does not stop the build: it is left out, and the warning names it."""
-    victim = sorted((project / "logs" / "flashattn").glob("v02*/*.json"))[0]
-    victim.write_text("{ not json")
+    victim = sorted((project / "logs" / "flashattn").glob("v02*/*.json.gz"))[0]
+    victim.write_bytes(gzip.compress(b"{ not json"))
     result = runner.invoke(app, ["build", "flashattn", "--root", str(project), "--no-pdf"])
     assert result.exit_code == 0, result.output
     assert victim.name in result.output and "not valid JSON" in result.output and "left out" in result.output

@@ -256,7 +256,7 @@ def test_a_run_on_the_gpu_records_what_ptxas_said(tmp_path):
     res = CliRunner().invoke(app, ["run", "flashattn", "-v", "v08", "-c", "test_small", "--no-peers",
                                    "--max-reps", "5", "--budget-s", "2", "--logs", str(tmp_path)])
     assert res.exit_code == 0, res.output
-    (path,) = list((tmp_path / "flashattn" / "v08_overlap").glob("*.json"))
+    (path,) = list((tmp_path / "flashattn" / "v08_overlap").glob("*.json.gz"))
     run = store.load(path)
     assert run.ok
     (b,) = run.builds

@@ -276,7 +276,7 @@ def test_observation_is_plain_data():
 
 
 def _record(assignment: str, version: str, run_id: str) -> Run:
-    return store.load(LOGS / assignment / version / f"{run_id}.json")
+    return store.load(LOGS / assignment / version / f"{run_id}.json.gz")
 
 
 def test_plain_samples_that_follow_the_host_are_called_host_bound():

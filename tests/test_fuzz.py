@@ -24,8 +24,8 @@ from reporter.records import Run
 from reporter.render.worklog import WorklogError, bind
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-SOURCE = min((ROOT / "logs" / "transform" / "v10_hw_cvt").glob("*_h100_test_tiny.json"))
-REAL = json.loads(SOURCE.read_text())
+SOURCE = min((ROOT / "logs" / "transform" / "v10_hw_cvt").glob("*_h100_test_tiny.json.gz"))
+REAL = json.loads(store.read_text(SOURCE))
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
@@ -83,7 +83,7 @@ LEAVES = _leaves(REAL)
 def test_a_real_record_with_one_value_changed_loads_or_names_a_field(where, value):
     """One leaf of a real run replaced by an arbitrary JSON value: the record loads (the value
     fits the field) or the error names a field."""
-    data = json.loads(SOURCE.read_text())
+    data = json.loads(store.read_text(SOURCE))
     target = data
     for k in where[:-1]:
         target = target[k]

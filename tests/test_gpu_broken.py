@@ -30,7 +30,7 @@ def test_every_broken_version_is_recorded_with_its_reason_and_the_run_goes_on(tm
                   "--timeout-s", str(TIMEOUT_S), logs=tmp_path)
     print(res.stdout[-6000:], res.stderr[-3000:])
     assert res.returncode == 0, res.stderr
-    runs = {r.version.split("_")[0]: r for r in map(store.load, tmp_path.glob("broken/*/*.json"))}
+    runs = {r.version.split("_")[0]: r for r in map(store.load, tmp_path.glob("broken/*/*.json.gz"))}
     assert sorted(runs) == [f"v{i:02d}" for i in range(1, 16)]
 
     def err(v: str) -> str:
@@ -61,7 +61,7 @@ def test_a_sweep_records_a_crashing_configuration_and_times_the_others(tmp_path,
                   logs=tmp_path)
     print(res.stdout[-4000:], res.stderr[-2000:])
     assert res.returncode == 0, res.stderr
-    (path,) = tmp_path.glob("broken/v15_sweep_crash/sweeps/*.json")
+    (path,) = tmp_path.glob("broken/v15_sweep_crash/sweeps/*.json.gz")
     s = store.load(path)
     ok0, crashed, ok2 = s.points
     assert ok0.timing is not None and ok2.timing is not None

@@ -24,7 +24,7 @@ def test_a_sweep_records_how_its_configurations_were_timed(tmp_path, order):
     res = _cli(["sweep", "flashattn", "v14", "-c", "test_small", "--max-reps", "6", "--budget-s", "1",
                 order, "--logs", str(tmp_path)])
     assert res.exit_code == 0, res.output
-    (path,) = list((tmp_path / "flashattn" / "v14_multicast" / "sweeps").glob("*.json"))
+    (path,) = list((tmp_path / "flashattn" / "v14_multicast" / "sweeps").glob("*.json.gz"))
     sw = store.load(path)
     assert sw.timing_order == order.removeprefix("--").replace("interleave", "interleaved")
     timed = [p for p in sw.points if p.timing is not None]
@@ -44,7 +44,7 @@ def test_an_interleaved_run_times_versions_and_peers_together(tmp_path, ranked):
             "--budget-s", "2", "--logs", str(tmp_path)] + (["--ranked"] if ranked else [])
     res = _cli(args)
     assert res.exit_code == 0, res.output
-    runs = [store.load(p) for p in sorted((tmp_path / "flashattn").glob("v1[34]_*/*.json"))]
+    runs = [store.load(p) for p in sorted((tmp_path / "flashattn").glob("v1[34]_*/*.json.gz"))]
     assert len(runs) == 2 and all(r.ok and r.timing.interleaved and r.timing.ranked == ranked for r in runs)
     assert runs[0].timing.n == runs[1].timing.n
     timed_peers = [p for p in runs[0].peers if p.timing is not None]

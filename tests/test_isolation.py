@@ -134,7 +134,7 @@ class _ScriptedWork:
         from reporter import store
 
         self.a, self.script, self.calls = a, script, []
-        ceil_path = sorted((ROOT / "logs" / "devices" / "h100").glob("*.json"))[0]
+        ceil_path = sorted((ROOT / "logs" / "devices" / "h100").glob("*.json.gz"))[0]
         c = store.load(ceil_path)
         self.info = c.device
         self.ceilings = ("devices/h100/x.json", c)
@@ -239,7 +239,7 @@ def test_two_runs_of_one_version_in_one_millisecond_write_two_files(tmp_path):
 
     from reporter import store
 
-    base = store.load(next((ROOT / "logs" / "histogram" / "v05_persistent").glob("*.json")))
+    base = store.load(next((ROOT / "logs" / "histogram" / "v05_persistent").glob("*.json.gz")))
     logs = with_sources(tmp_path)
     paths: list[Path] = []
 
@@ -252,10 +252,10 @@ def test_two_runs_of_one_version_in_one_millisecond_write_two_files(tmp_path):
         t.start()
     for t in threads:
         t.join()
-    assert len(set(paths)) == 40 and len(list(tmp_path.rglob("*.json"))) == 40
+    assert len(set(paths)) == 40 and len(list(tmp_path.rglob("*.json.gz"))) == 40
     assert not list(tmp_path.rglob("*.tmp"))
     for p in paths:  # each file's id is its name
-        assert store.load(p).run_id == p.stem
+        assert store.load(p).run_id == store.stem(p)
 
 
 def test_interleaved_a_lost_check_is_tried_again_without_it_and_lost_rounds_lose_the_case(monkeypatch, tmp_path):
@@ -443,7 +443,7 @@ def cpu_toy(monkeypatch, tmp_path):
     (folder / "v02_raises.py").write_text('"""Not written yet."""\n\ndef custom_kernel(x):\n'
                                           '    raise NotImplementedError("the second pass")\n')
     (folder / "v03_tunable.py").write_text(TOY_SWEEP)
-    ceilings = store.load(sorted((ROOT / "logs" / "devices" / "h100").glob("*.json"))[0])
+    ceilings = store.load(sorted((ROOT / "logs" / "devices" / "h100").glob("*.json.gz"))[0])
     for mod in (R, worker):
         monkeypatch.setattr(mod, "require_cuda", lambda: None)
     monkeypatch.setattr(worker, "device_info", lambda: ceilings.device)

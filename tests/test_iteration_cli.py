@@ -42,7 +42,7 @@ def report(*args: str | Path, root: Path = ROOT):
 
 
 def _run_file(version: str, case: str = "benchmark", gpu: str = "h100") -> Path:
-    files = sorted((LOGS / ASSIGNMENT / version).glob(f"*_{gpu}_{case}.json"))
+    files = sorted((LOGS / ASSIGNMENT / version).glob(f"*_{gpu}_{case}.json.gz"))
     if not files:
         pytest.skip(f"no {gpu} {case} record of {version}")
     return files[-1]
@@ -120,13 +120,13 @@ def test_list_shows_every_version_per_gpu():
 def test_list_figures_of_pinned_runs(tmp_path):
     """Only the pinned session's v01 and v02 under --logs: the figures those two records give."""
     for version, run_id in (("v01_naive", V01_WITH_PEERS), ("v02_fused_triton", V02_WITH_PEERS)):
-        src = LOGS / ASSIGNMENT / version / f"{run_id}.json"
+        src = LOGS / ASSIGNMENT / version / f"{run_id}.json.gz"
         (tmp_path / ASSIGNMENT / version).mkdir(parents=True)
         shutil.copy(src, tmp_path / ASSIGNMENT / version / src.name)
     r = report("list", ASSIGNMENT, "--logs", tmp_path)
     assert r.exit_code == 0, r.output
     v02 = next(line for line in r.stdout.splitlines() if line.startswith("v02_fused_triton"))
-    runs = {v: store.load(LOGS / ASSIGNMENT / v / f"{rid}.json")
+    runs = {v: store.load(LOGS / ASSIGNMENT / v / f"{rid}.json.gz")
             for v, rid in (("v01_naive", V01_WITH_PEERS), ("v02_fused_triton", V02_WITH_PEERS))}
     v01, v02_run = runs["v01_naive"], runs["v02_fused_triton"]
     assert format_ms(v02_run.timing.mean_ms) in v02 and f"{fmt_number(v01.timing.mean_ms / v02_run.timing.mean_ms, 3)}×" in v02
@@ -139,8 +139,8 @@ def test_list_takes_peers_from_an_earlier_run_when_the_latest_timed_none(tmp_pat
     earlier run (marked '*'), the median from the latest; a change of code stops that."""
     folder = tmp_path / ASSIGNMENT / "v02_fused_triton"
     folder.mkdir(parents=True)
-    with_peers = store.load(LOGS / ASSIGNMENT / "v02_fused_triton" / f"{V02_WITH_PEERS}.json")
-    later = store.load(LOGS / ASSIGNMENT / "v02_fused_triton" / f"{V02_LATER_SESSION}.json")
+    with_peers = store.load(LOGS / ASSIGNMENT / "v02_fused_triton" / f"{V02_WITH_PEERS}.json.gz")
+    later = store.load(LOGS / ASSIGNMENT / "v02_fused_triton" / f"{V02_LATER_SESSION}.json.gz")
     assert with_peers.peers and not later.peers and with_peers.code.digest == later.code.digest
     store.save(with_peers, folder / f"{with_peers.run_id}.json", logs=with_sources(tmp_path))
     store.save(later, folder / f"{later.run_id}.json", logs=tmp_path)
@@ -216,12 +216,13 @@ def test_show_of_a_run_without_peers_names_the_latest_that_has_them():
 def test_show_a_session_prefix_picks_the_run_on_the_case():
     """A session's runs share a time prefix across cases: --case (default the benchmark) picks one."""
     prefix = V02_WITH_PEERS[:13]
-    assert len([p for p in (LOGS / ASSIGNMENT / "v02_fused_triton").glob(f"{prefix}*.json")]) > 1
+    assert len([p for p in (LOGS / ASSIGNMENT / "v02_fused_triton").glob(f"{prefix}*.json.gz")]) > 1
     r = report("show", ASSIGNMENT, "v02", "--run", prefix)
     assert r.exit_code == 0, r.output
     assert f"run {V02_WITH_PEERS[:25]}" in r.stdout
     small = report("show", ASSIGNMENT, "v02", "--run", prefix, "--case", "test_small")
-    expected = next(p.stem for p in (LOGS / ASSIGNMENT / "v02_fused_triton").glob(f"{prefix}*_test_small.json"))
+    folder = LOGS / ASSIGNMENT / "v02_fused_triton"
+    expected = next(store.stem(p) for p in folder.glob(f"{prefix}*_test_small.json.gz"))
     assert small.exit_code == 0 and f"run {expected[:25]}" in small.stdout and "· test_small ·" in small.stdout
     data = json.loads(report("diff", ASSIGNMENT, f"v02@{prefix}", "v02", "-f", "json").stdout)
     assert data["a"]["run_id"] == V02_WITH_PEERS
@@ -229,12 +230,12 @@ def test_show_a_session_prefix_picks_the_run_on_the_case():
 
 def test_show_a_run_by_id_prefix():
     path = _run_file("v01_naive", "test_small")
-    others = [p.stem for p in path.parent.glob("*.json") if p != path]
-    prefix = next(path.stem[:n] for n in range(8, len(path.stem))
-                  if not any(o.startswith(path.stem[:n]) for o in others))
+    others = [store.stem(p) for p in path.parent.glob("*.json.gz") if p != path]
+    rid = store.stem(path)
+    prefix = next(rid[:n] for n in range(8, len(rid)) if not any(o.startswith(rid[:n]) for o in others))
     r = report("show", ASSIGNMENT, "v01_naive", "--run", prefix)
     assert r.exit_code == 0, r.output
-    assert path.stem in r.stdout
+    assert rid in r.stdout
 
 
 def test_history_lists_runs_with_verdicts_and_draws_an_svg(tmp_path):
@@ -350,16 +351,16 @@ def test_diff_of_two_record_files():
     r = report("diff", a, b, "-f", "json")
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
-    assert (data["a"]["run_id"], data["b"]["run_id"]) == (a.stem, b.stem)
+    assert (data["a"]["run_id"], data["b"]["run_id"]) == (store.stem(a), store.stem(b))
     assert data["verdict"]["verdict"] == "faster"
 
 
 def test_diff_version_at_run_id_prefix_and_same_run_is_same():
     path = _run_file("v02_fused_triton")
-    r = report("diff", ASSIGNMENT, f"v02@{path.stem[:15]}", f"v02_fused_triton@{path.stem}", "-f", "json")
+    r = report("diff", ASSIGNMENT, f"v02@{store.stem(path)[:15]}", f"v02_fused_triton@{store.stem(path)}", "-f", "json")
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
-    assert data["a"]["run_id"] == data["b"]["run_id"] == path.stem
+    assert data["a"]["run_id"] == data["b"]["run_id"] == store.stem(path)
     assert data["verdict"]["verdict"] == "same"
     assert data["code"] == []
 
@@ -377,13 +378,13 @@ def test_fail_if_slower_exit_codes():
     assert "beyond the 5% allowed by --fail-if-slower" in slower.stderr
     assert report("diff", ASSIGNMENT, "v02", "v01", "--fail-if-slower", "1000").exit_code == 0
     path = _run_file("v02_fused_triton")
-    same = report("diff", ASSIGNMENT, f"v02@{path.stem}", f"v02@{path.stem}", "--fail-if-slower", "0")
+    same = report("diff", ASSIGNMENT, f"v02@{store.stem(path)}", f"v02@{store.stem(path)}", "--fail-if-slower", "0")
     assert same.exit_code == 0
 
 
 def test_mismatched_device_is_warned_loudly(tmp_path):
     src = _run_file("v02_fused_triton")
-    data = json.loads(src.read_text())
+    data = json.loads(store.read_text(src))
     data["device"].update(name="NVIDIA A100-SXM4-80GB", slug="a100", driver_version="535.54.03", cuda_version="12.2")
     data["run_id"] = "20990101T000000000Z_a100_benchmark"
     other = tmp_path / f"{data['run_id']}.json"
@@ -392,7 +393,7 @@ def test_mismatched_device_is_warned_loudly(tmp_path):
     assert r.exit_code == 0, r.output
     assert "not apples to apples" in r.stdout
     assert "GPU differs: NVIDIA H100 80GB HBM3 → NVIDIA A100-SXM4-80GB" in r.stdout
-    assert f"driver differs: {json.loads(src.read_text())['device']['driver_version']} → 535.54.03" in r.stdout
+    assert f"driver differs: {json.loads(store.read_text(src))['device']['driver_version']} → 535.54.03" in r.stdout
     assert "CUDA differs" in r.stdout
     md = report("diff", src, other, "-f", "markdown")
     assert "> **⚠ not apples to apples:** GPU differs" in md.stdout
@@ -418,7 +419,7 @@ def test_bad_names_give_one_line_errors_and_exit_2(args, needle):
 
 
 def test_a_record_that_is_not_a_run_is_refused():
-    sweep = next((LOGS / ASSIGNMENT).glob("*/sweeps/*.json"), None)
+    sweep = next((LOGS / ASSIGNMENT).glob("*/sweeps/*.json.gz"), None)
     if sweep is None:
         pytest.skip("no sweep record")
     assert "a 'sweep' record, not a run" in _one_line_error(report("diff", sweep, _run_file("v01_naive")))
@@ -446,7 +447,7 @@ def test_diff_and_list_stay_fast_and_import_no_heavy_libraries():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[2:] == []
     diff_s, list_s = float(out[0]), float(out[1])
-    runs = len(list((ROOT / "logs").glob("*/*/*.json")))
+    runs = len(list((ROOT / "logs").glob("*/*/*.json.gz")))
     assert runs > 800
     assert diff_s < 1.5, f"diff took {diff_s:.2f} s (imports included)"
     assert list_s < 0.5, f"list took {list_s:.2f} s over {runs} runs"
@@ -671,7 +672,7 @@ def test_diff_of_profiled_runs_shows_the_metrics_that_moved(tmp_path):
 
 def test_fail_if_slower_fails_when_b_failed_its_check(tmp_path):
     src = _run_file("v02_fused_triton")
-    data = json.loads(src.read_text())
+    data = json.loads(store.read_text(src))
     data["timing"] = None
     data["check"].update(passed=False, message="3 NaN in the output")
     data["run_id"] = "20990101T000000000Z_h100_benchmark"
@@ -688,11 +689,11 @@ def test_list_never_sets_a_ranked_version_against_plain_peers(tmp_path):
     --ranked): a plain latest run must not borrow them, and a ranked one finds none to compare;
     the ranked run of 04:10, whose peers were ranked too, compares within itself."""
     v11 = LOGS / ASSIGNMENT / "v11_q_in_registers"
-    ranked_plain_peers = store.load(v11 / "20261122T042048359Z_h100_benchmark.json")
+    ranked_plain_peers = store.load(v11 / "20261122T042048359Z_h100_benchmark.json.gz")
     assert ranked_plain_peers.timing.ranked and ranked_plain_peers.peers
     assert all(not p.timing.ranked for p in ranked_plain_peers.peers if p.timing)
     assert listing.timed_peers(ranked_plain_peers) == []
-    profiled = store.load(v11 / "20261122T042057879Z_h100_benchmark.json")  # plain, no peers, newer
+    profiled = store.load(v11 / "20261122T042057879Z_h100_benchmark.json.gz")  # plain, no peers, newer
     folder = tmp_path / ASSIGNMENT / "v11_q_in_registers"
     folder.mkdir(parents=True)
     for run in (ranked_plain_peers, profiled):
@@ -701,7 +702,7 @@ def test_list_never_sets_a_ranked_version_against_plain_peers(tmp_path):
                 if line.startswith("v11_q_in_registers"))
     assert format_ms(profiled.timing.mean_ms) in line and "sdpa_cudnn" not in line and "—" in line
 
-    v08_ranked = store.load(LOGS / ASSIGNMENT / "v08_overlap" / "20261122T041024683Z_h100_benchmark.json")
+    v08_ranked = store.load(LOGS / ASSIGNMENT / "v08_overlap" / "20261122T041024683Z_h100_benchmark.json.gz")
     peers = listing.timed_peers(v08_ranked)
     assert peers and all(p.timing.ranked for p in peers)
     assert listing.latest_run_with_peers([v08_ranked], v08_ranked) is v08_ranked

@@ -79,7 +79,7 @@ def session(tmp_path: Path) -> tuple[Path, Path, Path]:
     done = subprocess.run(["bash", "tools/gpu_session.sh", "!python3 step.py"], cwd=node, env=env,
                           capture_output=True, text=True, timeout=120)
     assert "shipped back: 3 new files" in done.stdout, done.stdout + done.stderr
-    path = node / "logs" / "flashattn" / "v16_launch_plan" / "20991231T000000000Z_h100_benchmark.json"
+    path = node / "logs" / "flashattn" / "v16_launch_plan" / "20991231T000000000Z_h100_benchmark.json.gz"
     return node / "logs", out / "new_logs.tgz", path
 
 
@@ -90,7 +90,7 @@ def test_the_session_archive_holds_only_what_the_session_wrote(session):
     edited = store.load(path).code.files[0].sha256  # the one text the store did not have
     assert store.load(path).code.git_commit == "0123456789abcdef0123456789abcdef01234567"  # the caller's, not the copy's
     assert names == sorted([f"logs/flashattn/v16_launch_plan/{path.name}",
-                            f"logs/flashattn/v16_launch_plan/{path.stem}.ncu-rep.gz", f"logs/sources/{edited}"])
+                            f"logs/flashattn/v16_launch_plan/{store.stem(path)}.ncu-rep.gz", f"logs/sources/{edited}"])
 
 
 def test_merge_brings_the_new_record_and_its_text_in_and_a_second_merge_changes_nothing(session, tmp_path):
@@ -101,14 +101,14 @@ def test_merge_brings_the_new_record_and_its_text_in_and_a_second_merge_changes_
     before = len(store.runs(here, "flashattn", "v16_launch_plan"))
     r = runner.invoke(app, ["merge", str(archive), "--root", str(ROOT), "--logs", str(here)])
     assert r.exit_code == 0, r.output
-    assert "3 files added (1 JSON), 0 already here, 0 conflicts, 0 refused" in _words(r.stdout)
+    assert "3 files added (1 record), 0 already here, 0 conflicts, 0 refused" in _words(r.stdout)
     runs = store.runs(here, "flashattn", "v16_launch_plan")
     assert len(runs) == before + 1
-    merged = next(x for x in runs if x.run_id == path.stem)
+    merged = next(x for x in runs if x.run_id == store.stem(path))
     assert "an edit made on the node" in sources.read(here, merged.code.files[0])
     snapshot = {p: p.read_bytes() for p in here.rglob("*") if p.is_file()}
     again = runner.invoke(app, ["merge", str(archive), "--root", str(ROOT), "--logs", str(here)])
-    assert again.exit_code == 0 and "0 files added (0 JSON), 3 already here" in _words(again.stdout), again.output
+    assert again.exit_code == 0 and "0 files added (0 records), 3 already here" in _words(again.stdout), again.output
     assert {p: p.read_bytes() for p in here.rglob("*") if p.is_file()} == snapshot
 
 
@@ -179,6 +179,8 @@ def test_a_record_that_would_break_later_or_lies_elsewhere_is_refused_not_half_m
     assert r.exit_code == 1, r.output
     err = _words(r.stderr)
     assert "field samples_ms: a packed array that does not decode" in err
-    assert f"belongs at logs/histogram/v07_lean_launch/{run.run_id}.json" in err
+    assert f"belongs at logs/histogram/v07_lean_launch/{run.run_id}.json.gz" in err
     assert "hashes to" in err and "1 files added" in _words(r.stdout)
-    assert [p.name for p in (here / "histogram" / "v07_lean_launch").iterdir()] == [f"{run.run_id}.json"]
+    # shipped plain, kept compressed: the same JSON bytes
+    (kept,) = (here / "histogram" / "v07_lean_launch").iterdir()
+    assert kept.name == f"{run.run_id}.json.gz" and store.read_text(kept) == good

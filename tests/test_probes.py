@@ -25,7 +25,7 @@ PROBES = LOGS / "devices" / "h100" / "probes"
 def test_every_file_in_a_probes_folder_is_a_probe_record_or_one_of_its_attachments():
     records = store.probes(LOGS)
     assert len(records) >= 17 and all(isinstance(r, ProbeRecord) for r in records)
-    claimed = {f"{r.run_id}.json" for r in records} | {a for r in records for a in r.attachments}
+    claimed = {f"{r.run_id}.json.gz" for r in records} | {a for r in records for a in r.attachments}
     for folder in LOGS.glob("devices/*/probes"):
         for p in folder.iterdir():
             assert p.name in claimed, f"{p}: no probe record names it"
@@ -70,7 +70,7 @@ def test_a_worklog_binds_a_probe_by_name_or_id():
     import statistics
 
     ctx = {"probes": ProbesFacts(store.probes(LOGS, "h100"))}
-    record = store.load(PROBES / "20261123T1217Z_host_call.json")
+    record = store.load(PROBES / "20261123T1217Z_host_call.json.gz")
     enqueue = record.data["cases"]["benchmark"]["v16 call"]["enqueue_us"]  # type: ignore[index]
     probe = "probes['20261123T1217Z_host_call']"
     text = (f"{{{{ {probe}.data.cases.benchmark['v16 call'].enqueue_us.median }}}} µs, "

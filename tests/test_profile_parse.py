@@ -462,7 +462,7 @@ def test_profile_into_run_attaches_the_profile_and_the_cli_prints_it(tmp_path, f
     from reporter.render.text import TerminalEvents
 
     a, v = flashattn
-    run = store.load(ROOT / "logs/flashattn/v02_fused_triton/20261122T014907188Z_h100_test_small.json")
+    run = store.load(ROOT / "logs/flashattn/v02_fused_triton/20261122T014907188Z_h100_test_small.json.gz")
     ncu = _fake_ncu(tmp_path, f"""
         if [ "$1" = "--version" ]; then echo "Version 2025.3.1.0"; exit 0; fi
         cat "{HANDWRITTEN}"

@@ -76,7 +76,7 @@ def test_probes_are_timed_unranked_and_a_failing_one_is_recorded(monkeypatch):
 
 
 def test_a_run_record_keeps_its_probes_and_older_records_still_load():
-    path = next((ROOT / "logs" / "histogram").glob("v05_*/*.json"))
+    path = next((ROOT / "logs" / "histogram").glob("v05_*/*.json.gz"))
     run = store.load(path)
     assert run.probes == []  # made before probes were kept
     t = TimingStats.model_validate(run.timing.model_dump()) if run.timing else None
@@ -151,7 +151,7 @@ def test_the_probes_table_shows_errors_and_shares():
 
     from reporter.render.tables import probes_table
 
-    path = next((ROOT / "logs" / "histogram").glob("v05_*/*.json"))
+    path = next((ROOT / "logs" / "histogram").glob("v05_*/*.json.gz"))
     run = store.load(path)
     assert run.timing is not None
     half = run.timing.model_copy(update={"mean_ms": run.timing.mean_ms / 2})
@@ -198,7 +198,7 @@ def test_a_run_with_probes_records_them(tmp_path, cuda):
     res = runner.invoke(app, ["run", "histogram", "-v", "v05", "-c", "test_small", "--probes", "--max-reps", "5",
                               "--min-reps", "5", "--rest-s", "0", "--logs", str(tmp_path)])
     assert res.exit_code == 0, res.output
-    (path,) = list((tmp_path / "histogram" / "v05_persistent").glob("*.json"))
+    (path,) = list((tmp_path / "histogram" / "v05_persistent").glob("*.json.gz"))
     run = store.load(path)
     assert run.ok and len(run.probes) == 6
     assert all(p.timing is not None and p.timing.n == 5 and not p.timing.ranked for p in run.probes), run.probes

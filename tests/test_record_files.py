@@ -4,6 +4,7 @@ and a query goes on past it with a warning, so one stray file never hides the go
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import math
 import shutil
@@ -12,7 +13,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import LOGS, ROOT
+from conftest import LOGS, ROOT, with_sources
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
@@ -22,7 +23,7 @@ from reporter.records import TimingStats
 from reporter.store import RecordError, RecordSkipped
 
 runner = CliRunner()
-SOURCE = min((ROOT / "logs" / "transform" / "v10_hw_cvt").glob("*_h100_benchmark.json"))
+SOURCE = min((ROOT / "logs" / "transform" / "v10_hw_cvt").glob("*_h100_benchmark.json.gz"))
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def logs(tmp_path: Path) -> Path:
     for v in ("v10_hw_cvt", "v11_two_groups"):
         dst = tmp_path / "logs" / "transform" / v
         dst.mkdir(parents=True)
-        for p in (ROOT / "logs" / "transform" / v).glob("*.json"):
+        for p in (ROOT / "logs" / "transform" / v).glob("*.json.gz"):
             shutil.copy(p, dst / p.name)
     shutil.copytree(ROOT / "logs" / "devices", tmp_path / "logs" / "devices")
     return tmp_path / "logs"
@@ -52,7 +53,7 @@ def _as_lists(x):
 
 
 def _edited(tmp_path: Path, edit) -> Path:
-    data = _as_lists(json.loads(SOURCE.read_text()))
+    data = _as_lists(json.loads(store.read_text(SOURCE)))
     edit(data)
     p = tmp_path / "r.json"
     p.write_text(json.dumps(data))  # json.dumps writes NaN and Infinity as bare tokens
@@ -161,7 +162,7 @@ def test_schema_versions_outside_the_known_range_are_refused(tmp_path, version, 
 
 def test_bytes_that_are_not_utf8_and_deep_nesting_are_refused(tmp_path):
     utf16 = tmp_path / "u.json"
-    utf16.write_bytes(SOURCE.read_text().encode("utf-16"))
+    utf16.write_bytes(store.read_text(SOURCE).encode("utf-16"))
     with pytest.raises(RecordError, match=r"u\.json: not UTF-8 text \(byte 0 is 0xff\)"):
         store.load(utf16)
     deep = tmp_path / "d.json"
@@ -182,10 +183,10 @@ def test_one_bad_file_is_left_out_with_a_warning_and_the_good_ones_stay(logs):
 def test_a_record_in_another_versions_folder_is_set_aside(logs):
     """A v11 record copied under v10's folder is not a v10 run, and a histogram record under
     transform is not a transform run."""
-    v11 = min((logs / "transform" / "v11_two_groups").glob("*.json"))
+    v11 = min((logs / "transform" / "v11_two_groups").glob("*.json.gz"))
     moved = logs / "transform" / "v10_hw_cvt" / v11.name
     shutil.copy(v11, moved)
-    hist = min((ROOT / "logs" / "histogram" / "v05_persistent").glob("*.json"))
+    hist = min((ROOT / "logs" / "histogram" / "v05_persistent").glob("*.json.gz"))
     shutil.copy(hist, logs / "transform" / "v10_hw_cvt" / hist.name)
     with pytest.warns(RecordSkipped) as caught:
         runs = store.runs(logs, "transform", "v10_hw_cvt")
@@ -215,7 +216,7 @@ def test_the_cli_goes_on_past_a_bad_file_and_names_it(tmp_path):
 
 def test_an_overflowing_literal_is_refused_naming_its_field(tmp_path):
     p = tmp_path / "r.json"
-    text = SOURCE.read_text()
+    text = store.read_text(SOURCE)
     head, tail = text.split('"median_ms":', 1)
     p.write_text(head + '"median_ms":1e400' + tail[tail.index(","):])
     with pytest.raises(RecordError, match=r"field 'timing\.median_ms': Input should be a finite number"):
@@ -230,3 +231,44 @@ def test_ncu_values_that_are_not_finite_are_no_figure():
     assert parse_number("nan") is None and parse_number("inf") is None and parse_number("-inf") is None
     assert parse_number("1,234.5") == 1234.5
     assert parse_metric("nan", "%") is None
+
+
+# --------------------------------------------------------------------------- compressed records
+
+
+def test_a_record_is_written_compressed_and_reads_back_the_same_as_a_plain_one(tmp_path):
+    """save_new writes X.json.gz (gzip of the one line store.dumps gives); the same text as a plain
+    X.json loads as the same record; a plain X.json already there takes the name, so the run moves on."""
+    run = store.load(SOURCE)
+    logs = with_sources(tmp_path / "logs")
+    (logs / "transform" / "v10_hw_cvt").mkdir(parents=True)
+    plain = store.run_path(logs, run).with_name(run.run_id + ".json")
+    plain.write_text(store.dumps(run))
+    path = store.save_new(run.model_copy(deep=True), logs)
+    assert path.name.endswith(".json.gz") and store.stem(path) != store.stem(plain)  # moved on a millisecond
+    assert path.read_bytes()[:2] == b"\x1f\x8b" and store.read_text(path) == store.dumps(store.load(path))
+    assert store.load(plain).model_dump() == run.model_dump()
+
+
+def test_a_plain_and_a_compressed_file_of_one_record_read_once_with_a_warning(logs):
+    kept = min((logs / "transform" / "v10_hw_cvt").glob("*.json.gz"))
+    plain = kept.with_name(store.stem(kept) + ".json")
+    plain.write_text(store.read_text(kept))
+    with pytest.warns(RecordSkipped, match=rf"{plain.name}: the same record's name as {kept.name} beside it"):
+        runs = store.runs(logs, "transform", "v10_hw_cvt")
+    assert [r.run_id for r in runs].count(store.stem(kept)) == 1
+
+
+@pytest.mark.parametrize("make,said", [
+    (lambda text: text.encode(), "not a gzip stream"),  # plain text under a .gz name
+    (lambda text: gzip.compress(text.encode())[:-30], "cut short"),
+    (lambda text: gzip.compress(text.encode()) + b"junk", "4 bytes after the end of the gzip stream"),
+    (lambda text: gzip.compress(b" " * (store.MAX_RECORD_BYTES + 1)), "inflates to more than 64 MiB"),
+])
+def test_a_compressed_file_that_is_no_record_is_refused_naming_it(tmp_path, make, said):
+    """Bad gzip is a RecordError naming the file, and a stream that would inflate without end (a
+    decompression bomb) is stopped at the limit, not read into memory."""
+    p = tmp_path / "r.json.gz"
+    p.write_bytes(make(store.read_text(SOURCE)))
+    with pytest.raises(RecordError, match=rf"r\.json\.gz: .*{said}"):
+        store.load(p)

@@ -22,7 +22,7 @@ from reporter.store import RecordError, RecordSkipped
 
 runner = CliRunner()
 V10 = ROOT / "logs" / "transform" / "v10_hw_cvt"
-SOURCE = min(V10.glob("*_h100_benchmark.json"))
+SOURCE = min(V10.glob("*_h100_benchmark.json.gz"))
 STRAY = "20990101T000000000Z_h100_benchmark.json"  # the newest run of v10 on the benchmark case: what list shows
 
 
@@ -39,7 +39,7 @@ def project(tmp_path: Path) -> Path:
 
 def _stray(project: Path, edit) -> Path:
     """A copy of a committed v10 run, made the newest and edited, beside the good ones."""
-    data = json.loads(SOURCE.read_text())
+    data = json.loads(store.read_text(SOURCE))
     data["run_id"] = Path(STRAY).stem
     data["created_utc"] = "2099-01-01T00:00:00Z"
     edit(data)
@@ -49,7 +49,7 @@ def _stray(project: Path, edit) -> Path:
 
 
 def _good(project: Path) -> list[str]:
-    return sorted(p.stem for p in (project / "logs" / "transform" / "v10_hw_cvt").glob("2026*.json"))
+    return sorted(store.stem(p) for p in (project / "logs" / "transform" / "v10_hw_cvt").glob("2026*.json.gz"))
 
 
 def _runs_warned(project: Path, assignment: str = "transform", version: str | None = "v10_hw_cvt"):
@@ -153,7 +153,7 @@ def test_list_show_and_diff_go_on_past_a_nonsense_timing(project):
 def test_an_integer_too_long_to_read_is_a_left_out_record(project, field):
     """5,000 digits: more than int() converts (sys.get_int_max_str_digits), which took down list,
     show and build with a ValueError instead of leaving the one file out."""
-    text = SOURCE.read_text()
+    text = store.read_text(SOURCE)
     head, tail = text.split(f'"{field}":', 1)
     stray = project / "logs" / "transform" / "v10_hw_cvt" / STRAY
     stray.write_text(head + f'"{field}":' + "9" * 5000 + tail[tail.index(","):])

@@ -15,11 +15,11 @@ from conftest import LOGS, with_sources
 
 
 def committed_runs() -> list[Path]:
-    return sorted(p for p in LOGS.glob("*/*/*.json") if p.parts[-3] != "devices")
+    return sorted(p for p in LOGS.glob("*/*/*.json.gz") if p.parts[-3] != "devices")
 
 
 def test_every_committed_record_loads():
-    paths = committed_runs() + sorted(LOGS.glob("devices/*/*.json")) + sorted(LOGS.glob("*/*/sweeps/*.json"))
+    paths = committed_runs() + sorted(LOGS.glob("devices/*/*.json.gz")) + sorted(LOGS.glob("*/*/sweeps/*.json.gz"))
     assert paths, "no committed records"
     kinds = {type(store.load(p)) for p in paths}
     assert {Run, DeviceCeilings, Sweep} <= kinds
@@ -65,7 +65,7 @@ def test_foreign_json_is_refused(tmp_path):
 
 
 def test_bad_field_is_named(tmp_path):
-    data = json.loads(committed_runs()[0].read_text())
+    data = json.loads(store.read_text(committed_runs()[0]))
     data["timing"]["median_ms"] = "fast"
     p = tmp_path / "r.json"
     p.write_text(json.dumps(data))
@@ -74,7 +74,7 @@ def test_bad_field_is_named(tmp_path):
 
 
 def test_unknown_field_is_an_error(tmp_path):
-    data = json.loads(committed_runs()[0].read_text())
+    data = json.loads(store.read_text(committed_runs()[0]))
     data["medain_ms"] = 1.0
     p = tmp_path / "r.json"
     p.write_text(json.dumps(data))
@@ -83,7 +83,7 @@ def test_unknown_field_is_an_error(tmp_path):
 
 
 def test_newer_schema_is_refused(tmp_path):
-    data = json.loads(committed_runs()[0].read_text())
+    data = json.loads(store.read_text(committed_runs()[0]))
     data["schema_version"] = 99
     p = tmp_path / "r.json"
     p.write_text(json.dumps(data))
@@ -127,7 +127,7 @@ def test_run_with_builds_round_trips(tmp_path):
 
 def test_record_without_builds_still_loads(tmp_path):
     src = committed_runs()[0]
-    data = json.loads(src.read_text())
+    data = json.loads(store.read_text(src))
     data.pop("builds", None)  # as every record written before builds were kept
     p = tmp_path / "old.json"
     p.write_text(json.dumps(data))
@@ -142,5 +142,6 @@ def test_sweeps_recorded_before_interleaving_read_as_sequential():
     from reporter import store
 
     root = Path(__file__).resolve().parents[1]
-    old = store.load(root / "logs" / "flashattn" / "v14_multicast" / "sweeps" / "20261122T051507265Z_h100_benchmark.json")
+    sweeps = root / "logs" / "flashattn" / "v14_multicast" / "sweeps"
+    old = store.load(sweeps / "20261122T051507265Z_h100_benchmark.json.gz")
     assert old.timing_order == "sequential"

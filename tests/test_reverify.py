@@ -59,7 +59,7 @@ def test_the_record_round_trips_and_says_whether_every_case_is_the_same(tmp_path
                         version="v21_staged_stores", created_utc=datetime.now(timezone.utc), device=run.device,
                         before_export="x/submission.py", before_export_sha256="0" * 64, cases=cases)
     path = store.save(rv, store.reverification_path(tmp_path, rv), logs=with_sources(tmp_path))
-    assert path == tmp_path / "flashattn" / "v21_staged_stores" / "reverify" / "20261122T000000000Z_h100.json"
+    assert path == tmp_path / "flashattn" / "v21_staged_stores" / "reverify" / "20261122T000000000Z_h100.json.gz"
     (back,) = store.reverifications(tmp_path, "flashattn")
     assert back.same and back.cases[0].after.run_id == run.run_id
     assert store.runs(tmp_path, "flashattn") == []  # a re-verification is not a run of the version

@@ -148,7 +148,7 @@ def test_same_code_command_writes_a_proof_the_report_and_export_use(project, com
     args = ["--root", str(project)]
     a, v, run = _standing("transform", "v01_naive", project)
     now = tree_files(v, project)
-    for old in (project / "logs" / "transform" / "v01_naive" / "same_code").glob("*.json"):
+    for old in (project / "logs" / "transform" / "v01_naive" / "same_code").glob("*.json.gz"):
         old.unlink()  # start from no proof
     if code_status(run.code, now).state == "current":
         pytest.skip("transform v01's figure is on the tree's code: nothing to prove")
@@ -159,7 +159,7 @@ def test_same_code_command_writes_a_proof_the_report_and_export_use(project, com
     proofs = store.same_code(project / "logs", "transform", "v01_naive")
     assert proofs and run.run_id in proofs[-1].proven_for and proofs[-1].after.files
     folder = project / "logs" / "transform" / "v01_naive" / "same_code"
-    written = {path: store.load(path) for path in folder.glob("*.json")}  # one per code the runs recorded
+    written = {path: store.load(path) for path in folder.glob("*.json.gz")}  # one per code the runs recorded
     assert written and all(b.before_code_sha256 and b.before_code_sha256 == b.after_code_sha256
                           for proof in written.values() for b in proof.builds)
     # machine code compared: nothing stands on a PTX-only proof

@@ -23,7 +23,7 @@ runner = CliRunner()
 
 
 def _record_files() -> list[Path]:
-    return sorted(p for p in LOGS.rglob("*.json") if "sources" not in p.relative_to(LOGS).parts[:1])
+    return sorted(p for p in LOGS.rglob("*.json.gz") if "sources" not in p.relative_to(LOGS).parts[:1])
 
 
 def _code_files(data: object):
@@ -43,7 +43,7 @@ def _code_files(data: object):
 def test_no_committed_record_embeds_a_source_text_and_every_text_it_names_is_stored():
     named: set[str] = set()
     for p in _record_files():
-        data = json.loads(p.read_bytes())
+        data = json.loads(store.read_text(p))
         for f in _code_files(data):
             assert set(f) == {"path", "sha256"}, f"{p}: a code file stored with {sorted(set(f) - {'path', 'sha256'})}"
             named.add(f["sha256"])
@@ -59,12 +59,12 @@ def test_a_new_record_references_its_texts_instead_of_embedding_them(tmp_path):
     """What the harness does for every run: a snapshot of the version's files (texts read from disk),
     saved. The record names the files; the texts land in the store once, whole, and read back the same."""
     v = get_assignment(ROOT / "kernels", "flashattn").version("v16")
-    run = store.load(min((LOGS / "flashattn" / v.name).glob("*_benchmark.json")))
+    run = store.load(min((LOGS / "flashattn" / v.name).glob("*_benchmark.json.gz")))
     run.code = v.snapshot(ROOT, run.code.config)
     assert all(f.text is not None for f in run.code.files)
     logs = tmp_path / "logs"
     path = store.save(run, store.run_path(logs, run), logs=logs)
-    raw = path.read_text()
+    raw = store.read_text(path)
     assert '"text"' not in raw and "__global__" not in raw and "custom_kernel" not in raw
     for f in run.code.files:
         blob = logs / "sources" / f.sha256
@@ -77,7 +77,7 @@ def test_a_new_record_references_its_texts_instead_of_embedding_them(tmp_path):
 
 
 def test_a_record_is_never_written_naming_a_text_the_store_cannot_give_back(tmp_path):
-    run = store.load(min((LOGS / "transform" / "v10_hw_cvt").glob("*.json")))
+    run = store.load(min((LOGS / "transform" / "v10_hw_cvt").glob("*.json.gz")))
     with pytest.raises(sources.SourceMissing, match="neither in memory nor in"):
         store.save(run, tmp_path / "r.json", logs=tmp_path)
     assert not (tmp_path / "r.json").exists()

@@ -197,7 +197,7 @@ def test_v17_runs_the_ring_v16s_recorded_sweeps_chose_in_both_dtypes():
     from reporter.harness.jobs import config_of
     from reporter.records import Sweep
 
-    sweeps = sorted((ROOT / "logs" / "transform" / "v16_lean_call" / "sweeps").glob("*_h100_*.json"))
+    sweeps = sorted((ROOT / "logs" / "transform" / "v16_lean_call" / "sweeps").glob("*_h100_*.json.gz"))
     chosen = {}
     for path in sweeps:
         s = store.load(path)

@@ -124,7 +124,7 @@ def test_probe_bindings_read_the_newest_run_with_probes():
 
     h = get_assignment(ROOT / "kernels", "histogram")
     hctx = binding_context(summarize(h, ROOT / "logs", "h100"))
-    runs = [store.load(p) for p in (ROOT / "logs" / "histogram" / "v07_lean_launch").glob("*.json")]
+    runs = [store.load(p) for p in (ROOT / "logs" / "histogram" / "v07_lean_launch").glob("*.json.gz")]
     newest = max((r for r in runs if r.probes and r.case_name == "benchmark"), key=lambda r: r.created_utc)
     w8 = next(p for p in newest.probes if p.name == "probe_read_w8")
     text = ledger.plain(bind("{{ v07.probe('probe_read_w8').us }} / {{ v07.probe_run().us }}", hctx, Path("w.md")))
@@ -145,7 +145,7 @@ def test_a_pinned_version_reads_the_probes_of_its_own_run():
 
     t = get_assignment(ROOT / "kernels", "transform")
     tctx = binding_context(summarize(t, ROOT / "logs", "h100"))
-    runs = sorted((store.load(p) for p in (ROOT / "logs" / "transform" / "v08_launch_plan").glob("*.json")),
+    runs = sorted((store.load(p) for p in (ROOT / "logs" / "transform" / "v08_launch_plan").glob("*.json.gz")),
                   key=lambda r: r.created_utc)
     with_probes = [r for r in runs if r.probes and r.case_name == "benchmark"]
     assert len(with_probes) >= 2, "the committed logs hold two fp32 runs of v08 with probes"

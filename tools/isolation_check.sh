@@ -30,7 +30,7 @@ python3 - "$OUT/chk" <<'PY' | tee -a "$OUT/isolation.log"
 import sys
 from pathlib import Path
 from reporter import store
-rows = sorted((store.load(p) for p in Path(sys.argv[1]).glob("transform/*/*.json")), key=lambda r: r.run_id)
+rows = sorted((store.load(p) for p in [*Path(sys.argv[1]).glob("transform/*/*.json.gz"), *Path(sys.argv[1]).glob("transform/*/*.json")]), key=lambda r: r.run_id)
 print(f"{'run':<24} {'process':<11} {'median µs':>10} {'mean µs':>9} {'n':>4}")
 for r in rows:
     how = "in-process" if "--no-isolate" in r.command else "worker"

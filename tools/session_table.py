@@ -18,8 +18,8 @@ from reporter.records import Run  # noqa: E402
 
 def main(logs: Path, since: str) -> None:
     rows = []
-    for path in sorted(logs.rglob("*.json")):
-        if path.stem[:16] < since[:16]:
+    for path in sorted({*logs.rglob("*.json"), *logs.rglob("*.json.gz")}):
+        if path.name[:16] < since[:16]:
             continue
         try:
             r = store.load(path)

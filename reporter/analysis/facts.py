@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import math
 import statistics
+from pathlib import Path
 from typing import Any
 
+from .. import store
 from ..records import DeviceCeilings, PeerResult, ProbeRecord, ProbeResult, Run, Sweep, derive
 from . import keys
 from .summary import AssignmentSummary, VersionSummary
@@ -756,7 +758,7 @@ class ProbeRecordFacts(_Facts):
 
     @property
     def path(self) -> str:
-        return f"logs/devices/{self._r.gpu}/probes/{self._r.run_id}.json"
+        return store.probe_path(Path("logs"), self._r).as_posix()
 
 
 class ProbesFacts(_Facts):

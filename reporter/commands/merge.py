@@ -20,6 +20,7 @@ def command(
     """Bring the records a device session shipped back into logs/: each source text checked against its
     name, each record loaded and its texts found, nothing already here overwritten. Merging the same
     files twice changes nothing."""
+    from .. import store
     from ..merge import MergeError, merge
 
     _, _, logs_dir = project_paths(root, logs)
@@ -36,8 +37,9 @@ def command(
             err.print(f"[bold red]refused:[/bold red] {rel}: {why}", highlight=False)
         for rel, why in out.conflicts:
             err.print(f"[yellow]conflict:[/yellow] logs/{rel}: {why}", highlight=False)
-        records = sum(1 for rel in out.added if rel.endswith(".json"))
-        console.print(f"{source}: {len(out.added)} files added ({records} JSON), {len(out.unchanged)} already here, "
+        records = sum(1 for rel in out.added if store.is_record_name(rel))
+        counted = f"{records} record{'' if records == 1 else 's'}"
+        console.print(f"{source}: {len(out.added)} files added ({counted}), {len(out.unchanged)} already here, "
                       f"{len(out.conflicts)} conflicts, {len(out.refused)} refused", highlight=False)
         failed |= not out.ok
     if failed:

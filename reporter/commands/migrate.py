@@ -18,23 +18,24 @@ def command(
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Rewrite every record under logs/ in the current layout (one line, source texts in logs/sources/,
-    per-sample arrays packed). Each file is read back and compared with the old record, field by field,
+    per-sample arrays packed, the file gzip-compressed as X.json.gz). Each file is read back and compared with the old record, field by field,
     sample by sample and text by text, before it replaces it; a second run changes nothing."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .. import packed, store
-    from ..migrate import is_record, migrate, record_files
+    from ..migrate import is_current, is_record, migrate, probe_attachments, record_files
 
     _, _, logs_dir = project_paths(root, logs)
     files = record_files(logs_dir)
     if check:
         stale, broken = [], 0
-        records = [p for p in files if is_record(p)]
+        attached = probe_attachments(files)
+        records = [p for p in files if p not in attached and is_record(p)]
         for p in records:
             try:
                 record = store.load(p)
                 packed.decode_all(record)
-                if p.read_bytes() != store.dumps(record).encode("utf-8"):
+                if not is_current(p, record):
                     stale.append(p)
             except (store.RecordError, packed.PackedArrayError) as e:
                 err.print(f"[yellow]warning:[/yellow] {e}", highlight=False)
@@ -52,7 +53,8 @@ def command(
         err.print(f"[bold red]not migrated:[/bold red] {why}", highlight=False)
     mb = 1e6
     for p in out.not_records:
-        console.print(f"left as it is (JSON, but no record): {p.relative_to(logs_dir)}", style="dim", highlight=False)
+        console.print(f"left as it is (no record, or a probe's attachment): {p.relative_to(logs_dir)}",
+                      style="dim", highlight=False)
     console.print(f"{len(out.rewritten)} records rewritten, {len(out.current)} already current, "
                   f"{len(out.failed)} failed; {len(out.blobs)} source texts stored in "
                   f"{logs_dir / 'sources'}; the records took {out.bytes_before / mb:.1f} MB and now take "

@@ -2,7 +2,7 @@
 
 A probe script (``tools/*_probe.py``) asks one question of the card or the harness and answers it
 with its own JSON. This module turns that answer into a record beside the others, under
-``logs/devices/<gpu>/probes/<utc-time>_<name>.json``: the device block, the GPU's state before and
+``logs/devices/<gpu>/probes/<utc-time>_<name>.json.gz``: the device block, the GPU's state before and
 after, the command, the script's source closure and the commit, so that a worklog can cite (and
 bind) a probe as it cites a run::
 

@@ -33,7 +33,7 @@ def _profile(r: Run, repo_root: Path, a: Assignment, v: Version, opts: RunOption
     from .profile import KEPT_SUFFIX, ProfileOptions, profile_into_run
 
     path = store.run_path(opts.logs, r) if opts.write and opts.logs is not None else None
-    keep = path.with_name(path.stem + KEPT_SUFFIX) if path is not None else None
+    keep = path.with_name(store.stem(path) + KEPT_SUFFIX) if path is not None else None
     profile_into_run(r, repo_root, a, v, events=events, progress=progress,
                      options=ProfileOptions(timeout_s=opts.profile_timeout_s, keep_report=keep))
     events.profiled(r)
