@@ -215,18 +215,29 @@ def decode_all(model: Any) -> int:
     decodes nothing."""
     from pydantic import BaseModel
 
+    return _decode_all(model, BaseModel)
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _decode_all(x: Any, base_model: type) -> int:
+    if type(x) in _SCALARS:  # most of what a record holds: nothing to decode, nothing below
+        return 0
+    if isinstance(x, FloatArray):
+        return len(x)
     count = 0
-    if isinstance(model, FloatArray):
-        return len(model)
-    if isinstance(model, BaseModel):
-        for name in type(model).model_fields:
-            count += decode_all(getattr(model, name))
-    elif isinstance(model, list | tuple):
-        for x in model:
-            count += decode_all(x)
-    elif isinstance(model, dict):
-        for x in model.values():
-            count += decode_all(x)
+    if isinstance(x, base_model):
+        for name in type(x).model_fields:
+            count += _decode_all(getattr(x, name), base_model)
+    elif isinstance(x, list | tuple):
+        for y in x:
+            if type(y) not in _SCALARS:
+                count += _decode_all(y, base_model)
+    elif isinstance(x, dict):
+        for y in x.values():
+            if type(y) not in _SCALARS:
+                count += _decode_all(y, base_model)
     return count
 
 

@@ -59,10 +59,12 @@ def schema_1_text(record: store.AnyStored, logs: Path) -> str:
 
 
 def test_every_committed_record_is_in_the_current_layout():
+    """`migrate --check` reads every record, decodes every packed array and compares each file with the
+    current layout's text of its record (which names the current schema version)."""
     r = runner.invoke(app, ["migrate", "--check", "--root", str(ROOT)])
     assert r.exit_code == 0, r.output
-    for p in _records():
-        assert store.load(p).schema_version == SCHEMA_VERSION, p
+    n = len(_records())
+    assert f"{n} of {n} records in the current layout" in " ".join(r.stdout.split())
 
 
 def test_migrating_a_schema_1_record_gives_the_committed_file_and_the_same_record(tmp_path):

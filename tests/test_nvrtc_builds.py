@@ -8,8 +8,13 @@ through their includes) is built with its own defaults; with those defaults give
 as the harness gives a configuration (a header included before a source's ``#define STAGES 2`` sees
 ``-DSTAGES=2``: transform v12's ring template named a parameter STAGES and failed only that way, on
 the GPU); and with every CONFIG and SWEEP entry whose keys are macros of that source (the flashattn
-versions pass their configs as defines). A CONFIG build must also be free of ptxas's C7512 advisory
-(a serialised wgmma pipeline)."""
+versions pass their configs as defines). A CONFIG is built whole, ptxas included, and must also be free
+of ptxas's C7512 advisory (a serialised wgmma pipeline); a SWEEP entry goes through the front end, where
+every failure a setting's value has caused so far was (a template parameter named like a setting, a
+static_assert, an #if): ptxas takes about half of a whole build, 128 sweep points of them, and a
+point that ptxas refuses on the GPU is a failed point of the recorded sweep, not a lost session. The
+versions whose sweep points must also be free of spills build them whole in their own tests
+(tests/test_matmul_cpu.py, tests/test_flashattn_cpu.py)."""
 
 from __future__ import annotations
 
@@ -59,8 +64,11 @@ def _builds() -> list:
                 configs = ([config] if config else []) + [c for c in getattr(mod, "SWEEP", []) if c != config]
                 for i, cfg in enumerate(configs):
                     if cfg and set(cfg) <= macros:
-                        tag = "config" if i == 0 and config else "sweep-" + "-".join(f"{k}{val}" for k, val in cfg.items())
-                        out.append(pytest.param(src, dict(cfg), i == 0 and bool(config), False,
+                        is_config = i == 0 and bool(config)
+                        tag = "config" if is_config else "sweep-" + "-".join(f"{k}{val}" for k, val in cfg.items())
+                        # a sweep point through the front end (what a setting's value can break: a template
+                        # argument, a static_assert, an #if); the whole build, ptxas included, for the CONFIG
+                        out.append(pytest.param(src, dict(cfg), is_config, not is_config,
                                                 id=f"{a.name}-{v.short}-{tag}"))
     return out
 
