@@ -55,9 +55,12 @@ demo: install
 # the suite on every core (pytest-xdist), then alone the few tests whose check is a wall time (marker `timed`),
 # which a test on the other core would slow down; plain `pytest` runs everything in one process.
 # --dist worksteal: a worker that runs out of tests takes half of what the other has left (xdist's default
-# hands out tests in chunks, and the one that drew the long tests of the end ran on for 20 s alone)
+# hands out tests in chunks, and the one that drew the long tests of the end ran on for 20 s alone).
+# One worker more than the cores: a worker waiting for another's shared build (a report, a compile) or for
+# a child process leaves its core to the extra one.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n auto --dist worksteal -m "not gpu and not timed"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not gpu and not timed"
 	$(BIN)/python -m pytest -m timed
 
 # on a GPU machine with the package installed: every version checked on the small cases

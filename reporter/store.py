@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import glob
 import gzip
 import json
 import math
@@ -145,7 +146,7 @@ def record_bytes(raw: bytes, path: Path) -> bytes:
     """The JSON bytes of a record file's content: ``raw`` itself for a plain ``.json`` file, else the
     gzip stream inflated (at most :data:`MAX_RECORD_BYTES`). :class:`RecordError` naming the file
     for a stream that is not gzip, is cut short, or inflates past the limit."""
-    if not Path(path).name.endswith(".gz"):
+    if not os.fspath(path).endswith(".gz"):
         return raw
     d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     try:
@@ -292,7 +293,7 @@ def load(path: Path) -> AnyStored:
     """The record in the file at ``path``; :class:`RecordError` naming the file (and the field) for
     anything else. Only a regular file is opened: a named pipe (which would block the reader until
     something wrote to it), a folder or a device is refused from its ``stat`` alone."""
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     return loads(read_text(path), path)
 
 
@@ -542,13 +543,16 @@ def _records(folder: Path, pattern: str, legacy: LegacyCaseKeys | None = None, *
     assignment is not it or whose version is not the folder ``version_depth`` levels above the file."""
     if not _folders_readable(folder, pattern):
         return
-    found = sorted({*folder.glob(pattern), *folder.glob(pattern + ".gz")})  # pattern names the plain form
-    both = {p.parent / stem(p) for p in found if p.name.endswith(SUFFIX)}
+    # pattern names the plain form; glob's strings, not Path.glob: a listing reads hundreds of names
+    base = os.path.join(glob.escape(str(folder)), pattern)
+    found = sorted({*glob.glob(base), *glob.glob(base + ".gz")})
+    both = {name[:-len(SUFFIX)] for name in found if name.endswith(SUFFIX)}
     paths = []
-    for p in found:
-        if p.name.startswith("."):
+    for name in found:
+        p = Path(name)
+        if p.name.startswith("."):  # glob leaves these out already; a pattern that names one would not
             continue
-        if p.name.endswith(PLAIN_SUFFIX) and p.parent / stem(p) in both:
+        if name.endswith(PLAIN_SUFFIX) and name[:-len(PLAIN_SUFFIX)] in both:
             _skip(f"{p}: the same record's name as {stem(p)}{SUFFIX} beside it; left out (remove one of the two: "
                   "`report migrate` leaves only the compressed one)")
             continue
