@@ -92,3 +92,42 @@ def tiled_kernel(source: Path, kernel: str, pick: Callable[[int, int, int], Mapp
         return out
 
     return run
+
+
+def lean_tiled_kernel(source: Path, kernel: str, pick: Callable[[int, int, int], Mapping[str, Any]]
+                      ) -> Callable[[Data], torch.Tensor]:
+    """:func:`tiled_kernel` with the launch packed once per shape and device (``reporter.cuda.LaunchPlan``):
+    a call checks its inputs' types with a few attribute reads (the full check, and its error, on
+    anything unexpected), allocates the output, writes the three pointers into the packed
+    parameters and launches on the current stream: one driver call, where a plain call converts
+    every argument again."""
+    plans: dict[tuple[Any, ...], Any] = {}
+
+    def plan_for(w: torch.Tensor, h: torch.Tensor, key: tuple[Any, ...]) -> Any:
+        w, h, d_ws, d_qkv, d_model = check_inputs((w, h))
+        cfg = pick(d_ws, d_qkv, d_model)
+        mod = load_module(source, defines=defines(cfg), device_index=key[0])
+        threads = (cfg["BM"] // cfg["TM"]) * (cfg["BN"] // cfg["TN"])
+        grid = (-(-d_qkv // cfg["BN"]), -(-d_ws // cfg["BM"]))
+        plans[key] = mod.kernel(kernel).plan(grid, (threads,), None, None, None, np.int32(d_ws), np.int32(d_qkv),
+                                             np.int32(d_model))
+        return plans[key]
+
+    def run(data: Data) -> torch.Tensor:
+        w, h = data
+        if not (w.dtype is torch.float32 and h.dtype is torch.float32 and w.is_cuda and w.is_contiguous()
+                and h.is_contiguous() and w.data_ptr() % 16 == 0 and h.data_ptr() % 16 == 0):
+            check_inputs(data)  # raises, naming what is wrong
+        device = h.device.index or 0
+        key = (device, tuple(w.shape), tuple(h.shape))
+        plan = plans.get(key) or plan_for(w, h, key)
+        out = torch.empty((h.shape[0], w.shape[0]), device=h.device, dtype=torch.float32)
+        if out.numel() == 0:
+            return out
+        plan.set_pointer(0, w.data_ptr())
+        plan.set_pointer(1, h.data_ptr())
+        plan.set_pointer(2, out.data_ptr())
+        plan.launch(torch.cuda.current_stream(device).cuda_stream)
+        return out
+
+    return run
