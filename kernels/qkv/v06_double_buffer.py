@@ -21,8 +21,11 @@ import qkv_host as host
 
 SOURCE = Path(__file__).with_suffix(".cu")
 THIN = {"BM": 64, "BN": 96, "BK": 16, "TM": 4, "TN": 4}  # layer 0 in two 16-deep slices (61 registers, no spill)
-CONFIG = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8}
-SWEEP = [CONFIG] + [{"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn} for bm, bn, bk, tm, tn in (
+# the recorded sweep's fastest on layer 1, measurably ahead of the other six: 128 x 96 tiles, 8 x 4 a thread
+# (24 x 16 = 384 CTAs of 384 threads), 16-deep slices
+CONFIG = {"BM": 128, "BN": 96, "BK": 16, "TM": 8, "TN": 4}
+_FIRST = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8}  # v04's layer-1 tile, the sweep's first
+SWEEP = [_FIRST] + [{"BM": bm, "BN": bn, "BK": bk, "TM": tm, "TN": tn} for bm, bn, bk, tm, tn in (
     (128, 128, 8, 8, 8), (64, 128, 16, 4, 8), (128, 64, 16, 8, 4), (96, 128, 16, 4, 8), (64, 64, 16, 4, 4),
     (128, 96, 16, 8, 4))]
 
