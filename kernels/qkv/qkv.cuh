@@ -65,3 +65,26 @@ __device__ __forceinline__ void qkv_block_sums(const float* __restrict__ w, cons
             for (int j = 0; j < MW; ++j) acc[i][j] = qkv_dot4(hv[i], wv[j], acc[i][j]);
     }
 }
+
+// The work items of the blocked versions (v02 on): M_H x M_W blocks of h_qkv numbered row group by row
+// group; qkv_block_origin gives an item's first row and column.
+__device__ __forceinline__ int qkv_col_groups(int d_qkv, int mw) { return (d_qkv + mw - 1) / mw; }
+__device__ __forceinline__ int qkv_block_items(int d_ws, int d_qkv, int mh, int mw)
+{
+    return ((d_ws + mh - 1) / mh) * qkv_col_groups(d_qkv, mw);
+}
+__device__ __forceinline__ void qkv_block_origin(int item, int col_groups, int mh, int mw, int& i_ws, int& i_qkv)
+{
+    const int rg = item / col_groups;
+    i_ws = rg * mh;
+    i_qkv = (item - rg * col_groups) * mw;
+}
+
+template <int R, int C>
+__device__ __forceinline__ void qkv_zero(float (&acc)[R][C])
+{
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+#pragma unroll
+        for (int j = 0; j < C; ++j) acc[i][j] = 0.0f;
+}

@@ -26,11 +26,11 @@ extern "C" __global__ void __launch_bounds__(32 * WARPS)
 qkv_thread_block(const float* __restrict__ w, const float* __restrict__ h, float* __restrict__ out, int d_ws,
                  int d_qkv, int d_model)
 {
-    const int col_groups = (d_qkv + M_W - 1) / M_W;
-    const int items = ((d_ws + M_H - 1) / M_H) * col_groups;
+    const int col_groups = qkv_col_groups(d_qkv, M_W);
+    const int items = qkv_block_items(d_ws, d_qkv, M_H, M_W);
     for (int item = qkv_thread(); item < items; item += qkv_threads()) {
-        const int rg = item / col_groups;
-        const int i_ws = rg * M_H, i_qkv = (item - rg * col_groups) * M_W;
+        int i_ws, i_qkv;
+        qkv_block_origin(item, col_groups, M_H, M_W, i_ws, i_qkv);
         float acc[M_H][M_W];
         qkv_block_sums<M_H, M_W>(w, h, i_ws, i_qkv, d_ws, d_qkv, d_model, 0, 1, acc);
 #pragma unroll

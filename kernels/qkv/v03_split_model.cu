@@ -39,16 +39,16 @@ qkv_split_model(const float* __restrict__ w, const float* __restrict__ h, float*
 {
     static_assert(32 % M_D == 0, "M_D must divide the warp");
     __shared__ float partials[PARTIALS_SMEM];
-    const int col_groups = (d_qkv + M_W - 1) / M_W;
-    const int items = ((d_ws + M_H - 1) / M_H) * col_groups;
+    const int col_groups = qkv_col_groups(d_qkv, M_W);
+    const int items = qkv_block_items(d_ws, d_qkv, M_H, M_W);
     const int lane = threadIdx.x % 32, sub = lane / M_D, part = lane % M_D;
     const int per_warp = 32 / M_D;
     const int warp = qkv_thread() / 32, warps = qkv_threads() / 32;
     for (int first = warp * per_warp; first < items; first += warps * per_warp) {
         const int item = min(first + sub, items - 1);
         const bool live = first + sub < items;
-        const int rg = item / col_groups;
-        const int i_ws = rg * M_H, i_qkv = (item - rg * col_groups) * M_W;
+        int i_ws, i_qkv;
+        qkv_block_origin(item, col_groups, M_H, M_W, i_ws, i_qkv);
         float acc[M_H][M_W];
         qkv_block_sums<M_H, M_W>(w, h, i_ws, i_qkv, d_ws, d_qkv, d_model, part, M_D, acc);
 #if REDUCE == 0

@@ -15,10 +15,7 @@ qkv_double_buffer(const float* __restrict__ w, const float* __restrict__ h, floa
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const int tx = threadIdx.x % (BN / TN), ty = threadIdx.x / (BN / TN);
     float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    qkv_zero(acc);
     float4 ra[QKV_QUADS_PER_THREAD(BM)], rb[QKV_QUADS_PER_THREAD(BN)];
     qkv_fetch_slice<BM>(h, m0, d_ws, 0, d_model, ra);
     qkv_fetch_slice<BN>(w, n0, d_qkv, 0, d_model, rb);
