@@ -27,7 +27,7 @@ WHEELS = pydantic==2.14.3 pydantic-core==2.50.4 annotated-types==0.7.0 typing-ex
 
 TEST_WHEELS = pytest==9.2.0 pluggy==1.6.0 iniconfig==2.3.0 packaging==25.0
 
-.PHONY: demo test install gpu-test wheelhouse clean
+.PHONY: demo test fuzz install gpu-test wheelhouse clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,10 @@ test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -m timed
 
 # on a GPU machine with the package installed: every version checked on the small cases
+# the property-based tests at 5,000 examples per target (CI runs them at 60-150): minutes, not seconds
+fuzz: $(VENV)/.installed-test
+	FUZZ_EXAMPLES=5000 $(BIN)/python -m pytest -q tests/test_fuzz.py
+
 gpu-test:
 	$(PYTHON) -m pytest -m gpu -q
 

@@ -1,11 +1,14 @@
 """Property-based tests (issue 16, part 5): arbitrary input to the record loader, the worklog
 binder and the CLI's numeric options gives a valid object or our own clear error, never a
-traceback. Sized to take seconds, not minutes, in CI."""
+traceback. Sized to take seconds, not minutes, in CI; ``FUZZ_EXAMPLES=5000`` (``make fuzz``) runs
+every target on that many examples."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
+import os
 import tempfile
 from pathlib import Path
 
@@ -23,9 +26,11 @@ from reporter.cli import app
 from reporter.records import Run
 from reporter.render.worklog import WorklogError, bind
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "0"))  # 0: each target's own CI size
+FAST = settings(max_examples=EXAMPLES or 150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 SOURCE = min((ROOT / "logs" / "transform" / "v10_hw_cvt").glob("*_h100_test_tiny.json.gz"))
 REAL = json.loads(store.read_text(SOURCE))
+REAL_TEXT = store.read_text(SOURCE).encode()
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
@@ -34,9 +39,9 @@ json_values = st.recursive(
 )
 
 
-def _load_bytes(data: bytes) -> object:
+def _load_bytes(data: bytes, name: str = "r.json") -> object:
     with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "r.json"
+        p = Path(d) / name
         p.write_bytes(data)
         try:
             return store.load(p)
@@ -55,6 +60,16 @@ def test_any_bytes_load_as_a_record_or_our_error(data):
 @given(json_values)
 def test_any_json_loads_as_a_record_or_our_error(value):
     _load_bytes(json.dumps(value).encode())
+
+
+@FAST
+@given(st.one_of(st.binary(max_size=600), st.binary(max_size=600).map(lambda b: gzip.compress(b, mtime=0)),
+                 json_values.map(lambda v: gzip.compress(json.dumps(v).encode(), mtime=0)[:-3]),
+                 st.binary(max_size=300).map(lambda b: gzip.compress(REAL_TEXT[: len(b)] + b, mtime=0))))
+def test_any_bytes_under_a_compressed_name_load_or_give_our_error(data):
+    """What a ``.json.gz`` file may hold: any bytes, gzip of any bytes or of JSON cut short, gzip of
+    a real record cut and continued with noise."""
+    _load_bytes(data, "r.json.gz")
 
 
 @FAST
@@ -129,7 +144,7 @@ def test_any_plain_text_binds_or_names_its_line(ctx, text):
 runner = CliRunner()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=EXAMPLES or 60, deadline=None)
 @given(st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), st.text(max_size=12)))
 def test_any_value_of_a_numeric_option_is_parsed_or_refused_in_one_line(value):
     """`--min-effect VALUE` on an assignment that does not exist: the option is refused (exit 2,
