@@ -405,6 +405,12 @@ def _loads(raw: str, path: Path) -> AnyStored:
 _SLACK = 1e-9
 
 
+# a run's work rate as a share of the ceiling measured on its GPU (copy bandwidth, cuBLAS's matmul rate):
+# a kernel may pass the measured ceiling (cuBLAS leaves part of the peak unused), but the datasheet peaks of
+# the cards we record sit well under twice it, so a record above this describes no measurement
+MAX_SHARE_OF_CEILING = 2.0
+
+
 def check_sense(record: AnyStored, path: Path) -> None:
     """Refuse (:class:`RecordError`, naming the file and the field) a record that validates but cannot
     be true: of a run, its timing's, each peer's and each probe's (:func:`timing_nonsense`). The
@@ -413,6 +419,13 @@ def check_sense(record: AnyStored, path: Path) -> None:
     report as -8,796 TFLOP/s or 236 % of a ceiling."""
     if not isinstance(record, Run):
         return
+    for where, derived in (("derived", record.derived), *((f"peers.{i}.derived", p.derived)
+                                                          for i, p in enumerate(record.peers))):
+        share = derived.fraction_of_ceiling if derived is not None else None
+        if share is not None and share > MAX_SHARE_OF_CEILING:
+            raise RecordError(f"{path}: field '{where}.fraction_of_ceiling' is {share:.3g}: {share:.1f} times the "
+                              f"{derived.ceiling} ceiling measured on its GPU, which no kernel reaches (more than "
+                              f"{MAX_SHARE_OF_CEILING:g} times is refused): not a measurement")
     for i, timing in enumerate(_timings(record)):
         if timing is None:
             continue
@@ -649,6 +662,18 @@ def runs(logs: Path, assignment: str, version: str | None = None, *,
     out = [s.record for s in _records(base, pattern, legacy, assignment=assignment) if isinstance(s.record, Run)
            and (case is None or s.record.case_name == case)]
     return sorted(out, key=lambda r: r.created_utc)
+
+
+def recorded_cases(logs: Path, assignment: str) -> list[str]:
+    """The cases an assignment's runs were made on, from their files' names alone (a run's file is
+    ``<utc>_<gpu>_<case>.json.gz``): what a command checks a --case against before it reads records."""
+    names = glob.glob(os.path.join(glob.escape(str(Path(logs) / assignment)), "*", "*.json*"))
+    out = set()
+    for name in names:
+        parts = stem(Path(name)).split("_", 2)
+        if len(parts) == 3 and is_record_name(name):
+            out.add(parts[2])
+    return sorted(out)
 
 
 def sweeps(logs: Path, assignment: str, version: str | None = None, *,

@@ -388,15 +388,7 @@ def test_a_bad_build_option_is_refused_before_the_worklog_is_bound_and_writes_no
     assert not out.exists()
 
 
-_WORKERS_FIRST = pytest.mark.xfail(strict=True, reason=(
-    "reporter.render.report.build starts the PDF workers (WeasyPrint child processes) and reads every record of "
-    "the assignment before summarize() checks --case and --only: `report build flashattn --only v99` (or "
-    "--case nosuch) refuses in one line, but only after that work (1-2 s on 2 cores), unlike --out"))
-
-
-@pytest.mark.parametrize("option,said", [pytest.param(*BAD_OPTIONS[0], marks=_WORKERS_FIRST),
-                                         pytest.param(*BAD_OPTIONS[1], marks=_WORKERS_FIRST), BAD_OPTIONS[2]],
-                         ids=["case", "only", "out"])
+@pytest.mark.parametrize("option,said", BAD_OPTIONS, ids=["case", "only", "out"])
 def test_a_bad_build_option_is_refused_before_any_work_is_done(tmp_path, monkeypatch, option, said):
     result, out = _build_bad_option(tmp_path, monkeypatch, option)
     assert result.exit_code == 2 and _flat(result).startswith(said.replace("OUT", str(out))), result.output
@@ -434,17 +426,11 @@ def _build_stopped(tmp_path: Path, sig: int) -> Path:
     return tmpdir
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "nothing handles SIGTERM during `report build` (no signal handler in reporter/): the process dies at once and "
-    "its book's tempfile.TemporaryDirectory('report-book-*') stays in $TMPDIR (the PDF workers end on their own)"))
 def test_a_build_stopped_with_sigterm_leaves_no_book_folder(tmp_path):
     tmpdir = _build_stopped(tmp_path, signal.SIGTERM)
     assert not list(tmpdir.glob("report-book-*"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a build killed with SIGKILL leaves its report-book-* folder in $TMPDIR, and no later build removes it "
-    "(nothing sweeps stale book folders)"))
 def test_a_build_killed_with_sigkill_leaves_no_book_folder_once_the_next_build_ran(tmp_path, monkeypatch):
     """SIGKILL cannot be caught: what it leaves must go with the next build (the same $TMPDIR and cache)."""
     tmpdir = _build_stopped(tmp_path, signal.SIGKILL)
@@ -535,10 +521,6 @@ def _faster(factor: float):
     return edit
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reporter.store.check_sense checks a timing against its own samples only, never a run's work rate against the "
-    "device's ceiling: transform v10's run with every time divided by 4 (385 % of the copy ceiling, its mean "
-    "0.094 ms under the 0.36 ms floor) loads and is listed without a warning"))
 def test_a_run_faster_than_the_roof_is_left_out(tmp_path):
     for name in ("transform/v10_hw_cvt", "devices"):
         shutil.copytree(ROOT / "logs" / name, tmp_path / "logs" / name)

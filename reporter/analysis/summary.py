@@ -217,6 +217,30 @@ class AssignmentSummary:
         return None
 
 
+def chosen_versions(a: Assignment, only: list[str]) -> list[str]:
+    """The full names of the versions ``only`` names (full names or short handles); SummaryError
+    naming --only for one the assignment does not have."""
+    wanted = []
+    for handle in only:
+        try:
+            wanted.append(a.version(handle).name)
+        except AssignmentError as e:
+            raise SummaryError(f"--only: {e}") from e
+    return wanted
+
+
+def check_options(a: Assignment, logs: Path, case: str | None, only: list[str] | None) -> None:
+    """--case and --only checked before any work (a report's PDF workers, its records read): a version
+    the assignment does not have, a case no record file is named after (``<utc>_<gpu>_<case>.json.gz``,
+    as every run is named). :func:`summarize` checks the same against the records it reads."""
+    if only:
+        chosen_versions(a, only)
+    if case is not None:
+        recorded = store.recorded_cases(logs, a.name)
+        if case not in recorded:
+            raise SummaryError(f"--case: no records of case '{case}' for {a.name} (recorded: {', '.join(recorded)})")
+
+
 def summarize(a: Assignment, logs: Path, gpu: str | None = None, *, case: str | None = None,
               only: list[str] | None = None, cache: Path | None = None) -> AssignmentSummary:
     """The records of one assignment on one GPU (default: that of the newest run on the case),
@@ -232,12 +256,7 @@ def summarize(a: Assignment, logs: Path, gpu: str | None = None, *, case: str | 
         raise SummaryError(f"--case: no records of case '{case}' for {a.name} (recorded: {', '.join(recorded)})")
     chosen = a.versions()
     if only:
-        wanted = []
-        for handle in only:
-            try:
-                wanted.append(a.version(handle).name)
-            except AssignmentError as e:
-                raise SummaryError(f"--only: {e}") from e
+        wanted = chosen_versions(a, only)
         chosen = [v for v in chosen if v.name in wanted]
     bench_runs = [r for r in all_runs if r.case_name == case] or all_runs
     gpu = gpu or max(bench_runs, key=lambda r: r.created_utc).device.slug

@@ -3,6 +3,8 @@ assignment or all of them (with an index). No GPU needed."""
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -47,6 +49,19 @@ def _out_problem(out: Path) -> str | None:
     return None
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _stop_on_sigterm_as_on_ctrl_c() -> None:
+    """SIGTERM (a `kill`, a job runner's time limit) ends a build the way Ctrl-C does: the interrupt
+    unwinds the build, so its temporary book folder and its PDF workers go with it and the outputs are
+    left as they were; by default SIGTERM ends the process where it stands. (SIGKILL cannot be caught:
+    the next build removes the folders such a build left, reporter.render.book.remove_stale_folders.)"""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupted)
+
+
 def command(
     assignment: Annotated[str | None, typer.Argument(help="folder name under kernels/, e.g. flashattn")] = None,
     all_: Annotated[bool, typer.Option("--all", help="every assignment with a worklog.md and records, and an "
@@ -70,6 +85,7 @@ def command(
 ) -> None:
     """Build the hand-in report (HTML and PDF) from the records and worklog.md. No GPU needed."""
     t0 = time.perf_counter()
+    _stop_on_sigterm_as_on_ctrl_c()
     if html_only and pdf_only:
         fail("--html-only and --pdf-only: choose one")
     write_pdf, write_html = (pdf and not html_only), not pdf_only

@@ -21,6 +21,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -217,13 +219,37 @@ class _Pool:
             self._start()
 
 
+FOLDER_PREFIX = "report-book-"  # then the building process's id and a unique tail
+
+
+def remove_stale_folders(tmp: Path | None = None) -> list[Path]:
+    """Remove the book folders of builds whose process is gone (killed with SIGKILL, which nothing can
+    catch: the folder's own cleanup never ran), in ``tmp`` (default the system's temporary folder).
+    Only folders named ``report-book-<pid>-...`` whose process no longer exists are touched."""
+    removed = []
+    root = Path(tmp or tempfile.gettempdir())
+    for p in root.glob(f"{FOLDER_PREFIX}*-*"):
+        pid = p.name[len(FOLDER_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or not p.is_dir() or p.is_symlink():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+        except (PermissionError, OverflowError, ValueError):
+            continue  # a process of another user's, or no process id at all: not ours to judge
+    return removed
+
+
 class Book:
     """Parts given as they are ready (:meth:`add`: laid out at once on a free worker, or taken from
     the cache), then the contents and the binding (:meth:`finish`). ``workers``: those started
     already; up to ``most`` are used, the others started when parts wait for them."""
 
     def __init__(self, workers: list[Worker], cache: PartCache, base_url: Path, most: int = 2) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="report-book-")
+        remove_stale_folders()
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
         self.cache = cache
         self.pool = _Pool(workers, cache, Path(self._tmp.name), base_url, max(most, len(workers)))
         self.parts: list[Part] = []

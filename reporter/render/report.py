@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..analysis.facts import binding_context
-from ..analysis.summary import summarize
+from ..analysis.summary import check_options, summarize
 from ..assignments import Assignment
 from ..outputs import check_target, place, stage
 from ..records import gpu_slug
@@ -110,6 +110,7 @@ def build(a: Assignment, repo_root: Path, logs: Path, out_dir: Path, *, gpu: str
     for path, wanted in ((html_path, html), (pdf_path, pdf)):
         if wanted:
             check_target(path)
+    check_options(a, logs, case, only)  # before the PDF workers start and the records are read
     own = workers is None and pdf
     cache = cache_dir(repo_root)
     built_before = PartCache(cache).labels(str(out_dir / "worklog.pdf")) is not None
