@@ -54,91 +54,6 @@ __device__ __forceinline__ void qkv_load_slice(const float* __restrict__ m, int 
     }
 }
 
-__device__ __forceinline__ void qkv_tile(const float* __restrict__ w, const float* __restrict__ h, float* __restrict__ out,
-                                         int d_ws, int d_qkv, int d_model)
-{
-    __shared__ __align__(16) float sA[BK][BM + PAD];
-    __shared__ __align__(16) float sB[BK][BN + PAD];
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int tx = threadIdx.x % (BN / TN), ty = threadIdx.x / (BN / TN);
-    float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-    for (int k0 = 0; k0 < d_model; k0 += BK) {
-        qkv_load_slice<BM>(h, m0, d_ws, k0, d_model, sA);
-        qkv_load_slice<BN>(w, n0, d_qkv, k0, d_model, sB);
-        __syncthreads();
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            float a[TM], b[TN];
-#pragma unroll
-            for (int i = 0; i < TM; i += 4) *reinterpret_cast<float4*>(a + i) = *reinterpret_cast<const float4*>(&sA[k][ty * TM + i]);
-#pragma unroll
-            for (int j = 0; j < TN; j += 4) *reinterpret_cast<float4*>(b + j) = *reinterpret_cast<const float4*>(&sB[k][tx * TN + j]);
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-        }
-        __syncthreads();
-    }
-#pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int row = m0 + ty * TM + i;
-        if (row >= d_ws) break;
-#pragma unroll
-        for (int j = 0; j < TN; j += 4) {
-            const int col = n0 + tx * TN + j;
-            float* p = out + qkv_at(row, col, d_qkv);
-            if (col + 3 < d_qkv && (d_qkv % 4) == 0) {
-                *reinterpret_cast<float4*>(p) = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
-            } else {
-#pragma unroll
-                for (int c = 0; c < 4; ++c)
-                    if (col + c < d_qkv) p[c] = acc[i][j + c];
-            }
-        }
-    }
-}
-
-// qkv_load_slice in two halves, for a loop that keeps the next slice's loads in flight during the
-// current slice's multiply-adds: qkv_fetch_slice reads this thread's quads of a ROWS x BK slice into
-// registers (zeros past the matrix), qkv_put_slice stores them transposed as qkv_load_slice does.
-#define QKV_SLICE_QUADS(ROWS) ((ROWS) * BK / 4)
-#define QKV_QUADS_PER_THREAD(ROWS) ((QKV_SLICE_QUADS(ROWS) + THREADS - 1) / THREADS)
-
-template <int ROWS>
-__device__ __forceinline__ void qkv_fetch_slice(const float* __restrict__ m, int row0, int rows, int k0, int d_model,
-                                                float4 (&r)[QKV_QUADS_PER_THREAD(ROWS)])
-{
-#pragma unroll
-    for (int i = 0; i < QKV_QUADS_PER_THREAD(ROWS); ++i) {
-        const int f = threadIdx.x + i * THREADS;
-        const int row = row0 + f / (BK / 4), k = k0 + 4 * (f % (BK / 4));
-        r[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (f < QKV_SLICE_QUADS(ROWS) && row < rows && k < d_model)
-            r[i] = *reinterpret_cast<const float4*>(m + qkv_at(row, k, d_model));
-    }
-}
-
-template <int ROWS>
-__device__ __forceinline__ void qkv_put_slice(const float4 (&r)[QKV_QUADS_PER_THREAD(ROWS)], float (*s)[ROWS + PAD])
-{
-#pragma unroll
-    for (int i = 0; i < QKV_QUADS_PER_THREAD(ROWS); ++i) {
-        const int f = threadIdx.x + i * THREADS;
-        if (f < QKV_SLICE_QUADS(ROWS)) {
-            const int row = f / (BK / 4), q = f % (BK / 4);
-            s[4 * q + 0][row] = r[i].x;
-            s[4 * q + 1][row] = r[i].y;
-            s[4 * q + 2][row] = r[i].z;
-            s[4 * q + 3][row] = r[i].w;
-        }
-    }
-}
-
 // a thread's TM x TN multiply-adds over one slice held in shared memory
 __device__ __forceinline__ void qkv_slice_fma(const float (*sA)[BM + PAD], const float (*sB)[BN + PAD], int ty, int tx,
                                               float (&acc)[TM][TN])
@@ -176,6 +91,74 @@ __device__ __forceinline__ void qkv_store_block(float* __restrict__ out, int m0,
                 for (int c = 0; c < 4; ++c)
                     if (col + c < d_qkv) p[c] = acc[i][j + c];
             }
+        }
+    }
+}
+
+__device__ __forceinline__ void qkv_tile(const float* __restrict__ w, const float* __restrict__ h, float* __restrict__ out,
+                                         int d_ws, int d_qkv, int d_model)
+{
+    __shared__ __align__(16) float sA[BK][BM + PAD];
+    __shared__ __align__(16) float sB[BK][BN + PAD];
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int tx = threadIdx.x % (BN / TN), ty = threadIdx.x / (BN / TN);
+    float acc[TM][TN];
+    qkv_zero(acc);
+    for (int k0 = 0; k0 < d_model; k0 += BK) {
+        qkv_load_slice<BM>(h, m0, d_ws, k0, d_model, sA);
+        qkv_load_slice<BN>(w, n0, d_qkv, k0, d_model, sB);
+        __syncthreads();
+        // qkv_slice_fma's loop written out: through that function's pointer parameters ptxas makes other
+        // machine code of it, and v04's and v05's recorded figures are of this code
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            float a[TM], b[TN];
+#pragma unroll
+            for (int i = 0; i < TM; i += 4) *reinterpret_cast<float4*>(a + i) = *reinterpret_cast<const float4*>(&sA[k][ty * TM + i]);
+#pragma unroll
+            for (int j = 0; j < TN; j += 4) *reinterpret_cast<float4*>(b + j) = *reinterpret_cast<const float4*>(&sB[k][tx * TN + j]);
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+    qkv_store_block(out, m0, n0, ty, tx, d_ws, d_qkv, acc);
+}
+
+// qkv_load_slice in two halves, for a loop that keeps the next slice's loads in flight during the
+// current slice's multiply-adds: qkv_fetch_slice reads this thread's quads of a ROWS x BK slice into
+// registers (zeros past the matrix), qkv_put_slice stores them transposed as qkv_load_slice does.
+#define QKV_SLICE_QUADS(ROWS) ((ROWS) * BK / 4)
+#define QKV_QUADS_PER_THREAD(ROWS) ((QKV_SLICE_QUADS(ROWS) + THREADS - 1) / THREADS)
+
+template <int ROWS>
+__device__ __forceinline__ void qkv_fetch_slice(const float* __restrict__ m, int row0, int rows, int k0, int d_model,
+                                                float4 (&r)[QKV_QUADS_PER_THREAD(ROWS)])
+{
+#pragma unroll
+    for (int i = 0; i < QKV_QUADS_PER_THREAD(ROWS); ++i) {
+        const int f = threadIdx.x + i * THREADS;
+        const int row = row0 + f / (BK / 4), k = k0 + 4 * (f % (BK / 4));
+        r[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (f < QKV_SLICE_QUADS(ROWS) && row < rows && k < d_model)
+            r[i] = *reinterpret_cast<const float4*>(m + qkv_at(row, k, d_model));
+    }
+}
+
+template <int ROWS>
+__device__ __forceinline__ void qkv_put_slice(const float4 (&r)[QKV_QUADS_PER_THREAD(ROWS)], float (*s)[ROWS + PAD])
+{
+#pragma unroll
+    for (int i = 0; i < QKV_QUADS_PER_THREAD(ROWS); ++i) {
+        const int f = threadIdx.x + i * THREADS;
+        if (f < QKV_SLICE_QUADS(ROWS)) {
+            const int row = f / (BK / 4), q = f % (BK / 4);
+            s[4 * q + 0][row] = r[i].x;
+            s[4 * q + 1][row] = r[i].y;
+            s[4 * q + 2][row] = r[i].z;
+            s[4 * q + 3][row] = r[i].w;
         }
     }
 }
