@@ -94,10 +94,11 @@ def merge(source: Path, logs: Path) -> MergeOutcome:
         if not store.claims_record(raw):
             continue  # a tool's JSON output kept beside the records: copied as it is
         taken.add(k)
-        if _kept_name(k) in records:
-            out.refused.append((k, f"a second file for the record {_kept_name(k)}"))
+        kept = store.compressed(PurePosixPath(k)).as_posix()
+        if kept in records:
+            out.refused.append((k, f"a second file for the record {kept}"))
             continue
-        records[_kept_name(k)] = raw
+        records[kept] = raw
     others = {k: v for k, v in files.items() if k not in blobs and k not in taken}
     incoming_texts: set[str] = set()
     for rel, data in blobs.items():
@@ -116,12 +117,6 @@ def merge(source: Path, logs: Path) -> MergeOutcome:
             continue
         _place_record(logs, rel, raw, out)
     return out
-
-
-def _kept_name(rel: str) -> str:
-    """Where a shipped record file is kept: its name in the compressed form (``X.json`` -> ``X.json.gz``)."""
-    p = PurePosixPath(rel)
-    return (p.parent / (store.stem(Path(p.name)) + store.SUFFIX)).as_posix()
 
 
 def _refusal(rel: str, data: bytes, logs: Path, incoming_texts: set[str]) -> str | None:
@@ -165,7 +160,7 @@ def _place_record(logs: Path, rel: str, raw: bytes, out: MergeOutcome) -> None:
     """Keep a record (its JSON bytes ``raw``) at ``rel``, compressed; a record of that name already here
     (compressed, or plain from an older tool) is unchanged when its JSON bytes are the same, else a conflict."""
     target = logs / rel
-    plain = target.with_name(store.stem(target) + store.PLAIN_SUFFIX)
+    plain = store.plain(target)
     try:
         here = next((p for p in (target, plain) if p.exists()), None)
         if here is None and store.write_new(target, gzip.compress(raw, compresslevel=9, mtime=0)):

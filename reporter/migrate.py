@@ -70,11 +70,6 @@ def probe_attachments(paths: Iterable[Path]) -> set[Path]:
     return out
 
 
-def kept_path(path: Path) -> Path:
-    """Where a record file is kept in the current layout: ``X.json`` -> ``X.json.gz``."""
-    return path.with_name(store.stem(path) + store.SUFFIX)
-
-
 def is_current(path: Path, record: store.AnyStored) -> bool:
     """Whether a record's file is in the current layout: compressed, and its JSON the current text."""
     return (path.name.endswith(store.SUFFIX)
@@ -141,7 +136,7 @@ def migrate_file(path: Path, logs: Path) -> tuple[Path | None, list[Path]]:
         return None, []
     text = store.dumps(before)
     blobs = sources.put_all(logs, [before])
-    target = kept_path(path)
+    target = store.compressed(path)
     after = store.loads(text, target)
     if after.schema_version != SCHEMA_VERSION:
         raise MigrationError(f"{path}: reads back as schema {after.schema_version}, not {SCHEMA_VERSION}")

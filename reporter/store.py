@@ -57,7 +57,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
@@ -129,13 +129,26 @@ def encode(record: AnyStored) -> bytes:
     return gzip.compress(dumps(record).encode("utf-8"), compresslevel=9, mtime=0)
 
 
-def stem(path: Path) -> str:
+PathT = TypeVar("PathT", bound=PurePath)
+
+
+def stem(path: PurePath) -> str:
     """A record file's name without its suffix: ``X.json.gz`` and ``X.json`` are both ``X``."""
     name = Path(path).name
     for suffix in (SUFFIX, PLAIN_SUFFIX):
         if name.endswith(suffix):
             return name[:-len(suffix)]
     return Path(path).stem
+
+
+def compressed(path: PathT) -> PathT:
+    """Where a record file is kept: ``X.json`` (or ``X.json.gz``) -> ``X.json.gz``."""
+    return path.with_name(stem(path) + SUFFIX)
+
+
+def plain(path: PathT) -> PathT:
+    """The plain name of a record file: ``X.json.gz`` (or ``X.json``) -> ``X.json``."""
+    return path.with_name(stem(path) + PLAIN_SUFFIX)
 
 
 def is_record_name(name: str) -> bool:
@@ -181,7 +194,7 @@ def save_new(run: Run, logs: Path, tries: int = 1000) -> Path:
     sources.put_all(logs, [run])
     for _ in range(tries):
         path = run_path(logs, run)
-        if not path.with_name(stem(path) + PLAIN_SUFFIX).exists() and write_new(path, encode(run)):
+        if not plain(path).exists() and write_new(path, encode(run)):
             return path
         run.run_id = _next_id(run.run_id)
     raise RecordError(f"{run_path(logs, run)}: no free record name after {tries} tries")
