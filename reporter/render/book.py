@@ -23,6 +23,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -249,7 +250,14 @@ class Book:
 
     def __init__(self, workers: list[Worker], cache: PartCache, base_url: Path, most: int = 2) -> None:
         remove_stale_folders()
-        self._tmp = tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
+        # SIGTERM held while the folder is made: delivered between mkdtemp and the cleanup's registration,
+        # the interrupt it raises (reporter.commands.build) would leave the folder with nothing to remove it
+        held = {signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        try:
+            self._tmp = tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
         self.cache = cache
         self.pool = _Pool(workers, cache, Path(self._tmp.name), base_url, max(most, len(workers)))
         self.parts: list[Part] = []
