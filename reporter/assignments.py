@@ -359,6 +359,15 @@ class Assignment:
         value = read_literal(self.path / "assignment.py", "TITLE", missing)
         return str(value) if value is not missing else getattr(self.spec, "TITLE", self.name)
 
+    @property
+    def profile_block(self) -> str:
+        """``PROFILE_BLOCK``: which course's profiler columns the report's profile table shows, 'cs149'
+        (the default: Stanford CS149's metric block) or 'ee7722' (LSU EE 7722's hw02 line)."""
+        value = read_literal(self.path / "assignment.py", "PROFILE_BLOCK", "cs149")
+        if value not in ("cs149", "ee7722"):
+            raise AssignmentError(f"{self.path / 'assignment.py'}: PROFILE_BLOCK is {value!r}; it is 'cs149' or 'ee7722'")
+        return str(value)
+
     @cached_property
     def benchmark_cases(self) -> list[str]:
         """``BENCHMARK_CASES``, or ``[BENCHMARK_CASE]`` (:func:`benchmark_cases_of`)."""

@@ -16,8 +16,8 @@ import typer
 from rich.markup import escape
 
 from .assignments import AssignmentError
-from .commands import (build, ceilings, crosscheck, diff, export, history, list_, merge, migrate, new, reverify, run,
-                       same_code, show, sweep)
+from .commands import (build, ceilings, crosscheck, device, diff, export, history, list_, merge, migrate, new, reverify,
+                       run, same_code, show, sweep)
 from .commands.common import err
 from .store import RecordError, RecordSkipped
 
@@ -47,8 +47,8 @@ def _setup() -> None:
     warnings.simplefilter("always", RecordSkipped)
 
 
-for _module in (run, sweep, crosscheck, ceilings, build, export, new, list_, show, diff, history, reverify, same_code,
-                migrate, merge):
+for _module in (run, sweep, crosscheck, ceilings, device, build, export, new, list_, show, diff, history, reverify,
+                same_code, migrate, merge):
     app.command(_module.NAME, epilog=getattr(_module, "EPILOG", None))(_module.command)
 
 

@@ -150,7 +150,7 @@ def _home(record: store.AnyStored) -> str | None:
     for kind, where in (("run", store.run_path), ("sweep", store.sweep_path), ("crosscheck", store.crosscheck_path),
                         ("ceilings", store.ceilings_path),
                         ("reverification", store.reverification_path), ("probe", store.probe_path),
-                        ("same_code", store.same_code_path)):
+                        ("same_code", store.same_code_path), ("microbench", store.microbench_path)):
         if record.kind == kind:
             return where(root, record).relative_to(root).as_posix()  # type: ignore[arg-type]
     return None

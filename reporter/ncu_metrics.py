@@ -93,6 +93,15 @@ SHARED_REQUESTS = ("smsp__sass_inst_executed_op_shared_ld.sum", "smsp__sass_inst
 INST_EXECUTED = "smsp__inst_executed.sum"
 SECTOR_BYTES = 32
 
+# --------------------------------------------------------------------------- the LSU EE 7722 columns
+
+THREAD_INST_EXECUTED = "smsp__thread_inst_executed.sum"  # thread-level: a warp instruction counts its active lanes
+ISSUE_ACTIVE_PCT = "smsp__issue_active.avg.pct_of_peak_sustained_active"  # cycles a scheduler issued, of active ones
+SM_ACTIVE_CYCLES_MAX = "sm__cycles_active.max"
+SM_ACTIVE_CYCLES_AVG = "sm__cycles_active.avg"
+LSU_READ_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_cmd_read.sum"  # L1 data bank conflicts of loads, any space
+L1_TO_L2 = "l1tex__m_l1tex2xbar_write_bytes.sum"
+
 
 def _unique(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
@@ -109,6 +118,7 @@ PROFILE_METRICS: tuple[str, ...] = _unique([
     GLOBAL_ST_SECTORS, GLOBAL_ST_REQUESTS, GLOBAL_ST_BYTES,
     *SHARED_CONFLICTS, *SHARED_WAVEFRONTS, *SHARED_REQUESTS,
     INST_EXECUTED,
+    THREAD_INST_EXECUTED, ISSUE_ACTIVE_PCT, SM_ACTIVE_CYCLES_MAX, SM_ACTIVE_CYCLES_AVG, LSU_READ_CONFLICTS,
 ])
 
 #: Launch statistics ncu adds to every raw page unasked; these few are kept in the records

@@ -1,6 +1,6 @@
 """The work-log records: every measured fact the tool keeps, as pydantic v2 models.
 
-A record is one JSON file under ``logs/``. Seven kinds exist, told apart by ``kind``:
+A record is one JSON file under ``logs/``. Eight kinds exist, told apart by ``kind``:
 
 * ``run`` (:class:`Run`): one version of one assignment, checked and timed on one case,
   with the device, the code, the peers timed in the same session and, optionally, a profile;
@@ -14,6 +14,8 @@ A record is one JSON file under ``logs/``. Seven kinds exist, told apart by ``ki
   export, under ``logs/<assignment>/<version>/reverify/``;
 * ``probe`` (:class:`ProbeRecord`): what a probe script measured in one session, under
   ``logs/devices/<gpu>/probes/``;
+* ``microbench`` (:class:`Microbench`): load latency by working-set size and streaming bandwidth at each
+  level of one device, under ``logs/devices/<gpu>/microbench/``;
 * ``same_code`` (:class:`SameCode`): the proof that a version's code as a run recorded it and its
   code as the tree holds it later compile to the same thing, under
   ``logs/<assignment>/<version>/same_code/`` (:mod:`reporter.samecode`).
@@ -301,6 +303,9 @@ class WorkModel(Record):
     bytes: float = Field(gt=0, description="bytes that must cross device memory (inputs read once, outputs written once)")
     ceiling: CeilingKey = Field(description="which measured ceiling bounds this work: 'copy' or 'matmul_<dtype>'")
     description: str = ""
+    bytes_read: float | None = Field(None, exclude_if=_unset, gt=0, description=(
+        "of ``bytes``, those of the inputs (the rest is the output): what a profile's read and written bytes are "
+        "normalised by; None in records made before it was kept"))
 
     @property
     def intensity(self) -> float:
@@ -806,7 +811,87 @@ class SameCode(Record):
         return all(b.same for b in self.builds) and all(p.same_tree for p in self.python)
 
 
-AnyRecord = Annotated[Run | DeviceCeilings | Sweep | CrossCheck | Reverification | ProbeRecord | SameCode,
+# --------------------------------------------------------------------------- micro-benchmarks
+
+
+class DeviceLimits(Record):
+    """What the CUDA runtime says of one device's per-block and per-SM resources, and its functional
+    units per SM (from its compute capability): the lines of a course's ``mb`` device block that
+    :class:`DeviceInfo` does not hold."""
+
+    max_threads_per_block: int
+    max_threads_per_sm: int
+    warp_size: int
+    shared_bytes_per_block: int = Field(description="without opting in (48 KiB)")
+    shared_bytes_per_block_optin: int
+    shared_bytes_per_sm: int
+    const_bytes: int
+    registers_per_block: int
+    registers_per_sm: int
+    memory_bus_bits: int | None = None
+    fp32_lanes_per_sm: int | None = Field(None, description="fp32 FMA units per SM, from the compute capability")
+    fp64_lanes_per_sm: int | None = Field(None, description="fp64 FMA units per SM, from the compute capability")
+
+
+class LatencyPoint(Record):
+    """One working-set size of the pointer chase: one thread, each load's address the value the
+    previous one returned, one 64-bit pointer per line in a random cyclic order."""
+
+    bytes: int = Field(gt=0, description="the working set: lines × stride")
+    stride_bytes: int = Field(gt=0)
+    warm_steps: int = Field(ge=0, description="untimed steps first, to bring the set into what holds it")
+    steps: int = Field(gt=0, description="timed steps")
+    cycles: float = Field(gt=0, description="SM clock cycles per load (clock64)")
+    ns: float = Field(gt=0, description="nanoseconds per load (%globaltimer)")
+
+
+class StreamPoint(Record):
+    """One configuration of the streaming load benchmark, timed and (where the profiler ran) profiled."""
+
+    level: Literal["L1", "L2", "DRAM"] = Field(description="the level the footprint is sized for")
+    blocks: int = Field(gt=0)
+    threads: int = Field(gt=0, description="threads per block")
+    vector: Literal[1, 2, 4] = Field(description="floats per load")
+    pattern: str = Field(pattern=r"^[sp][0-5]$", description="s<i>: lane τ loads vector τ·2^i of its chunk; "
+                         "p<i>: the lane in the low five bits, 2^i distinct 128-byte lines a warp")
+    passes: int = Field(gt=0)
+    region_bytes: int = Field(gt=0, description="what one block reads in one pass")
+    footprint_bytes: int = Field(gt=0, description="the distinct bytes the whole launch reads")
+    bytes: int = Field(gt=0, description="bytes the threads loaded (blocks × passes × region): useful bytes")
+    samples_ms: list[float] = Field(description="each timed launch, CUDA events")
+    block_cycles: float = Field(gt=0, description="median over blocks of the cycles a block took (clock64), "
+                                "in the launch timed last")
+    profile: KernelProfile | None = Field(None, description="one launch under Nsight Compute; None if not profiled")
+
+    @property
+    def label(self) -> str:
+        return f"{self.level} {self.blocks} blk V{self.vector} {self.pattern}"
+
+
+class Microbench(Record):
+    """``report device --microbench``: load latency by working-set size, and streaming load bandwidth at
+    each level for vector widths and access patterns, on one device in one session, under
+    ``logs/devices/<gpu>/microbench/``."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["microbench"] = "microbench"
+    run_id: str = Field(description="the file's stem: the UTC time it started")
+    created_utc: datetime
+    device: DeviceInfo
+    limits: DeviceLimits
+    command: str = ""
+    code: CodeSnapshot = Field(description="the benchmark's own sources (kernels and host code)")
+    gpu_before: GpuReading | None = None
+    gpu_after: GpuReading | None = None
+    latency: list[LatencyPoint]
+    streams: list[StreamPoint]
+    profiler: str | None = Field(None, description="the profiler's name and version where it ran")
+    profile_status: Literal["ok", "failed", "unavailable", "skipped"] = "skipped"
+    profile_reason: str = ""
+    notes: list[str] = Field(default_factory=list)
+
+
+AnyRecord = Annotated[Run | DeviceCeilings | Sweep | CrossCheck | Reverification | ProbeRecord | SameCode | Microbench,
                       Field(discriminator="kind")]
 
 _SLUG = re.compile(r"[^a-z0-9]+")

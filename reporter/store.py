@@ -9,6 +9,7 @@ Layout::
     logs/<assignment>/<version>/same_code/<utc-time>_<digests>.json.gz  SameCode
     logs/devices/<gpu>/<utc-time>.json.gz                             DeviceCeilings
     logs/devices/<gpu>/probes/<utc-time>_<name>.json.gz               ProbeRecord
+    logs/devices/<gpu>/microbench/<utc-time>.json.gz                  Microbench
     logs/sources/<sha256>                                             a source text (reporter.sources)
 
 A record file is its one line of JSON, gzip-compressed (``zcat`` shows it): the JSON text of a
@@ -65,8 +66,8 @@ from pydantic import TypeAdapter, ValidationError
 from . import sources
 from .atomic import write_atomic, write_new
 from .packed import PackedArrayError
-from .records import (SCHEMA_VERSION, AnyRecord, CrossCheck, DeviceCeilings, ProbeRecord, Reverification, Run, SameCode,
-                      Sweep, TimingStats)
+from .records import (SCHEMA_VERSION, AnyRecord, CrossCheck, DeviceCeilings, Microbench, ProbeRecord, Reverification, Run,
+                      SameCode, Sweep, TimingStats)
 
 if TYPE_CHECKING:
     from .assignments import LegacyCaseKeys
@@ -110,7 +111,7 @@ def utc_stamp(t: datetime | None = None) -> str:
 
 R = TypeVar("R", CrossCheck, Reverification, SameCode)
 
-AnyStored = Run | Sweep | DeviceCeilings | CrossCheck | Reverification | ProbeRecord | SameCode
+AnyStored = Run | Sweep | DeviceCeilings | CrossCheck | Reverification | ProbeRecord | SameCode | Microbench
 
 
 SUFFIX = ".json.gz"  # a record's file: its one line of JSON, gzip-compressed
@@ -252,7 +253,7 @@ def _nested_runs_v2(case: object) -> object:
     return out
 
 
-KINDS = ("run", "ceilings", "sweep", "crosscheck", "reverification", "probe", "same_code")
+KINDS = ("run", "ceilings", "sweep", "crosscheck", "reverification", "probe", "same_code", "microbench")
 
 
 def claims_record(raw: bytes) -> bool:
@@ -545,6 +546,10 @@ def ceilings_path(logs: Path, ceilings: DeviceCeilings) -> Path:
     return logs / "devices" / ceilings.device.slug / f"{utc_stamp(ceilings.created_utc)}{SUFFIX}"
 
 
+def microbench_path(logs: Path, mb: Microbench) -> Path:
+    return logs / "devices" / mb.device.slug / "microbench" / f"{mb.run_id}{SUFFIX}"
+
+
 def probes_folder(logs: Path, gpu: str) -> Path:
     return logs / "devices" / gpu / "probes"
 
@@ -736,6 +741,21 @@ def latest_ceilings(logs: Path, device_name: str, gpu: str) -> tuple[Path, Devic
         return None
     s = max(found, key=lambda s: s.record.created_utc)
     return s.path, s.record  # type: ignore[return-value]
+
+
+def microbenches(logs: Path, gpu: str | None = None) -> list[Microbench]:
+    """Every micro-benchmark record (of one GPU, or all), oldest first."""
+    folder = Path(logs) / "devices"
+    pattern = f"{gpu}/microbench/*.json" if gpu else "*/microbench/*.json"
+    out = []
+    for s in _records(folder, pattern):
+        if isinstance(s.record, Microbench):
+            if s.record.device.slug != s.path.parents[1].name:
+                _skip(f"{s.path}: a micro-benchmark of {s.record.device.slug} under logs/devices/{s.path.parents[1].name}/; "
+                      "left out (move it to its own folder)")
+                continue
+            out.append(s.record)
+    return sorted(out, key=lambda m: m.created_utc)
 
 
 def probes(logs: Path, gpu: str | None = None) -> list[ProbeRecord]:

@@ -57,6 +57,7 @@ CASES = {
 }
 BENCHMARK_CASE = "layer0"
 BENCHMARK_CASES = ["layer0", "layer1"]
+PROFILE_BLOCK = "ee7722"  # the report's profile table in the homework's columns
 FP32_EPS = 2.0**-23
 K_LARGEST = max(c["d_model"] for c in CASES.values())
 COMPUTE_BOUND_INTENSITY = 50.0  # flops a byte: above it the roof is the fp32 matmul rate, below it the copy
@@ -118,7 +119,8 @@ def work_model(d_model: int, d_qkv: int, n_samples: int, n_words: int, seed: int
     nbytes = 4.0 * (n * k + m * k + m * n)
     compute_bound = flops / nbytes > COMPUTE_BOUND_INTENSITY
     return WorkModel(
-        flops=flops, bytes=nbytes, ceiling="matmul_fp32" if compute_bound else "copy",
+        flops=flops, bytes=nbytes, bytes_read=4.0 * (n * k + m * k),
+        ceiling="matmul_fp32" if compute_bound else "copy",
         description=(f"2·M·N·K flops (M = d_ws = {m}, N = d_qkv = {n}, K = d_model = {k}); w_qkv and h_in read "
                      f"once and h_qkv written once, 4·(NK + MK + MN) bytes; {flops / nbytes:.0f} flops a byte, so "
                      + ("the roof is the fp32 matmul rate cuBLAS measured with TF32 off" if compute_bound else

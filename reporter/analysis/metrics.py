@@ -45,15 +45,21 @@ from ..ncu_metrics import (  # the vocabulary: names the records use
     GLOBAL_ST_REQUESTS,
     GLOBAL_ST_SECTORS,
     INST_EXECUTED,
+    ISSUE_ACTIVE_PCT,
+    L1_TO_L2,
     L2_TO_L1,
+    LSU_READ_CONFLICTS,
     LEVEL_BYTES,
     LEVEL_PEAK,
     SECTOR_BYTES,
     SHARED_CONFLICTS,
     SHARED_REQUESTS,
     SHARED_WAVEFRONTS,
+    SM_ACTIVE_CYCLES_AVG,
+    SM_ACTIVE_CYCLES_MAX,
     TENSOR_FLOPS_PER_OP,
     TENSOR_OPS,
+    THREAD_INST_EXECUTED,
 )
 from ..records import KernelProfile, Profile, WorkModel
 
@@ -231,6 +237,55 @@ def profile_figures(profile: Profile | None, work: WorkModel | None = None) -> F
     if profile is None or profile.status != "ok" or not profile.kernels:
         return None
     return figures(profile.kernels, work)
+
+
+# --------------------------------------------------------------------------- the LSU EE 7722 columns
+
+
+@dataclass(frozen=True)
+class HomeworkFigures:
+    """The columns of the LSU EE 7722 homework's per-launch line (hw02), from one profile:
+
+    * ``insts_per_iteration`` (/itr): thread instructions per multiply-add of the work model (flops / 2),
+      the homework's instructions per iteration of the d_model loop;
+    * ``issue_pct`` (%): cycles a warp scheduler issued an instruction, of its active cycles;
+    * ``sectors_per_request`` (SW): sectors per global load request;
+    * ``conflicts_per_load`` (BXW): L1 data bank conflicts of loads per load request (global and shared);
+    * ``norm_read`` / ``norm_write`` (N-Rd, N-Wr): bytes from L2 into L1 over the inputs' bytes, and
+      bytes from L1 to L2 over the output's (the work model's ``bytes_read`` and the rest);
+    * ``l1_l2_gbps``: bytes between L1 and L2, both ways, over the profiled duration;
+    * ``imbalance_pct`` (Imb): how much longer the busiest SM was active than the average SM.
+    """
+
+    insts_per_iteration: float | None
+    issue_pct: float | None
+    sectors_per_request: float | None
+    conflicts_per_load: float | None
+    norm_read: float | None
+    norm_write: float | None
+    l1_l2_gbps: float | None
+    imbalance_pct: float | None
+
+
+def homework_figures(kernels: Sequence[KernelProfile], work: WorkModel | None) -> HomeworkFigures:
+    fmas = work.flops / 2 if work is not None and work.flops > 0 else None
+    loads = _sum_of(kernels, (GLOBAL_LD_REQUESTS, SHARED_REQUESTS[0]))
+    read, written = total(kernels, L2_TO_L1), total(kernels, L1_TO_L2)
+    ns = duration_ns(kernels)
+    out_bytes = work.bytes - work.bytes_read if work is not None and work.bytes_read is not None else None
+    # the busiest SM over the mean SM, duration-weighted over kernels: one kernel's own balance
+    imb = [(mx / avg - 1.0) * 100.0 for k in kernels
+           if (mx := value(k, SM_ACTIVE_CYCLES_MAX)) is not None and (avg := value(k, SM_ACTIVE_CYCLES_AVG))]
+    return HomeworkFigures(
+        insts_per_iteration=_ratio(total(kernels, THREAD_INST_EXECUTED), fmas),
+        issue_pct=weighted_pct(kernels, ISSUE_ACTIVE_PCT),
+        sectors_per_request=_ratio(total(kernels, GLOBAL_LD_SECTORS), total(kernels, GLOBAL_LD_REQUESTS)),
+        conflicts_per_load=_ratio(total(kernels, LSU_READ_CONFLICTS), loads),
+        norm_read=_ratio(read, work.bytes_read if work is not None else None),
+        norm_write=_ratio(written, out_bytes),
+        l1_l2_gbps=_ratio((read or 0.0) + (written or 0.0), ns) if read is not None or written is not None else None,
+        imbalance_pct=max(imb) if imb else None,
+    )
 
 
 # --------------------------------------------------------------------------- formatting

@@ -14,7 +14,7 @@ from markupsafe import Markup, escape
 
 from ..analysis import keys
 from ..analysis.facts import fmt_number
-from ..analysis.metrics import format_value, value
+from ..analysis.metrics import format_value, homework_figures, value
 from ..analysis.summary import AssignmentSummary, VersionSummary
 from ..ncu_metrics import CS149_BLOCK, DURATION
 from ..records import Run
@@ -255,6 +255,57 @@ def profile_rows(s: AssignmentSummary, per_version: int = 3) -> list[dict[str, A
                          "cells": cells,
                          "more": (f"+ {len(kernels) - len(shown)} shorter kernels"
                                   if i == len(shown) - 1 and len(kernels) > len(shown) else "")})
+    return rows
+
+
+HOMEWORK_HEADERS = ("figure", "/itr", "issue %", "SW", "BXW", "N-Rd", "N-Wr", "L1↔L2 GB/s", "Imb %")
+PROFILE_NOTES = {
+    "cs149": ("The course's metric block for each profiled version: its longest kernels, throughputs in percent of peak "
+              "(busy %: instructions issued while the SMs were active, the course's SM_Busy), hit rates in percent, "
+              "bytes."),
+    "ee7722": ("The homework's columns for each profiled version and case, all its kernels together, beside the "
+               "version's figure: /itr, thread instructions per multiply-add of the problem (the homework's "
+               "instructions per iteration); issue %, cycles a warp scheduler issued, of its active cycles; SW, "
+               "sectors per global load request; BXW, L1 data bank conflicts per load request; N-Rd, bytes from L2 "
+               "into L1 over the inputs' bytes; N-Wr, bytes from L1 to L2 over the output's; L1↔L2 GB/s, both "
+               "directions over the profiled launch; Imb %, how much longer the busiest SM was active than the "
+               "average one."),
+}
+
+
+def profile_headers(s: AssignmentSummary) -> tuple[str, ...]:
+    return HOMEWORK_HEADERS if s.assignment.profile_block == "ee7722" else PROFILE_HEADERS
+
+
+def profile_table(s: AssignmentSummary) -> list[dict[str, Any]]:
+    """The profile table's rows in the columns of the assignment's course (``PROFILE_BLOCK``)."""
+    return homework_rows(s) if s.assignment.profile_block == "ee7722" else profile_rows(s)
+
+
+def _cell(x: float | None, fmt: str) -> str:
+    return format(x, fmt) if x is not None else "n/a"
+
+
+def homework_rows(s: AssignmentSummary) -> list[dict[str, Any]]:
+    """One row a profiled version and headline case: its figure on the case and the homework's columns."""
+    rows = []
+    for v in s.versions:
+        first = True
+        for case in v.headline_cases:
+            prof = v.profiled_run(case)
+            if prof is None or prof.profile is None:
+                continue
+            fig = figure(v.runs.get(case))
+            h = homework_figures(prof.profile.kernels, prof.work)
+            cells = [ledger.mark(keys.fig(v.name, case), ms(fig.ms)) if fig else "–",
+                     _cell(h.insts_per_iteration, ".2f"), _cell(h.issue_pct, ".0f"),
+                     _cell(h.sectors_per_request, ".1f"), _cell(h.conflicts_per_load, ".2f"),
+                     _cell(h.norm_read, ".2f"), _cell(h.norm_write, ".2f"), _cell(h.l1_l2_gbps, ",.0f"),
+                     _cell(h.imbalance_pct, ".0f")]
+            kernels = prof.profile.kernels
+            rows.append({"version": v.name if first else "", "kernel": Markup(escape(case)), "cells": cells,
+                         "more": f"{len(kernels)} kernels" if len(kernels) > 1 else ""})
+            first = False
     return rows
 
 
