@@ -100,21 +100,22 @@ def test_latency_sizes_run_from_4_kib_to_256_mib_with_the_half_steps():
 
 
 @pytest.mark.parametrize("spec", M.stream_specs(132), ids=lambda s: f"{s.level}-{s.blocks}-V{s.vector}-{s.pattern}")
-def test_every_stream_layout_reads_whole_chunks_inside_its_buffer_and_sizes_its_level(spec):
+def test_every_stream_layout_reads_whole_rounds_inside_its_buffer_and_sizes_its_level(spec):
     lay = M.layout(spec)
     vb = 4 * spec.vector
-    chunk = 32 << spec.lg
-    assert lay.region % chunk == 0 and lay.region // chunk >= M.THREADS // 32  # every warp has a chunk a pass
-    assert (lay.mask + 1) & lay.mask == 0  # a power of two: the index wraps with one AND
-    assert lay.block_offset % chunk == 0
+    step = M.step(spec)  # a round: every warp of the block one chunk
+    assert step == M.THREADS // 32 * (32 << spec.lg)
+    assert lay.region % step == 0 and lay.total % step == 0 and lay.block_offset % step == 0
+    assert lay.region // step >= 1 and lay.region <= lay.total
     if spec.level == "L1":  # each block its own region, in L1 (256 KiB an SM on the H100), never wrapping
         assert lay.region * vb <= 192 * KiB and lay.passes > 1
-        assert (spec.blocks - 1) * lay.block_offset + lay.region <= lay.mask + 1
+        assert (spec.blocks - 1) * lay.block_offset + lay.region <= lay.total
     elif spec.level == "L2":  # one buffer, far past any L1 and well inside the 50 MB L2
-        assert lay.footprint_bytes == (lay.mask + 1) * vb and 4 * MiB <= lay.footprint_bytes <= 24 * MiB
+        assert lay.footprint_bytes == lay.total * vb and 4 * MiB <= lay.footprint_bytes <= 24 * MiB
+        assert lay.region == lay.total  # every block reads all of it, from its own start
     else:  # disjoint regions, ten times the L2 in all
         assert spec.blocks * lay.region * vb >= 10 * 50 * MiB
-        assert (spec.blocks - 1) * lay.block_offset + lay.region <= lay.mask + 1
+        assert (spec.blocks - 1) * lay.block_offset + lay.region <= lay.total
 
 
 def test_the_stream_rows_are_the_homeworks():

@@ -7,9 +7,9 @@
 // load's address is the value the previous load returned, so the time per step is the latency of one
 // load at the level that holds the working set. The loads are `ld.global.ca` (cached in L1).
 //
-// mb_stream: every block reads `region` vectors of `float<V>` starting at its own offset in a buffer
-// of `mask + 1` vectors (ld.global.ca: cached in L1) (a power of two: the index wraps with one AND), `passes` times over, each
-// thread summing what it loads (the sum is stored, so no load is dead). A warp reads in chunks of
+// mb_stream: every block reads `region` vectors of `float<V>` (ld.global.ca: cached in L1) starting at its
+// own offset in a buffer of `total` vectors, wrapping to its start, `passes` times over, each thread
+// summing what it loads (the sum is stored, so no load is dead). A warp reads in chunks of
 // 32·2^LG vectors; within a chunk, `2^LG` loads of each lane touch every vector of the chunk once:
 //   PATTERN 0, stride 2^LG (the homework's s<LG>): lane τ loads chunk + τ·2^LG + r, r < 2^LG;
 //   PATTERN 1, permutation (the homework's p<LG>): lane τ loads chunk + 32·((τ >> (5 - LG)) + r) mod 2^LG + τ:
@@ -71,6 +71,16 @@ extern "C" __global__ void mb_chase(const unsigned long long* start, long long w
     out[2] = p;  // the last pointer: keeps the chain live
 }
 
+#ifndef THREADS
+#define THREADS 1024
+#endif
+#define WARPS (THREADS / 32)
+// rounds unrolled: 8 loads in flight a thread, 4 of four floats (16 registers of data either way)
+#define UNROLL (V == 4 ? 4 : 8)
+// a warp's successive chunks are STEP vectors apart: the block's warps read consecutive chunks
+#define CHUNK (32u << LG)
+#define STEP (WARPS * CHUNK)
+
 __device__ __forceinline__ unsigned lane_offset(unsigned lane, unsigned r) {
 #if PATTERN == 0
     return (lane << LG) + r;
@@ -79,25 +89,60 @@ __device__ __forceinline__ unsigned lane_offset(unsigned lane, unsigned r) {
 #endif
 }
 
-extern "C" __global__ void mb_stream(const vec_t* __restrict__ buffer, unsigned mask, unsigned block_offset,
-                                     unsigned region, int passes, float* sink, long long* cycles) {
-    const unsigned chunk = 32u << LG;
-    const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31u, warps = blockDim.x >> 5;
-    const unsigned start = blockIdx.x * block_offset;
-    const unsigned chunks = region / chunk;
+// `rounds` rounds from `seg` (a multiple of STEP into the buffer): in each, warp w reads chunk w of the
+// round, 2^LG loads a lane. Every address is one of 2^LG per-thread pointers plus a constant (the
+// unrolled round times STEP), so a load is one instruction and an add, the homework's 1 + 1/V.
+__device__ __forceinline__ void read_rounds(const vec_t* __restrict__ seg, unsigned rounds, unsigned warp,
+                                            unsigned lane, float& acc0, float& acc1) {
+#if PATTERN == 0
+    // stride: one pointer a thread, lane_offset(lane, r) - lane_offset(lane, 0) = r is a constant
+    const vec_t* q = seg + warp * CHUNK + lane_offset(lane, 0);
+#define AT(r, u) (q + (r) + (u) * STEP)
+#define ADVANCE(n) (q += (n) * STEP)
+#else
+    // permutation: the r-th line of a lane depends on the lane, so one pointer a line (2^LG <= 8)
+    const vec_t* q[1u << LG];
+#pragma unroll
+    for (unsigned r = 0; r < (1u << LG); ++r) q[r] = seg + warp * CHUNK + lane_offset(lane, r);
+#define AT(r, u) (q[r] + (u) * STEP)
+#define ADVANCE(n)                                                   \
+    _Pragma("unroll") for (unsigned r = 0; r < (1u << LG); ++r) q[r] += (n) * STEP
+#endif
+    unsigned i = 0;
+    for (; i + UNROLL <= rounds; i += UNROLL) {
+#pragma unroll
+        for (unsigned u = 0; u < UNROLL; ++u) {
+#pragma unroll
+            for (unsigned r = 0; r < (1u << LG); ++r) {
+                const vec_t x = __ldca(AT(r, u));
+                if ((u + r) & 1u) acc1 += vsum(x); else acc0 += vsum(x);
+            }
+        }
+        ADVANCE(UNROLL);
+    }
+    for (; i < rounds; ++i) {
+#pragma unroll
+        for (unsigned r = 0; r < (1u << LG); ++r) acc0 += vsum(__ldca(AT(r, 0)));
+        ADVANCE(1);
+    }
+#undef AT
+#undef ADVANCE
+}
+
+// Block b reads `region` vectors from vector b·block_offset of a buffer of `total` vectors, wrapping to
+// its start (two segments, each read straight through), `passes` times. All three are multiples of STEP.
+extern "C" __global__ void __launch_bounds__(THREADS, 1) mb_stream(const vec_t* __restrict__ buffer, unsigned total,
+                                                                unsigned block_offset, unsigned region, int passes,
+                                                                float* sink, long long* cycles) {
+    const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+    const unsigned start = (blockIdx.x * block_offset) % total;
+    const unsigned first = min(region, total - start);  // up to the buffer's end, then from its start
     float acc0 = 0.f, acc1 = 0.f;
     __syncthreads();
     const long long c0 = clock64();
     for (int p = 0; p < passes; ++p) {
-#pragma unroll 4
-        for (unsigned k = warp; k < chunks; k += warps) {
-            const unsigned base = start + k * chunk;
-#pragma unroll
-            for (unsigned r = 0; r < (1u << LG); ++r) {
-                const vec_t x = __ldca(&buffer[(base + lane_offset(lane, r)) & mask]);
-                if (r & 1u) acc1 += vsum(x); else acc0 += vsum(x);
-            }
-        }
+        read_rounds(buffer + start, first / STEP, warp, lane, acc0, acc1);
+        if (region > first) read_rounds(buffer, (region - first) / STEP, warp, lane, acc0, acc1);
     }
     __syncthreads();
     const long long c1 = clock64();

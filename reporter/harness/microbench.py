@@ -89,7 +89,7 @@ class StreamSpec:
 
     @property
     def defines(self) -> dict[str, int]:
-        return {"V": self.vector, "PATTERN": 0 if self.pattern[0] == "s" else 1, "LG": self.lg}
+        return {"V": self.vector, "PATTERN": 0 if self.pattern[0] == "s" else 1, "LG": self.lg, "THREADS": THREADS}
 
 
 def stream_specs(sms: int) -> list[StreamSpec]:
@@ -108,9 +108,10 @@ def stream_specs(sms: int) -> list[StreamSpec]:
 
 @dataclass(frozen=True)
 class StreamLayout:
-    """Where one configuration's blocks read, in vectors of the buffer."""
+    """Where one configuration's blocks read, in vectors of the buffer (every figure a multiple of the
+    kernel's STEP: its warps' chunks side by side)."""
 
-    mask: int
+    total: int  # the buffer the blocks read in, wrapping to its start
     block_offset: int
     region: int
     passes: int
@@ -120,20 +121,24 @@ class StreamLayout:
         return self.region * 4 * vector
 
 
+def step(spec: StreamSpec) -> int:
+    """Vectors between a warp's successive chunks: all warps of a block read one chunk each a round."""
+    return THREADS // 32 * (32 << spec.lg)
+
+
 def layout(spec: StreamSpec) -> StreamLayout:
     vb = 4 * spec.vector  # bytes a vector
     if spec.level == "L1":  # own region per block, read L1_PASSES times
         region = L1_REGION // vb
-        return StreamLayout(BUFFER_BYTES // vb - 1, region, region, L1_PASSES, L1_REGION * spec.blocks)
+        return StreamLayout(BUFFER_BYTES // vb, region, region, L1_PASSES, L1_REGION * spec.blocks)
     if spec.level == "L2":  # one shared buffer, every block reading all of it from its own start
         vecs = L2_BUFFER // vb
-        chunk = 32 << spec.lg
-        offset = (vecs // spec.blocks) // chunk * chunk
-        return StreamLayout(vecs - 1, offset, vecs, 1, L2_BUFFER)
+        offset = (vecs // spec.blocks) // step(spec) * step(spec)
+        return StreamLayout(vecs, offset, vecs, 1, L2_BUFFER)
     region = DRAM_REGION // vb
     if region * spec.blocks * vb > BUFFER_BYTES:
         raise ValueError(f"{spec.blocks} blocks of {DRAM_REGION >> 20} MiB do not fit the {BUFFER_BYTES >> 20} MiB buffer")
-    return StreamLayout(BUFFER_BYTES // vb - 1, region, region, 1, DRAM_REGION * spec.blocks)
+    return StreamLayout(BUFFER_BYTES // vb, region, region, 1, DRAM_REGION * spec.blocks)
 
 
 def latency_sizes() -> list[int]:
@@ -214,7 +219,7 @@ def _stream_args(spec: StreamSpec, buffer, sink, cycles):  # type: ignore[no-unt
     import numpy as np
 
     lay = layout(spec)
-    return (buffer, np.uint32(lay.mask), np.uint32(lay.block_offset), np.uint32(lay.region), np.int32(lay.passes),
+    return (buffer, np.uint32(lay.total), np.uint32(lay.block_offset), np.uint32(lay.region), np.int32(lay.passes),
             sink, cycles)
 
 
