@@ -11,7 +11,8 @@ so the three points share a height and spread horizontally: the level whose roof
 (bandwidth × intensity) is closest above the point is the one that binds.
 
 Roofs: compute from the measured matmul ceilings (``logs/devices/``); DRAM from the
-measured copy bandwidth and, dashed, ncu's DRAM peak; L2 and L1 from ncu's peaks
+measured copy bandwidth and, dashed, ncu's DRAM peak; L2 and L1 from ncu's peaks and, where the
+device has a micro-benchmark record, the load bandwidth it measured at each
 (``<bytes>.sum.peak_sustained × <unit>__cycles_elapsed.avg.per_second``, median over the
 profiled kernels). The measured copy bandwidth is the DRAM roof a kernel can reach, so it
 is the one used to say which level binds.
@@ -138,7 +139,8 @@ def _version_points(run: Run, ceilings: DeviceCeilings | None, peaks: dict[str, 
     )
 
 
-def _roofs(runs: list[Run], ceilings: DeviceCeilings | None, peaks: dict[str, float]) -> list[Roof]:
+def _roofs(runs: list[Run], ceilings: DeviceCeilings | None, peaks: dict[str, float],
+           streams: dict[str, float] | None = None) -> list[Roof]:
     roofs: list[Roof] = []
     keys = list(dict.fromkeys(r.work.ceiling for r in runs))
     if ceilings is not None:
@@ -155,15 +157,21 @@ def _roofs(runs: list[Run], ceilings: DeviceCeilings | None, peaks: dict[str, fl
     for level in N.LEVELS:
         if level in peaks:
             roofs.append(Roof(f"{level} (ncu peak)", "memory", peaks[level], "ncu", level))
+        if level != "DRAM" and streams and level in streams:  # DRAM's measured roof is the copy's
+            roofs.append(Roof(f"{level} load stream (measured)", "memory", streams[level], "measured", level))
     return roofs
 
 
-def hierarchical_roofline(runs: list[Run], ceilings: DeviceCeilings | None) -> HierarchicalRoofline:
-    """Points and roofs for the runs given (one per version, in version order)."""
+def hierarchical_roofline(runs: list[Run], ceilings: DeviceCeilings | None,
+                          streams: dict[str, float] | None = None) -> HierarchicalRoofline:
+    """Points and roofs for the runs given (one per version, in version order); ``streams``, the
+    micro-benchmark's measured load bandwidth by level (:func:`reporter.analysis.microbench.level_ceilings`),
+    adds the L2 and L1 roofs a kernel's loads reached, beside ncu's peaks (the binding level is still
+    judged against ncu's peaks there, and against the measured copy at DRAM)."""
     peaks = _ncu_peaks(runs)
     versions: list[VersionRoofline] = []
     skipped: list[str] = []
     for r in runs:
         v = _version_points(r, ceilings, peaks)
         (skipped if isinstance(v, str) else versions).append(v)  # type: ignore[arg-type]
-    return HierarchicalRoofline(tuple(versions), tuple(_roofs(runs, ceilings, peaks)), tuple(skipped))
+    return HierarchicalRoofline(tuple(versions), tuple(_roofs(runs, ceilings, peaks, streams)), tuple(skipped))

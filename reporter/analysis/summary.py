@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import store
 from ..assignments import Assignment, AssignmentCodeError, AssignmentError, ReferenceResult, Version
-from ..records import CrossCheck, DeviceCeilings, PeerResult, ProbeRecord, Run, SameCode, Sweep
+from ..records import CrossCheck, DeviceCeilings, Microbench, PeerResult, ProbeRecord, Run, SameCode, Sweep
 from ..samecode import CodeStatus, Files, code_status, tree_files
 from ..standing import Figure, Pairing, comparison_case, figure, pairing, standing_runs
 
@@ -116,6 +116,7 @@ class AssignmentSummary:
     references: list[ReferenceResult]
     crosschecks: list[CrossCheck] = field(default_factory=list)  # on this GPU, oldest first
     probes: list[ProbeRecord] = field(default_factory=list)  # the probe records of this GPU, oldest first
+    microbench: Microbench | None = None  # the newest micro-benchmark of this GPU (`report device --microbench`)
     case: str = ""  # the case the report is about; "" for the assignment's benchmark case
     left_out: list[str] = field(default_factory=list)  # versions not shown (report build --only)
 
@@ -309,5 +310,6 @@ def summarize(a: Assignment, logs: Path, gpu: str | None = None, *, case: str | 
     checks = [c for c in store.crosschecks(logs, a.name) if c.device.slug == gpu]
     return AssignmentSummary(assignment=a, gpu=gpu, versions=versions, ceilings=ceilings, references=refs,
                              crosschecks=checks, probes=store.probes(logs, gpu),
+                             microbench=mbs[-1] if (mbs := store.microbenches(logs, gpu)) else None,
                              case="" if case == a.benchmark_case else case,
                              left_out=[v.name for v in a.versions() if v not in chosen])

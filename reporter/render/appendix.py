@@ -309,6 +309,23 @@ def homework_rows(s: AssignmentSummary) -> list[dict[str, Any]]:
     return rows
 
 
+def microbench_view(s: AssignmentSummary) -> dict[str, Any] | None:
+    """The newest micro-benchmark of the GPU: its levels, the streaming ceilings, and under the EE 7722
+    columns (``PROFILE_BLOCK``) the whole ``mb s`` table, as the homework reads it."""
+    mb = s.microbench
+    if mb is None:
+        return None
+    from ..analysis.microbench import level_ceilings
+    from .device import STREAM_HEADERS, STREAM_KEY, device_view
+
+    view = device_view(mb)
+    full = s.assignment.profile_block == "ee7722"
+    return {"date": mb.created_utc.strftime("%Y-%m-%d"), "run_id": mb.run_id, "levels": view.level_lines,
+            "ceilings": [f"{c.level} {c.gbps:,.0f} GB/s (V{c.row.point.vector}, {c.row.point.blocks} blocks)"
+                         for c in level_ceilings(mb)],
+            "headers": STREAM_HEADERS if full else (), "streams": view.streams if full else [], "key": STREAM_KEY}
+
+
 SWEEP_ROWS = 5  # of a sweep, the fastest configurations shown (and the one the version runs); all are in the record
 
 

@@ -372,6 +372,7 @@ class BandwidthData:
     rows: tuple[tuple[str, float, str], ...]
     copy_gbps: float | None
     gpu: str
+    read_gbps: float | None = None  # the micro-benchmark's DRAM load stream (reading only), where measured
 
 
 def bandwidth_data(s: AssignmentSummary) -> BandwidthData:
@@ -385,8 +386,12 @@ def bandwidth_data(s: AssignmentSummary) -> BandwidthData:
     if run is not None:
         rows += [(f"{p.name} (peer)", derive(run.work, t, c).gbps, PEER_COLOR) for p in timed_peers(run)
                  if (t := peer_ms(p))]
+    from ..analysis.microbench import level_ceilings
+
+    dram = [x.gbps for x in level_ceilings(s.microbench) if x.level == "DRAM"] if s.microbench is not None else []
     return BandwidthData(rows=tuple((n, float(g or 0.0), col) for n, g, col in rows),
-                         copy_gbps=c.copy_gbps if c is not None else None, gpu=s.gpu)
+                         copy_gbps=c.copy_gbps if c is not None else None, gpu=s.gpu,
+                         read_gbps=dram[0] if dram else None)
 
 
 def bandwidth_figure(d: BandwidthData) -> Figure:
@@ -400,7 +405,7 @@ def bandwidth_figure(d: BandwidthData) -> Figure:
     y = list(range(len(rows)))[::-1]
     ax.barh(y, [r[1] for r in rows], color=[r[2] for r in rows], height=0.62)
     ax.set_yticks(y, [r[0] for r in rows], fontsize=7.5)
-    top = max([r[1] for r in rows] + ([d.copy_gbps] if d.copy_gbps is not None else []))
+    top = max([r[1] for r in rows] + [x for x in (d.copy_gbps, d.read_gbps) if x is not None])
     for yi, (_, g, _) in zip(y, rows, strict=True):
         if g >= 0.4 * top:  # inside the bar, at its end: the ceiling line near the longest bars never crosses it
             ax.text(g - top * 0.012, yi, f"{g:,.0f}", va="center", ha="right", fontsize=7, color="white")
@@ -408,9 +413,12 @@ def bandwidth_figure(d: BandwidthData) -> Figure:
             ax.text(g + top * 0.01, yi, f"{g:,.0f}", va="center", fontsize=7)
     if d.copy_gbps is not None:
         ax.axvline(d.copy_gbps, color=ROOF_COLOR, lw=1.2)
+    if d.read_gbps is not None:
+        ax.axvline(d.read_gbps, color=ROOF_COLOR, lw=1.0, ls="--")
     ax.set_xlim(0, top * 1.12)
     ax.set_xlabel("GB/s (work-model bytes / time), higher is better"
-                  + (f"; black line: measured copy ceiling {d.copy_gbps:,.0f} GB/s" if d.copy_gbps is not None else ""))
+                  + (f"; black line: measured copy ceiling {d.copy_gbps:,.0f} GB/s" if d.copy_gbps is not None else "")
+                  + (f"; dashed: measured DRAM load stream {d.read_gbps:,.0f} GB/s" if d.read_gbps is not None else ""))
     ax.set_title(f"Bandwidth against the copy ceiling ({d.gpu.upper()})")
     return fig
 

@@ -538,6 +538,7 @@ def appendix_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: 
         "sweeps": [sv for v in s.versions if (sv := appendix.sweep_view(v)) is not None],
         "device_lines": appendix.device(s),
         "ceilings": appendix.ceilings_view(s),
+        "microbench": appendix.microbench_view(s),
         "method": appendix.method_view(s),
         "commands": appendix.commands(s),
         "records": appendix.records(s),

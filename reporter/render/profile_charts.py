@@ -79,6 +79,8 @@ def _draw_roofs(ax, roofs: tuple[Roof, ...], lims: tuple[float, float, float, fl
         ls: Any = style
         if r.level == "DRAM" and r.source == "ncu":
             ls = (0, (6, 2, 1, 2))  # dash-dot: the DRAM peak ncu quotes, beside the measured copy
+        elif r.level in ("L2", "L1") and r.source == "measured":
+            ls = "-"  # solid: what the micro-benchmark's loads reached, beside ncu's dashed peak
         tb_s = r.value / 1e3
         lw = 1.1 if r.source == "measured" else 0.9
         ax.plot(grid, [min(top, x * tb_s) for x in grid], color=color, ls=ls, lw=lw, zorder=1)
@@ -129,7 +131,7 @@ def _draw_versions(ax, h: HierarchicalRoofline) -> list[Line2D]:
 
 def hierarchical_roofline_svg(runs: list[Run], ceilings: DeviceCeilings | None) -> str:
     """SVG of the hierarchical roofline of the given runs (one per version, in order)."""
-    return roofline_svg(hierarchical_roofline(runs, ceilings), runs[0].device.name if runs else "")
+    return roofline_svg(hierarchical_roofline(runs, ceilings), runs[0].device.name if runs else "")  # no streams
 
 
 def roofline_svg(h: HierarchicalRoofline, gpu: str) -> str:

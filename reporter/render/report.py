@@ -59,7 +59,10 @@ def default_hooks(chart_cache_dir: Path | None = None) -> Hooks:
 
             return roofline_svg(*d)
 
-        return chart_cache.svg("hroof", (hierarchical_roofline(runs, s.ceilings), runs[0].device.name), draw,
+        from ..analysis.microbench import level_ceilings
+
+        streams = {c.level: c.gbps for c in level_ceilings(s.microbench)} if s.microbench is not None else None
+        return chart_cache.svg("hroof", (hierarchical_roofline(runs, s.ceilings, streams), runs[0].device.name), draw,
                                chart_cache_dir)
 
     hooks.profile_chart = hroof
