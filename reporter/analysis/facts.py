@@ -456,6 +456,25 @@ class VersionFacts(TimingFacts):
             raise BindingError(f"{self.short}: metric '{name}' is not in the profile")
         return Number(sum(nums) if name.endswith(".sum") else max(nums))
 
+    def homework(self, case_name: str | None = None) -> dict[str, Number]:
+        """The LSU EE 7722 columns of the version's newest profile on a case (default its benchmark case),
+        as the report's profile table prints them (reporter.analysis.metrics.homework_figures): keys
+        ``itr``, ``issue_pct``, ``sw``, ``bxw``, ``n_rd``, ``n_wr``, ``l1_l2_gbps``, ``imb_pct``."""
+        from .metrics import homework_figures
+
+        case = case_name or self._v.benchmark_case
+        run = self._v.profiled_run(case)
+        if run is None or run.profile is None:
+            raise BindingError(f"{self.short} has no profile on case '{case}'")
+        h = homework_figures(run.profile.kernels, run.work)
+        out = {"itr": h.insts_per_iteration, "issue_pct": h.issue_pct, "sw": h.sectors_per_request,
+               "bxw": h.conflicts_per_load, "n_rd": h.norm_read, "n_wr": h.norm_write, "l1_l2_gbps": h.l1_l2_gbps,
+               "imb_pct": h.imbalance_pct}
+        missing = [k for k, v in out.items() if v is None]
+        if missing:
+            raise BindingError(f"{self.short}.homework('{case}'): the profile lacks the counters of {', '.join(missing)}")
+        return {k: Number(float(v)) for k, v in out.items()}  # type: ignore[arg-type]
+
     def metric_gb(self, name: str, kernel: int | None = None) -> Number:
         """A byte-count metric in GB (1e9 bytes)."""
         return Number(float(self.metric(name, kernel)) / 1e9)
