@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .atomic import write_atomic, write_new
-from .records import CodeSnapshot, ProbeRecord, Reverification, Run, SameCode, SourceFile
+from .records import CodeSnapshot, Microbench, ProbeRecord, Reverification, Run, SameCode, SourceFile
 
 FOLDER = "sources"
 
@@ -97,8 +97,9 @@ def available(logs: Path, f: SourceFile) -> bool:
 
 
 def snapshots(record: object) -> Iterator[CodeSnapshot]:
-    """Every code snapshot a record holds: a run's, a probe's, both runs of each re-verified case."""
-    if isinstance(record, Run | ProbeRecord):
+    """Every code snapshot a record holds: a run's, a probe's, a micro-benchmark's, both runs of each
+    re-verified case."""
+    if isinstance(record, Run | ProbeRecord | Microbench):
         if record.code is not None:
             yield record.code
     elif isinstance(record, Reverification):

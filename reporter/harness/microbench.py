@@ -226,18 +226,16 @@ def _stream_args(spec: StreamSpec, buffer, sink, cycles):  # type: ignore[no-unt
 def measure_stream(spec: StreamSpec, buffer, sink, cycles) -> StreamPoint:  # type: ignore[no-untyped-def]
     import torch
 
+    from .timing import CudaEventTimer, StoppingRule, benchmark
+
     k = _kernel("mb_stream", spec.defines)
     args = _stream_args(spec, buffer, sink, cycles)
-    for _ in range(2):
-        k((spec.blocks,), (THREADS,), *args)
-    samples = []
-    for _ in range(STREAM_REPS):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        k((spec.blocks,), (THREADS,), *args)
-        b.record()
-        b.synchronize()
-        samples.append(float(a.elapsed_time(b)))
+    # the harness's one timing loop: 2 untimed launches, then STREAM_REPS timed ones, no cache flush (the
+    # level's footprint is what each launch reads: an L1 or L2 run reads its data again on purpose)
+    rule = StoppingRule(min_reps=STREAM_REPS, max_reps=STREAM_REPS, warmup_reps=2, budget_s=600.0)
+    stats = benchmark(lambda rep: k((spec.blocks,), (THREADS,), *args), timer=CudaEventTimer(), rule=rule)
+    torch.cuda.synchronize()
+    samples = [float(x) for x in stats.samples_ms]
     per_block = sorted(float(c) for c in cycles[: spec.blocks].tolist())
     lay = layout(spec)
     return StreamPoint(level=spec.level, blocks=spec.blocks, threads=THREADS, vector=spec.vector,  # type: ignore[arg-type]
@@ -371,8 +369,8 @@ def run_microbench(repo_root: Path, *, profile: bool = True, seed: int = 7722,
         streams=streams, profiler=profiler, profile_status=status, profile_reason=reason,  # type: ignore[arg-type]
         notes=[f"latency: one thread, {CHASE_STEPS} dependent 8-byte loads (ld.global.ca) a size, one pointer per "
                f"{LINE_BYTES}-byte line in a random cycle, after one untimed lap (at most {WARM_CAP} steps)",
-               f"bandwidth: {THREADS} threads a block, median of {STREAM_REPS} launches (CUDA events) after 2 "
-               "untimed; bytes are what the threads loaded",
+               f"bandwidth: {THREADS} threads a block, median of {STREAM_REPS} launches (CUDA events, the harness's "
+               "timing loop, no L2 flush) after 2 untimed; bytes are what the threads loaded",
                "profile: one launch of each configuration under ncu, --clock-control none, --cache-control all"])
 
 
