@@ -162,3 +162,40 @@ __device__ __forceinline__ void qkv_put_slice(const float4 (&r)[QKV_QUADS_PER_TH
         }
     }
 }
+
+// qkv_double_buffer_tile: one CTA's BM x BN tile with its slices double-buffered (v06 on): two shared
+// buffers a side; before a slice's multiply-adds each thread loads its quads of the next slice into
+// registers (qkv_fetch_slice) and after them stores those into the other buffer (qkv_put_slice), so
+// one barrier a slice and the next slice's global loads in flight during this slice's arithmetic.
+__device__ __forceinline__ void qkv_double_buffer_tile(const float* __restrict__ w, const float* __restrict__ h,
+                                                       float* __restrict__ out, int d_ws, int d_qkv, int d_model)
+{
+    __shared__ __align__(16) float sA[2][BK][BM + PAD];
+    __shared__ __align__(16) float sB[2][BK][BN + PAD];
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int tx = threadIdx.x % (BN / TN), ty = threadIdx.x / (BN / TN);
+    float acc[TM][TN];
+    qkv_zero(acc);
+    float4 ra[QKV_QUADS_PER_THREAD(BM)], rb[QKV_QUADS_PER_THREAD(BN)];
+    qkv_fetch_slice<BM>(h, m0, d_ws, 0, d_model, ra);
+    qkv_fetch_slice<BN>(w, n0, d_qkv, 0, d_model, rb);
+    qkv_put_slice<BM>(ra, sA[0]);
+    qkv_put_slice<BN>(rb, sB[0]);
+    __syncthreads();
+    int cur = 0;
+    for (int k0 = 0; k0 < d_model; k0 += BK) {
+        const bool more = k0 + BK < d_model;
+        if (more) {
+            qkv_fetch_slice<BM>(h, m0, d_ws, k0 + BK, d_model, ra);
+            qkv_fetch_slice<BN>(w, n0, d_qkv, k0 + BK, d_model, rb);
+        }
+        qkv_slice_fma(sA[cur], sB[cur], ty, tx, acc);
+        if (more) {
+            qkv_put_slice<BM>(ra, sA[cur ^ 1]);
+            qkv_put_slice<BN>(rb, sB[cur ^ 1]);
+        }
+        __syncthreads();
+        cur ^= 1;
+    }
+    qkv_store_block(out, m0, n0, ty, tx, d_ws, d_qkv, acc);
+}
