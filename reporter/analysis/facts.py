@@ -249,6 +249,15 @@ class TimingFacts(_Facts):
         return Number(self._t().mean_ms / float(self.floor_ms), 3)
 
 
+    @property
+    def registers(self) -> int:
+        """Registers a thread of the run's CUDA kernel as ptxas gave them (the most of its kernels' builds)."""
+        regs = [b.registers for b in (self._run.builds if self._run is not None else []) if b.registers is not None]
+        if not regs:
+            raise BindingError(f"{self._what}: the run recorded no CUDA build")
+        return max(regs)
+
+
 class PeerFacts(TimingFacts):
     def __init__(self, peer: PeerResult) -> None:
         self._peer = peer
