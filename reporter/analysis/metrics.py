@@ -254,7 +254,8 @@ class HomeworkFigures:
     * ``norm_read`` / ``norm_write`` (N-Rd, N-Wr): bytes from L2 into L1 over the inputs' bytes, and
       bytes from L1 to L2 over the output's (the work model's ``bytes_read`` and the rest);
     * ``l1_l2_gbps``: bytes between L1 and L2, both ways, over the profiled duration;
-    * ``imbalance_pct`` (Imb): how much longer the busiest SM was active than the average SM.
+    * ``imbalance_pct`` (Imb): how much longer the busiest SM was active than the average SM (of the
+      profile's least balanced kernel).
     """
 
     insts_per_iteration: float | None
@@ -273,7 +274,7 @@ def homework_figures(kernels: Sequence[KernelProfile], work: WorkModel | None) -
     read, written = total(kernels, L2_TO_L1), total(kernels, L1_TO_L2)
     ns = duration_ns(kernels)
     out_bytes = work.bytes - work.bytes_read if work is not None and work.bytes_read is not None else None
-    # the busiest SM over the mean SM, duration-weighted over kernels: one kernel's own balance
+    # each kernel's busiest SM over its mean SM; the profile's figure is its worst kernel's
     imb = [(mx / avg - 1.0) * 100.0 for k in kernels
            if (mx := value(k, SM_ACTIVE_CYCLES_MAX)) is not None and (avg := value(k, SM_ACTIVE_CYCLES_AVG))]
     return HomeworkFigures(

@@ -131,7 +131,7 @@ def _draw_versions(ax, h: HierarchicalRoofline) -> list[Line2D]:
 
 def hierarchical_roofline_svg(runs: list[Run], ceilings: DeviceCeilings | None) -> str:
     """SVG of the hierarchical roofline of the given runs (one per version, in order)."""
-    return roofline_svg(hierarchical_roofline(runs, ceilings), runs[0].device.name if runs else "")  # no streams
+    return roofline_svg(hierarchical_roofline(runs, ceilings), runs[0].device.name if runs else "")
 
 
 def roofline_svg(h: HierarchicalRoofline, gpu: str) -> str:
