@@ -213,7 +213,9 @@ class CourseTask:
     def work_model(self, **case: Any) -> WorkModel:
         """Bytes the problem must move at least: its input's tensors read once and the reference
         output's written once, measured on the case's own input (drawn once per case and process).
-        A course folder states no flop count; ``work_model`` in the assignment can give one."""
+        A course folder states no flop count: the flops are None (unknown), and every output shows the
+        rates and roof shares that need them as unknown, never as zero, until ``work_model`` in the
+        assignment gives them."""
         key = tuple(sorted(case.items()))
         sizes = self._sizes.get(key)
         if sizes is None:
@@ -222,9 +224,11 @@ class CourseTask:
             sizes = self._sizes[key] = (tensor_bytes(data), tensor_bytes(out))
             del data, out
         read, written = sizes
-        return WorkModel(flops=0.0, bytes=float(max(read + written, 1)), ceiling="copy",
+        return WorkModel(flops=None, bytes=float(max(read + written, 1)), ceiling="copy",
+                         bytes_read=float(read) if read > 0 else None,
                          description=f"the input's tensors ({read:,} bytes) read once and the output "
-                                     f"({written:,} bytes) written once; the course's folder gives no flop count")
+                                     f"({written:,} bytes) written once; the course's folder gives no flop count, "
+                                     "so no TFLOP/s and no share of a roof are known")
 
     def peers(self) -> dict[str, Peer]:
         return {"course_reference": Peer(self.ref_kernel, "the course's ref_kernel (its PyTorch reference)")}

@@ -46,7 +46,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, field_validator, model_validator
 
 from .packed import FloatArray, read_reason_runs, reason_runs
 
@@ -299,7 +299,9 @@ CeilingKey = Annotated[str, Field(pattern=r"^(copy|matmul_[a-z0-9]+)$")]
 class WorkModel(Record):
     """What the problem must do at least: it fixes the derived figures and the roof."""
 
-    flops: float = Field(ge=0, description="floating-point operations the algorithm must do")
+    flops: float | None = Field(ge=0, description=(
+        "floating-point operations the algorithm must do; None where they are not known (a course problem's folder "
+        "states no flop count): every rate and roof share that needs them is then unknown, never zero"))
     bytes: float = Field(gt=0, description="bytes that must cross device memory (inputs read once, outputs written once)")
     ceiling: CeilingKey = Field(description="which measured ceiling bounds this work: 'copy' or 'matmul_<dtype>'")
     description: str = ""
@@ -307,17 +309,28 @@ class WorkModel(Record):
         "of ``bytes``, those of the inputs (the rest is the output): what a profile's read and written bytes are "
         "normalised by; None in records made before it was kept"))
 
+    @model_validator(mode="after")
+    def _known_flops_for_a_compute_roof(self) -> WorkModel:
+        if self.flops is None and self.ceiling != "copy":
+            raise ValueError(f"ceiling {self.ceiling!r} needs the flops: a work model whose flops are unknown (None) "
+                             "is bounded by 'copy' only")
+        return self
+
     @property
-    def intensity(self) -> float:
-        return self.flops / self.bytes
+    def flops_known(self) -> bool:
+        return self.flops is not None
+
+    @property
+    def intensity(self) -> float | None:
+        return self.flops / self.bytes if self.flops is not None else None
 
 
 class Derived(Record):
     """Figures that follow from the work model, the median time and the device ceilings."""
 
-    tflops: float
+    tflops: float | None = Field(description="None where the work model's flops are unknown")
     gbps: float
-    arithmetic_intensity: float
+    arithmetic_intensity: float | None
     ceiling: str
     ceiling_value: float | None = None
     ceiling_unit: str | None = None
@@ -328,9 +341,13 @@ class Derived(Record):
 def derive(work: WorkModel, time_ms: float, ceilings: DeviceCeilings | None) -> Derived:
     """The figures that follow from one time of the work (the figure: a run's mean)."""
     seconds = time_ms / 1e3
-    tflops = work.flops / seconds / 1e12
+    tflops = work.flops / seconds / 1e12 if work.flops is not None else None
     gbps = work.bytes / seconds / 1e9
     out = Derived(tflops=tflops, gbps=gbps, arithmetic_intensity=work.intensity, ceiling=work.ceiling)
+    if ceilings is not None and tflops is None:
+        # flops unknown: which roof binds is unknown too, so no share of one and no floor (the copy's would
+        # claim a memory-bound problem); the bandwidth the bytes give stands
+        return out
     if ceilings is not None:
         copy_floor_ms = work.bytes / (ceilings.copy_gbps * 1e9) * 1e3
         if work.ceiling == "copy":
@@ -340,8 +357,8 @@ def derive(work: WorkModel, time_ms: float, ceilings: DeviceCeilings | None) -> 
         else:
             peak = ceilings.ceiling(work.ceiling)
             out.ceiling_value, out.ceiling_unit = peak, "TFLOP/s"
-            out.fraction_of_ceiling = tflops / peak
-            out.floor_ms = max(work.flops / (peak * 1e12) * 1e3, copy_floor_ms)
+            out.fraction_of_ceiling = tflops / peak  # type: ignore[operator]
+            out.floor_ms = max(work.flops / (peak * 1e12) * 1e3, copy_floor_ms)  # type: ignore[operator]
     return out
 
 

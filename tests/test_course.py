@@ -73,8 +73,41 @@ def test_course_task_is_the_folder_s_own_functions():
     w = task.work_model(**task.cases["benchmark"])
     assert w.bytes == 1000 * 257 * 4 + 1000 * 4
     assert tensor_bytes(data) == 64 * 100 * 4  # the float scale is no tensor
-    assert w.flops == 0 and w.ceiling == "copy" and "no flop count" in w.description
+    assert w.flops is None and w.ceiling == "copy" and "no flop count" in w.description  # unknown, not zero
+    assert w.bytes_read == 1000 * 257 * 4 and w.intensity is None
     assert list(task.peers()) == ["course_reference"]
+
+
+def test_unknown_flops_show_as_unknown_never_as_zero():
+    """An imported problem's work model knows its bytes, not its flops: the derived figures keep the bandwidth
+    and leave TFLOP/s, the share of a roof and the floor unknown, and the run table and `report show` print
+    them as "—" (never "0.0 TFLOP/s" or "0.0 % of roof")."""
+    from datetime import UTC, datetime
+
+    from rich.console import Console
+
+    from reporter.records import DeviceCeilings, DeviceInfo, WorkModel, derive
+    from reporter.render.tables import derived_table
+
+    work = CourseTask(PROBLEM).work_model(**CourseTask(PROBLEM).cases["benchmark"])
+    info = DeviceInfo(name="NVIDIA H100 80GB HBM3", slug="h100", compute_capability="9.0", sm_count=132,
+                      l2_bytes=50 << 20, memory_bytes=80 << 30)
+    ceilings = DeviceCeilings(created_utc=datetime(2026, 11, 27, tzinfo=UTC), device=info, copy_gbps=2977.0,
+                              copy_bytes=2 << 30, matmul_tflops={"fp32": 51.0}, matmul_n=8192)
+    d = derive(work, 0.01, ceilings)
+    assert d.gbps == pytest.approx(work.bytes / 1e-5 / 1e9)
+    assert d.tflops is None and d.arithmetic_intensity is None
+    assert d.fraction_of_ceiling is None and d.floor_ms is None  # which roof binds is not known either
+    console = Console(width=100, record=True)
+    console.print(derived_table(type("R", (), {"derived": d, "work": work})()))  # the table reads .derived
+    lines = console.export_text().splitlines()
+    for name in ("compute", "arithmetic intensity"):
+        line = next(x for x in lines if x.strip().startswith(name))
+        assert "—" in line and "0.0" not in line, line
+    assert not any("fraction of ceiling" in x or "roofline floor" in x for x in lines)
+    # flops unknown cannot stand under a compute roof
+    with pytest.raises(ValueError, match="needs the flops"):
+        WorkModel(flops=None, bytes=1.0, ceiling="matmul_fp32")
 
 
 def test_two_problems_in_one_process_keep_their_own_task_modules(tmp_path):

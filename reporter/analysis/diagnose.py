@@ -381,7 +381,7 @@ def _tensor_share(run: Run, fig: M.Figures) -> Observation | None:
     share = fig.tensor_share or 0.0
     executed = fig.flops
     vs_model = f" (executed flops {executed / run.work.flops:.2f}× the work model's {_flop(run.work.flops)})" \
-        if run.work.flops > 0 else ""
+        if (run.work.flops or 0) > 0 else ""
     cited = {"tensor_flops": fig.flops_by_class["tensor"], "executed_flops": executed, "tensor_share": share}
     if run.work.ceiling.startswith("matmul_") and share < TENSOR_SHARE_LOW:
         return Observation(f"Tensor cores run only {share:.0%} of the {_flop(executed)} executed, though the work is "

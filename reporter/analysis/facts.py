@@ -228,7 +228,10 @@ class TimingFacts(_Facts):
 
     @property
     def tflops(self) -> Number:
-        return Number(self._derived().tflops)
+        t = self._derived().tflops
+        if t is None:
+            raise BindingError(f"{self._what}: the work model gives no flop count, so there is no TFLOP/s")
+        return Number(t)
 
     @property
     def gbps(self) -> Number:

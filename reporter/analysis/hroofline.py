@@ -109,7 +109,7 @@ def _version_points(run: Run, ceilings: DeviceCeilings | None, peaks: dict[str, 
     if not fig.duration_ns:
         return f"{run.version}: the profile has no gpu__time_duration"
     source: Literal["executed", "work model"] = "executed" if fig.flops > 0 else "work model"
-    flops = fig.flops if source == "executed" else run.work.flops
+    flops = fig.flops if source == "executed" else (run.work.flops or 0.0)  # unknown flops: nothing to place
     if flops <= 0:
         return f"{run.version}: no floating-point work to place on a roofline"
     seconds = fig.duration_ns * 1e-9

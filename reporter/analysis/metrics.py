@@ -269,7 +269,7 @@ class HomeworkFigures:
 
 
 def homework_figures(kernels: Sequence[KernelProfile], work: WorkModel | None) -> HomeworkFigures:
-    fmas = work.flops / 2 if work is not None and work.flops > 0 else None
+    fmas = work.flops / 2 if work is not None and (work.flops or 0) > 0 else None
     loads = _sum_of(kernels, (GLOBAL_LD_REQUESTS, SHARED_REQUESTS[0]))
     read, written = total(kernels, L2_TO_L1), total(kernels, L1_TO_L2)
     ns = duration_ns(kernels)

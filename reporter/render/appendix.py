@@ -73,7 +73,7 @@ def case_rows(s: AssignmentSummary) -> list[CaseRow]:
             out.append(CaseRow(
                 version=v.name, case=case, figure=ledger.mark(keys.fig(v.name, case), ms(fig.ms)) if fig else "–", kind=fig.kind if fig else "–",
                 median=ms(t.median_ms) if t else "–", spread=f"{ms(t.min_ms)} – {ms(t.max_ms)}" if t else "–",
-                n=t.n if t else "–", rate=rate, roof=pct(d.fraction_of_ceiling) if d else "–",
+                n=t.n if t else "–", rate=rate, roof=pct(d.fraction_of_ceiling) if d and d.fraction_of_ceiling is not None else "–",
                 check=_check(r), check_ok=r.check.passed, bench=case == v.benchmark_case and case in v.headline_cases))
     return out
 

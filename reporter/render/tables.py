@@ -165,9 +165,10 @@ def derived_table(run: Run) -> Table:
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_column("", style="dim")
-    table.add_row("compute", f"{d.tflops:,.1f}", "TFLOP/s")
+    table.add_row("compute", f"{d.tflops:,.1f}" if d.tflops is not None else "—", "TFLOP/s")
     table.add_row("memory traffic", f"{d.gbps:,.1f}", "GB/s")
-    table.add_row("arithmetic intensity", f"{d.arithmetic_intensity:,.1f}", "flop/B")
+    table.add_row("arithmetic intensity", f"{d.arithmetic_intensity:,.1f}" if d.arithmetic_intensity is not None else "—",
+                  "flop/B")
     if d.ceiling_value is not None:
         table.add_row(f"ceiling ({d.ceiling})", f"{d.ceiling_value:,.1f}", d.ceiling_unit or "")
     if d.fraction_of_ceiling is not None:

@@ -107,7 +107,8 @@ def summary_table(runs: list[Run], title: str = "runs written") -> Table:
             f"{r.timing.mean_ms:.4f}" if r.timing else "-", f"{r.timing.stderr_ms:.4f}" if r.timing else "-",
             f"{r.timing.median_ms:.4f}" if r.timing else "-",
             str(r.timing.n) if r.timing else "-",
-            f"{r.derived.tflops:.1f}" if r.derived else "-", f"{r.derived.gbps:.0f}" if r.derived else "-",
+            f"{r.derived.tflops:.1f}" if r.derived and r.derived.tflops is not None else "—",
+            f"{r.derived.gbps:.0f}" if r.derived else "-",
             f"{100 * r.derived.fraction_of_ceiling:.1f}" if r.derived and r.derived.fraction_of_ceiling else "-",
             f"{best_peer:.4f}" if best_peer else "-",
         )
