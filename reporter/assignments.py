@@ -608,6 +608,10 @@ def _raised_where(e: BaseException, path: Path) -> str:
 
 
 def git_state(root: Path) -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the project at ``root``: its own git checkout's HEAD and whether kernels/ or
+    reporter/ differ from it; (None, None) where ``root`` is not the top of a checkout (a copy of the
+    project inside another repository is not that repository's code). REPORT_GIT_COMMIT and
+    REPORT_GIT_DIRTY, where set, say it instead (a GPU machine's copy of the tree has no .git)."""
     import os
     import subprocess
 
@@ -616,6 +620,12 @@ def git_state(root: Path) -> tuple[str | None, bool | None]:
         dirty_env = os.environ.get("REPORT_GIT_DIRTY")
         return os.environ["REPORT_GIT_COMMIT"], (dirty_env == "1") if dirty_env is not None else None
     try:
+        # the project's own checkout or none: a copy of the project inside another repository (not a checkout
+        # itself) would otherwise name that repository's commit, clean or not, for code it never held
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        if not top or Path(top).resolve() != Path(root).resolve():
+            return None, None
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                                 text=True, timeout=10).stdout.strip() or None
         status = subprocess.run(["git", "status", "--porcelain", "--", "kernels", "reporter"], cwd=root,

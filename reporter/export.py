@@ -157,11 +157,19 @@ def _package_file(module: str) -> Path:
     return folder / "__init__.py" if folder.is_dir() else folder.with_suffix(".py")
 
 
+INSTALLED = " (the installed reporter package)"
+
+
 def _origin(path: Path, repo: Path) -> str:
-    try:
-        return path.resolve().relative_to(repo.resolve()).as_posix()
-    except ValueError:
-        return str(path)
+    """A file's name in an export: relative to the project, else to the installed package (tagged so), else
+    its bare name: never a path of the machine that made the export."""
+    p = path.resolve()
+    for base, tag in ((repo.resolve(), ""), (PACKAGE_DIR.parent.resolve(), INSTALLED)):
+        try:
+            return p.relative_to(base).as_posix() + tag
+        except ValueError:
+            continue
+    return p.name
 
 
 def _defines(tree: ast.Module, name: str, folder: Path, seen: set[Path]) -> bool:
@@ -317,8 +325,8 @@ def _format_config(value: ast.expr, text: str) -> str:
 def source_state(repo: Path, files: list[EmbeddedFile]) -> str:
     """'<commit>; the embedded files are as committed' or which of them differ from it."""
     commit, dirty = git_state(repo)
-    where = f"commit {commit}" if commit else "commit unknown"
-    paths = [f.origin for f in files if not Path(f.origin).is_absolute()]
+    where = f"commit {commit}" if commit else "commit unknown (the project folder is not a git checkout of its own)"
+    paths = [f.origin for f in files if not f.origin.endswith(INSTALLED) and "/" in f.origin]
     if not os.environ.get("REPORT_GIT_COMMIT") and commit:
         try:
             res = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", *paths], cwd=repo,

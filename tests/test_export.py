@@ -444,3 +444,42 @@ def test_exported_version_matches_the_reference_on_gpu(assignment, version, tmp_
     ref = spec.ref_kernel(data)
     check = compare(out, ref, spec.TOLERANCE, seed=params["seed"])
     assert check.passed, f"{version.name} exported, on {case}: {check.message}"
+
+
+def test_a_project_inside_another_repository_records_no_commit_and_the_export_says_so(tmp_path):
+    """A copy of the project that is not a checkout itself but sits inside another repository: its records and
+    exports name no commit (the enclosing repository's HEAD is not this code's), and the export says why."""
+    import subprocess
+
+    from reporter.assignments import git_state
+    from reporter.export import source_state
+
+    outer = tmp_path / "outer"
+    inner = outer / "copy_of_project"
+    inner.mkdir(parents=True)
+    (inner / "kernels").mkdir()
+    (inner / "kernels" / "a.py").write_text("x = 1\n")
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "outer"]):
+        subprocess.run(cmd, cwd=outer, check=True, env=env, capture_output=True)
+    saved = {k: os.environ.pop(k) for k in ("REPORT_GIT_COMMIT", "REPORT_GIT_DIRTY") if k in os.environ}
+    try:
+        commit, dirty = git_state(outer)
+        assert commit and len(commit) == 40 and dirty is False  # the repository's own top: its commit
+        assert git_state(inner) == (None, None)  # not the top of a checkout: no commit, not the outer one
+        assert source_state(inner, []).startswith("commit unknown (the project folder is not a git checkout")
+    finally:
+        os.environ.update(saved)
+
+
+def test_an_embedded_file_is_named_relative_to_the_project_or_the_package_never_by_a_machine_path(tmp_path):
+    from reporter.export import INSTALLED, PACKAGE_DIR, _origin
+
+    inside = PACKAGE_DIR / "cuda" / "__init__.py"
+    assert _origin(inside, PACKAGE_DIR.parent) == "reporter/cuda/__init__.py"  # the project holds the package
+    assert _origin(inside, tmp_path) == "reporter/cuda/__init__.py" + INSTALLED  # installed elsewhere
+    stray = tmp_path / "deep" / "where" / "k.cu"
+    stray.parent.mkdir(parents=True)
+    stray.write_text("")
+    assert _origin(stray, PACKAGE_DIR.parent) == "k.cu"  # its bare name, not /tmp/...
