@@ -326,8 +326,11 @@ def source_state(repo: Path, files: list[EmbeddedFile]) -> str:
     """'<commit>; the embedded files are as committed' or which of them differ from it."""
     commit, dirty = git_state(repo)
     where = f"commit {commit}" if commit else "commit unknown (the project folder is not a git checkout of its own)"
-    paths = [f.origin for f in files if not f.origin.endswith(INSTALLED) and "/" in f.origin]
-    if not os.environ.get("REPORT_GIT_COMMIT") and commit:
+    paths = [f.origin for f in files if not f.origin.endswith(INSTALLED) and (repo / f.origin).is_file()]
+    outside = [f.origin for f in files if f.origin not in paths]  # the installed package's, or not the project's
+    if outside:
+        where += f"; not the project's, so not compared with it: {', '.join(outside)}"
+    if not os.environ.get("REPORT_GIT_COMMIT") and commit and paths:
         try:
             res = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", *paths], cwd=repo,
                                  capture_output=True, text=True, timeout=10, check=False)
@@ -337,7 +340,8 @@ def source_state(repo: Path, files: list[EmbeddedFile]) -> str:
             changed = [f"{line[3:]} ({'untracked' if line[:2] == '??' else 'modified'})"
                        for line in res.stdout.splitlines() if len(line) > 3]
             if not changed:
-                return f"{where}; the embedded files are as committed"
+                return f"{where}; the embedded files are as committed" if not outside else \
+                    f"{where}; the project's embedded files are as committed"
             return f"{where}; differing from it: {', '.join(changed)}"
     if dirty is None:
         return f"{where}; whether the files differ from it is unknown"

@@ -869,7 +869,7 @@ class StreamPoint(Record):
     blocks: int = Field(gt=0)
     threads: int = Field(gt=0, description="threads per block")
     vector: Literal[1, 2, 4] = Field(description="floats per load")
-    pattern: str = Field(pattern=r"^[sp][0-5]$", description="s<i>: lane τ loads vector τ·2^i of its chunk; "
+    pattern: str = Field(pattern=r"^(s[0-5]|p[1-3])$", description="s<i>: lane τ loads vector τ·2^i of its chunk; "
                          "p<i>: the lane in the low five bits, 2^i distinct 128-byte lines a warp")
     passes: int = Field(gt=0)
     region_bytes: int = Field(gt=0, description="what one block reads in one pass")

@@ -6,7 +6,7 @@ recorded sweep.
 SM. Hypothesis: v06's layer 1 runs one CTA of 12 warps an SM (107 registers a thread, 41 K of the
 SM's 64 K), too few warps to hide the shared-memory and global loads behind the multiply-adds (the
 profile: an instruction issued in two thirds of the schedulers' active cycles), and its 384 tiles
-take three rounds of 132. Two or three CTAs an SM, at 85 or 64 registers a thread, give the
+take three rounds of 132. Two or three CTAs an SM, at 85 or 56 registers a thread, give the
 schedulers more warps to choose from; the tiles' count against the places for them decides how
 even the last round is, so the sweep sets the two together. Layer 0 keeps v06's 64 x 96 tile.
 """

@@ -255,7 +255,8 @@ class TimingFacts(_Facts):
     @property
     def registers(self) -> int:
         """Registers a thread of the run's CUDA kernel as ptxas gave them (the most of its kernels' builds)."""
-        regs = [b.registers for b in (self._run.builds if self._run is not None else []) if b.registers is not None]
+        run = getattr(self, "_run", None)  # a peer's or a probe's facts have no run of their own
+        regs = [b.registers for b in (run.builds if run is not None else []) if b.registers is not None]
         if not regs:
             raise BindingError(f"{self._what}: the run recorded no CUDA build")
         return max(regs)

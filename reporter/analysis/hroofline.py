@@ -11,10 +11,10 @@ so the three points share a height and spread horizontally: the level whose roof
 (bandwidth × intensity) is closest above the point is the one that binds.
 
 Roofs: compute from the measured matmul ceilings (``logs/devices/``); DRAM from the
-measured copy bandwidth and, dashed, ncu's DRAM peak; L2 and L1 from ncu's peaks and, where the
-device has a micro-benchmark record, the load bandwidth it measured at each
+measured copy bandwidth and, dashed, ncu's DRAM peak; L2 and L1 from ncu's peaks
 (``<bytes>.sum.peak_sustained × <unit>__cycles_elapsed.avg.per_second``, median over the
-profiled kernels). The measured copy bandwidth is the DRAM roof a kernel can reach, so it
+profiled kernels) and, where the device has a micro-benchmark record, the load bandwidth it
+measured at each. The measured copy bandwidth is the DRAM roof a kernel can reach, so it
 is the one used to say which level binds.
 """
 

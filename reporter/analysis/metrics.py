@@ -247,7 +247,7 @@ class HomeworkFigures:
     """The columns of the LSU EE 7722 homework's per-launch line (hw02), from one profile:
 
     * ``insts_per_iteration`` (/itr): thread instructions per multiply-add of the work model (flops / 2),
-      the homework's instructions per iteration of the d_model loop;
+      the homework's instructions per iteration of the problem's multiply-add loop;
     * ``issue_pct`` (%): cycles a warp scheduler issued an instruction, of its active cycles;
     * ``sectors_per_request`` (SW): sectors per global load request;
     * ``conflicts_per_load`` (BXW): L1 data bank conflicts of loads per load request (global and shared);

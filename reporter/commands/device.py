@@ -1,9 +1,10 @@
 """`report device`: the device block as a course's `mb` prints it; with --microbench, measure load
 latency and streaming bandwidth at each level and record them under logs/devices/<gpu>/microbench/.
-Without a GPU it prints the newest recorded micro-benchmark."""
+Without --microbench it prints the newest recorded micro-benchmark (no GPU needed)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -49,8 +50,8 @@ def command(
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """The device block as a course's `mb` prints it (clock, memory, L2, SMs, limits, peak rates); with
-    --microbench, measure and record the latency and bandwidth of each memory level. Without a GPU, the
-    newest recorded micro-benchmark (of --gpu, or of any GPU)."""
+    --microbench, measure and record the latency and bandwidth of each memory level on this machine's GPU.
+    Without --microbench, the newest recorded micro-benchmark (of --gpu, or of any GPU)."""
     from .. import store
     from ..render.device import device_view
 
@@ -73,7 +74,13 @@ def command(
                 bar.update(task, description=what, completed=done, total=total)
 
             mb = run_microbench(root_dir, profile=profile, progress=tick)
-        path = store.save(mb, store.microbench_path(logs_dir, mb), logs=logs_dir)
+        target = store.microbench_path(logs_dir, mb)
+        try:
+            path = store.save(mb, target, logs=logs_dir)
+        except Exception as e:  # the measurement is done: keep it where a person finds it, then say why
+            kept = Path.cwd() / f"microbench_{mb.run_id}_unsaved.json"
+            kept.write_text(mb.model_dump_json(), encoding="utf-8")
+            fail(f"{target}: the record could not be written ({e}); the measurement is kept in {kept}")
         found = store.latest_ceilings(logs_dir, mb.device.name, mb.device.slug)
         _print_view(device_view(mb, found[1] if found else None))
         console.print(f"\nrecorded: {path}", markup=False)

@@ -12,7 +12,7 @@
 // summing what it loads (the sum is stored, so no load is dead). A warp reads in chunks of
 // 32·2^LG vectors; within a chunk, `2^LG` loads of each lane touch every vector of the chunk once:
 //   PATTERN 0, stride 2^LG (the homework's s<LG>): lane τ loads chunk + τ·2^LG + r, r < 2^LG;
-//   PATTERN 1, permutation (the homework's p<LG>): lane τ loads chunk + 32·((τ >> (5 - LG)) + r) mod 2^LG + τ:
+//   PATTERN 1, permutation (the homework's p<LG>): lane τ loads chunk + 32·(((τ >> (5 - LG)) + r) mod 2^LG) + τ:
 //   its low five bits are the lane, so no two lanes share a bank, while the warp's 32 lanes fall
 //   in 2^LG distinct 128-byte lines.
 // The level a run measures is set by its footprint: a per-block region that fits in L1 (passes read
@@ -75,7 +75,7 @@ extern "C" __global__ void mb_chase(const unsigned long long* start, long long w
 #define THREADS 1024
 #endif
 #define WARPS (THREADS / 32)
-// rounds unrolled: 8 loads in flight a thread, 4 of four floats (16 registers of data either way)
+// rounds unrolled: 8 rounds a trip (4 for four floats); each round is 2^LG loads a thread
 #define UNROLL (V == 4 ? 4 : 8)
 // a warp's successive chunks are STEP vectors apart: the block's warps read consecutive chunks
 #define CHUNK (32u << LG)

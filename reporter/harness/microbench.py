@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -127,6 +128,17 @@ def step(spec: StreamSpec) -> int:
 
 
 def layout(spec: StreamSpec) -> StreamLayout:
+    """Where ``spec``'s blocks read; every figure a whole number of rounds, as the kernel reads them (it rounds
+    down, and a record's bytes count the whole region)."""
+    lay = _layout(spec)
+    st = step(spec)
+    if lay.region % st or lay.total % st or lay.block_offset % st or lay.region > lay.total:
+        raise ValueError(f"{spec}: region {lay.region}, buffer {lay.total} and offset {lay.block_offset} vectors "
+                         f"must be whole rounds of {st}")
+    return lay
+
+
+def _layout(spec: StreamSpec) -> StreamLayout:
     vb = 4 * spec.vector  # bytes a vector
     if spec.level == "L1":  # own region per block, read L1_PASSES times
         region = L1_REGION // vb
@@ -283,21 +295,28 @@ def profile_streams(specs: Sequence[StreamSpec], *, timeout_s: float = 1200.0
     cmd = [ncu, "--clock-control", "none", "--cache-control", "all", "--print-units", "base", "--csv",
            "--page", "raw", "--kernel-name", "mb_stream", "--metrics", ",".join(STREAM_METRICS),
            sys.executable, "-m", "reporter.harness.microbench", "--launch-once", spec_file]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
-                              cwd=str(Path(__file__).resolve().parents[2]), env=dict(os.environ))
-    except subprocess.TimeoutExpired:
-        return None, "failed", f"ncu took over {timeout_s:.0f} s", f"ncu {version}" if version else "ncu"
+    label = f"ncu {version}" if version else "ncu"
+    try:  # ncu and the child it starts in a session of their own: a timeout ends both
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                cwd=str(Path(__file__).resolve().parents[2]), env=dict(os.environ),
+                                start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return None, "failed", f"ncu took over {timeout_s:.0f} s", label
+    except OSError as e:  # REPORT_NCU names a file that does not run: the measurements so far are kept
+        return None, "unavailable", f"{ncu}: {e.strerror or e}", label
     finally:
         os.unlink(spec_file)
-    label = f"ncu {version}" if version else "ncu"
-    if done.returncode != 0:
-        status, reason = classify_failure(done.returncode, done.stdout, done.stderr)
+    if proc.returncode != 0:
+        status, reason = classify_failure(proc.returncode, stdout, stderr)
         return None, status, reason, label
     try:
-        kernels = parse_ncu_csv(done.stdout)
-    except NcuOutputError as e:
-        return None, "failed", str(e), label
+        kernels = parse_ncu_csv(stdout)
+    except (NcuOutputError, ValueError) as e:  # a table we cannot read: a failed profile, not a lost run
+        return None, "failed", str(e).splitlines()[0], label
     if len(kernels) != len(specs):
         return None, "failed", f"ncu profiled {len(kernels)} launches, expected {len(specs)}", label
     return kernels, "ok", "", label
