@@ -44,7 +44,7 @@ import hashlib
 import importlib.util
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -317,16 +317,7 @@ class Version:
         return mod
 
     def snapshot(self, repo_root: Path, config: dict | None = None) -> CodeSnapshot:
-        files = []
-        for p in self.sources:
-            text = p.read_text(encoding="utf-8")  # sha256 of the text, as exports and builds state it
-            try:
-                rel = str(p.resolve().relative_to(repo_root.resolve()))
-            except ValueError:
-                rel = str(p)
-            files.append(SourceFile(path=rel, sha256=hashlib.sha256(text.encode()).hexdigest(), text=text))
-        commit, dirty = git_state(repo_root)
-        return CodeSnapshot(files=files, git_commit=commit, git_dirty=dirty, config=dict(config or {}))
+        return snapshot_of(self.sources, repo_root, config)
 
 
 @dataclass
@@ -605,6 +596,32 @@ def _raised_where(e: BaseException, path: Path) -> str:
         except OSError:
             continue
     return where
+
+
+#: the folder that holds the reporter package (the project's root in a checkout)
+PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+
+
+def project_path(path: Path, repo_root: Path) -> str:
+    """A file's name in a record or an export: relative to the project, else to the folder that holds the
+    installed reporter package (``reporter/...``), else its bare name; never a path of the machine."""
+    p = Path(path).resolve()
+    for base in (Path(repo_root).resolve(), PACKAGE_PARENT):
+        if p.is_relative_to(base):
+            return p.relative_to(base).as_posix()
+    return p.name
+
+
+def snapshot_of(paths: Iterable[Path], repo_root: Path, config: dict | None = None) -> CodeSnapshot:
+    """What a record says ran: each file of ``paths`` read now (named by :func:`project_path`, with the sha256
+    of its text, as exports and builds state it) and the project's git state (:func:`git_state`)."""
+    files = []
+    for p in paths:
+        text = Path(p).read_text(encoding="utf-8")
+        files.append(SourceFile(path=project_path(p, repo_root), sha256=hashlib.sha256(text.encode()).hexdigest(),
+                                text=text))
+    commit, dirty = git_state(repo_root)
+    return CodeSnapshot(files=files, git_commit=commit, git_dirty=dirty, config=dict(config or {}))
 
 
 def git_state(root: Path) -> tuple[str | None, bool | None]:

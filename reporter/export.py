@@ -57,7 +57,7 @@ from typing import Literal
 from . import store
 from .analysis.diff import format_ms
 from .assignments import (Assignment, AssignmentCodeError, AssignmentError, Version, git_state, headline_case,
-                          spec_literal)
+                          project_path, spec_literal)
 from .closure import ClosureError, imported_modules, inside, source_closure
 from .records import Run
 from .samecode import CodeStatus, code_status, tree_files
@@ -161,15 +161,11 @@ INSTALLED = " (the installed reporter package)"
 
 
 def _origin(path: Path, repo: Path) -> str:
-    """A file's name in an export: relative to the project, else to the installed package (tagged so), else
-    its bare name: never a path of the machine that made the export."""
+    """A file's name in an export (:func:`reporter.assignments.project_path`), tagged when it is the installed
+    package's rather than the project's."""
+    name = project_path(path, repo)
     p = path.resolve()
-    for base, tag in ((repo.resolve(), ""), (PACKAGE_DIR.parent.resolve(), INSTALLED)):
-        try:
-            return p.relative_to(base).as_posix() + tag
-        except ValueError:
-            continue
-    return p.name
+    return name + INSTALLED if not p.is_relative_to(repo.resolve()) and p.is_relative_to(PACKAGE_DIR.parent) else name
 
 
 def _defines(tree: ast.Module, name: str, folder: Path, seen: set[Path]) -> bool:

@@ -57,23 +57,15 @@ def command(
 
     root_dir, _, logs_dir = project_paths(root, logs)
     if microbench:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
         from ..harness.device import NoGPU, require_cuda
         from ..harness.microbench import run_microbench
+        from ..render.text import TerminalEvents
 
         try:
             require_cuda()
         except NoGPU as e:
             fail(str(e), 3)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as bar:
-            task = bar.add_task("micro-benchmarks", total=None)
-
-            def tick(what: str, done: int, total: int) -> None:
-                bar.update(task, description=what, completed=done, total=total)
-
-            mb = run_microbench(root_dir, profile=profile, progress=tick)
+        mb = run_microbench(root_dir, profile=profile, events=TerminalEvents(console, blocks=False))
         target = store.microbench_path(logs_dir, mb)
         try:
             path = store.save(mb, target, logs=logs_dir)

@@ -33,13 +33,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..records import (CodeSnapshot, DeviceInfo, DeviceLimits, KernelProfile, LatencyPoint, Microbench, SourceFile,
-                       StreamPoint)
+from ..assignments import snapshot_of
+from ..records import DeviceInfo, DeviceLimits, KernelProfile, LatencyPoint, Microbench, StreamPoint
+from .events import Events, Silent
 
 SOURCE = Path(__file__).with_name("microbench.cu")
 LINE_BYTES = 128
@@ -322,69 +323,48 @@ def profile_streams(specs: Sequence[StreamSpec], *, timeout_s: float = 1200.0
     return kernels, "ok", "", label
 
 
-def code_snapshot(repo_root: Path) -> CodeSnapshot:
-    from ..assignments import git_state
-    from ..sources import sha256_of
-
-    files = []
-    for p in (SOURCE, Path(__file__)):
-        text = p.resolve().read_text(encoding="utf-8")
-        try:
-            rel = p.resolve().relative_to(repo_root.resolve()).as_posix()
-        except ValueError:
-            rel = f"reporter/harness/{p.name}"
-        files.append(SourceFile(path=rel, sha256=sha256_of(text), text=text))
-    commit, dirty = git_state(repo_root)
-    return CodeSnapshot(files=files, git_commit=commit, git_dirty=dirty)
-
-
 def run_microbench(repo_root: Path, *, profile: bool = True, seed: int = 7722,
-                   progress: Callable[[str, int, int], None] | None = None) -> Microbench:
-    """Every measurement of the record, on the current device."""
+                   events: Events | None = None) -> Microbench:
+    """Every measurement of the record, on the current device; its progress bar and the profiler's step
+    shown through ``events`` (:class:`~reporter.harness.events.Events`; default: nothing shown)."""
     import torch
 
     from .device import device_info
     from .probe import gpu_reading
 
+    events = events or Silent()
     info = device_info()
     limits = device_limits(info)  # before measuring: a runtime without a property fails at once
     started = datetime.now(UTC)
     before = gpu_reading()
     sizes = latency_sizes()
     specs = stream_specs(info.sm_count)
-    total = len(sizes) + len(specs) + (1 if profile else 0)
-    step = 0
-
-    def tick(what: str) -> None:
-        nonlocal step
-        step += 1
-        if progress:
-            progress(what, step, total)
-
-    latency = []
-    for i, size in enumerate(sizes):
-        latency.append(measure_latency(size, seed + i))
-        tick(f"latency {size >> 10} KiB")
-    torch.cuda.empty_cache()
-    buffer, sink, cycles = stream_buffers(info.sm_count)
-    streams = []
-    for spec in specs:
-        streams.append(measure_stream(spec, buffer, sink, cycles))
-        tick(f"stream {spec.level} V{spec.vector} {spec.pattern} on {spec.blocks} blocks")
-    del buffer, sink, cycles
+    latency, streams = [], []
+    with events.progress() as bars:
+        task = bars.add_task("micro-benchmarks", total=len(sizes) + len(specs))
+        for i, size in enumerate(sizes):
+            latency.append(measure_latency(size, seed + i))
+            bars.update(task, completed=len(latency), description=f"latency, {size >> 10} KiB")
+        torch.cuda.empty_cache()
+        buffer, sink, cycles = stream_buffers(info.sm_count)
+        for spec in specs:
+            streams.append(measure_stream(spec, buffer, sink, cycles))
+            bars.update(task, completed=len(latency) + len(streams),
+                        description=f"stream {spec.level} V{spec.vector} {spec.pattern} on {spec.blocks} blocks")
+        del buffer, sink, cycles
     torch.cuda.empty_cache()
     status, reason, profiler = "skipped", "not asked (--no-profile)", None
     if profile:
-        kernels, status, reason, profiler = profile_streams(specs)
+        with events.status(f"profiling each of the {len(specs)} streaming configurations once under ncu"):
+            kernels, status, reason, profiler = profile_streams(specs)
         if kernels is not None:
             streams = [s.model_copy(update={"profile": k}) for s, k in zip(streams, kernels, strict=True)]
-        tick("profile")
     from .. import store
 
     return Microbench(
         run_id=store.utc_stamp(started), created_utc=started, device=info, limits=limits,
         command=" ".join(shlex.quote(a) for a in [Path(sys.argv[0]).name, *sys.argv[1:]]),
-        code=code_snapshot(repo_root), gpu_before=before, gpu_after=gpu_reading(), latency=latency,
+        code=snapshot_of((SOURCE, Path(__file__)), repo_root), gpu_before=before, gpu_after=gpu_reading(), latency=latency,
         streams=streams, profiler=profiler, profile_status=status, profile_reason=reason,  # type: ignore[arg-type]
         notes=[f"latency: one thread, {CHASE_STEPS} dependent 8-byte loads (ld.global.ca) a size, one pointer per "
                f"{LINE_BYTES}-byte line in a random cycle, after one untimed lap (at most {WARM_CAP} steps)",

@@ -30,11 +30,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from .. import store
-from ..assignments import find_repo_root, git_state
+from ..assignments import find_repo_root, snapshot_of
 from ..closure import ClosureError, source_closure
 from ..cuda import includes
 from ..records import CodeSnapshot, GpuReading, ProbeRecord, SourceFile
-from ..sources import sha256_of
 from .device import device_info
 from .gpu_state import open_sampler, reason_names
 
@@ -93,15 +92,8 @@ class ProbeSession:
         """Write the record (and ``attachments``, other files of this probe, beside it); returns its path.
         Results that are no record (a NaN, a numpy number) are kept as they are in ``<id>_unsaved.json``
         beside where the record would be, and the error says so."""
-        files = []
-        for p in tool_closure(self.tool, self.repo_root, self.cuda_sources):
-            text = p.read_text(encoding="utf-8")
-            try:
-                rel = p.relative_to(self.repo_root.resolve()).as_posix()
-            except ValueError:
-                rel = str(p)
-            files.append(SourceFile(path=rel, sha256=sha256_of(text), text=text))
-        commit, dirty = git_state(self.repo_root)
+        snap = snapshot_of(tool_closure(self.tool, self.repo_root, self.cuda_sources), self.repo_root)
+        files, commit, dirty = snap.files, snap.git_commit, snap.git_dirty
         run_id = f"{store.utc_stamp(self.started)}_{self.name}"
         names = [f"{run_id}_{k}" for k in (attachments or {})]
         try:
