@@ -27,7 +27,7 @@ WHEELS = pydantic==2.14.3 pydantic-core==2.50.4 annotated-types==0.7.0 typing-ex
 
 TEST_WHEELS = pytest==9.2.0 pluggy==1.6.0 iniconfig==2.3.0 packaging==25.0
 
-.PHONY: demo test fuzz install gpu-test wheelhouse clean
+.PHONY: demo test test-sweeps fuzz install gpu-test wheelhouse clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,8 +60,13 @@ demo: install
 # a child process leaves its core to the extra one.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not gpu and not timed"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "not gpu and not timed and not sweep_points"
 	$(BIN)/python -m pytest -m timed
+
+# every point of the recorded sweeps built whole (ptxas included) and checked for spills, beyond the CONFIG that
+# each version runs (which `make test` builds): a sweep is history, its points are rebuilt when a header changes
+test-sweeps: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal -m "sweep_points"
 
 # on a GPU machine with the package installed: every version checked on the small cases
 # the property-based tests at 5,000 examples per target (CI runs them at 60-150): minutes, not seconds

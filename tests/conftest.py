@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -232,3 +233,12 @@ def with_sources(logs: Path) -> Path:
     if not target.is_dir():
         shutil.copytree(LOGS / "sources", target)
     return logs
+
+
+def build_param(*values: Any, defines: dict, config: dict | None, id: str) -> Any:
+    """A parameter set of a test that builds ``defines`` whole: marked ``sweep_points`` unless the defines are the
+    version's CONFIG (what runs, which `make test` always builds); a recorded sweep's other points are history,
+    built by `make test-sweeps` and CI."""
+    runs = config is not None and {k: str(v) for k, v in defines.items()} == {k: str(v) for k, v in config.items()}
+    return pytest.param(*values, id=id, marks=() if runs else (pytest.mark.sweep_points,))
+

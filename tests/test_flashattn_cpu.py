@@ -33,6 +33,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import cuda_build  # noqa: E402  (tests/cuda_build.py)
+from conftest import build_param  # noqa: E402
 from cuda_text import (calls, closure_text, definition, definitions, kernel_code, macro_value, own_code,  # noqa: E402
                        reached_code, run_code)
 
@@ -535,8 +536,10 @@ def test_v16_v17_sources_are_v15_s_steps_and_nothing_copied():
 
 
 @needs_nvrtc
-@pytest.mark.parametrize("defines", [dict(BLOCK_N=176, STAGES=2, CLUSTER=2), dict(BLOCK_N=176, STAGES=2, CLUSTER=1),
-                                     dict(BLOCK_N=128, STAGES=3, CLUSTER=2)], ids=_defines_id)
+@pytest.mark.parametrize("defines", [
+    build_param(d, defines=d, config=ASSIGNMENT.version("v17").load().CONFIG, id=_defines_id(d))
+    for d in (dict(BLOCK_N=176, STAGES=2, CLUSTER=2), dict(BLOCK_N=176, STAGES=2, CLUSTER=1),
+              dict(BLOCK_N=128, STAGES=3, CLUSTER=2))])
 def test_v17_persistent_kernel_builds_without_spills_or_serialised_wgmma(defines):
     build = cuda_build.nvrtc(FOLDER / "v17_persistent.cu", defines)
     assert build.ok, build.log[-3000:]
@@ -666,7 +669,7 @@ def test_a_traced_launch_reduces_to_unit_times(probe):
 def _v18_builds() -> list:
     v18 = ASSIGNMENT.version("v18").load()
     configs = [dict(c) for c in v18.SWEEP] + [{**v18.CONFIG, "TRACE": 1}, {**v18.CONFIG, "CLUSTER": 1}]
-    return [pytest.param(c, id=_defines_id(c)) for c in configs]
+    return [build_param(c, defines=c, config=v18.CONFIG, id=_defines_id(c)) for c in configs]
 
 
 @needs_nvrtc
@@ -707,9 +710,11 @@ def _v19_to_v21_builds() -> list:
     v19 = ASSIGNMENT.version("v19").load()
     out = []
     for name in ("v19_double_q.cu", "v20_wide_stores.cu", "v21_staged_stores.cu"):
+        config = ASSIGNMENT.version(name.split("_")[0]).load().CONFIG
         sweep = [c for c in v19.SWEEP if "v21" not in name or c["Q_BUFFERS"] == 2]
         for defines in [dict(c) for c in sweep] + [{**v19.CONFIG, "TRACE": 1}]:
-            out.append(pytest.param(name, defines, id=f"{name.split('_')[0]}-{_defines_id(defines)}"))
+            out.append(build_param(name, defines, defines=defines, config=config,
+                                   id=f"{name.split('_')[0]}-{_defines_id(defines)}"))
     return out
 
 

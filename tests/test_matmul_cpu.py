@@ -9,7 +9,7 @@ import functools
 
 import pytest
 import torch
-from conftest import ROOT
+from conftest import ROOT, build_param
 
 import cuda_build  # tests/cuda_build.py
 
@@ -244,7 +244,9 @@ def test_v17s_recorded_sweeps_time_fp32_the_dtype_its_sweep_points_are_built_in(
 
 
 @pytest.mark.skipif(cuda_build.NVRTC_LIBRARY is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
-@pytest.mark.parametrize("config", V17_SWEEP, ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items()))
+@pytest.mark.parametrize("config", [
+    build_param(c, defines=c, config=_version("v17_unguarded_loop").CONFIG, id="-".join(f"{k}{v}" for k, v in c.items()))
+    for c in V17_SWEEP])
 def test_v17_sweep_builds_in_the_swept_dtype_without_spills(config):
     mod = _version("v17_unguarded_loop")
     build = cuda_build.nvrtc(mod.SOURCE, {**{k: str(v) for k, v in config.items()}, "ELEM_FP16": "0"})

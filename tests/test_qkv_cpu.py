@@ -124,15 +124,18 @@ def _configs(version) -> list[dict]:
     return out or [{}]
 
 
-BUILDS = [(v, {k: val for k, val in c.items() if k not in ("BLOCKS_PER_SM", "ZERO_OUT")})
-          for v in ASSIGNMENT.versions() for c in _configs(v)]
+BUILDS = [(v, {k: val for k, val in c.items() if k not in ("BLOCKS_PER_SM", "ZERO_OUT")}, i > 0)
+          for v in ASSIGNMENT.versions() for i, c in enumerate(_configs(v))]  # i > 0: a sweep point, not CONFIG
 THIN_AND_GEMM = [{"BM": 64, "BN": 96, "BK": 32, "TM": 4, "TN": 4}, {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8}]
 
 
 @pytest.mark.skipif(cuda_build.NVRTC_LIBRARY is None, reason="no libnvrtc (pip install nvidia-cuda-nvrtc)")
-@pytest.mark.parametrize("source,defines", [(Path(v.path).with_suffix(".cu"), d) for v, d in BUILDS] + [
-    (ROOT / "kernels" / "qkv" / name, d) for name in ("v04_smem_tiles.cu", "v05_lean_launch.cu") for d in THIN_AND_GEMM],
-    ids=lambda x: x.stem if isinstance(x, Path) else "-".join(f"{k}{v}" for k, v in x.items()) or "defaults")
+@pytest.mark.parametrize("source,defines", [
+    pytest.param(Path(v.path).with_suffix(".cu"), d, marks=(pytest.mark.sweep_points,) if swept else (),
+                 id=f"{v.short}-" + ("-".join(f"{k}{val}" for k, val in d.items()) or "defaults"))
+    for v, d, swept in BUILDS] + [
+    pytest.param(ROOT / "kernels" / "qkv" / name, d, id=f"{name[:3]}-" + "-".join(f"{k}{val}" for k, val in d.items()))
+    for name in ("v04_smem_tiles.cu", "v05_lean_launch.cu") for d in THIN_AND_GEMM])
 def test_every_configuration_builds_without_a_spill(source, defines):
     build = cuda_build.nvrtc(source, defines)
     assert build.ok, build.log[-2000:]
