@@ -52,6 +52,7 @@ from types import ModuleType
 from typing import Any
 
 from .closure import Closure, ClosureError, source_closure
+from .course_imports import course_imports, supplied_names
 from .records import CodeSnapshot, SourceFile
 
 #: The one rule for a version's name: 'v', two or three digits, then lowercase words each after one
@@ -399,6 +400,34 @@ class Assignment:
     @property
     def legacy_case_keys(self) -> LegacyCaseKeys:
         return legacy_case_keys(self.path)
+
+    @cached_property
+    def task_folder(self) -> Path | None:
+        """The course problem folder this assignment is over (``report new --from-task``): ``TASK_DIR`` in
+        assignment.py, a literal path relative to that file, read without importing it; None for an
+        assignment of its own. The folder need not be on this machine."""
+        value = read_literal(self.path / "assignment.py", "TASK_DIR", None)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value:
+            raise AssignmentError(f"{self.path / 'assignment.py'}: TASK_DIR must be a literal path (a string), "
+                                  f"got {value!r}")
+        return (self.path / value).resolve()
+
+    def supplied_names(self) -> tuple[str, ...]:
+        """The module names the course's harness supplies to a version of this assignment (``reference``,
+        ``task``, ``utils``, ...; :func:`reporter.course_imports.supplied_names`); none for an assignment of
+        its own."""
+        return () if self.task_folder is None else supplied_names(self.task_folder)
+
+    def load(self, version: Version) -> ModuleType:
+        """``version``'s module, imported as the course's harness would let it import: for an assignment over
+        a course folder, with the names the harness supplies (``from task import input_t``,
+        ``from reference import ref_kernel``) resolved to the folder's modules."""
+        if self.task_folder is None:
+            return version.load()
+        with course_imports(self.task_folder):
+            return version.load()
 
     @property
     def course(self) -> CourseSource | None:

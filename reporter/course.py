@@ -24,25 +24,20 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import sys
-import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from .assignments import AssignmentError, Peer
+from .course_imports import course_imports, remember
 from .records import WorkModel
 
 TEST_FILE = Path("test_cases") / "test.txt"
 BENCHMARK = "benchmark"
-# the names a problem's reference.py imports by their bare name: the folder's own and the course's shared ones
-_SHARED_NAMES = ("reference", "task", "utils")
 # one line of a test file, as the course's eval.py accepts it: key: int-or-name, separated by ';'
 _PART = re.compile(r"\s*([a-zA-Z_][a-zA-Z0-9_]*):\s*([a-zA-Z_][a-zA-Z0-9_]*|[+-]?[0-9]+)\s*")
-_LOCK = threading.Lock()
 
 
 class TestFileError(AssignmentError):
@@ -103,31 +98,13 @@ def problem_title(folder: Path) -> str:
     return folder.name
 
 
-@contextmanager
-def _course_imports(folder: Path) -> Iterator[None]:
-    """The folder and its parent first on ``sys.path``, with the bare names a problem imports
-    (``reference``, ``task``, ``utils``) free, and everything as it was afterwards: two problems
-    loaded in one process never see each other's ``task``."""
-    with _LOCK:
-        saved_path = list(sys.path)
-        saved = {name: sys.modules.pop(name) for name in _SHARED_NAMES if name in sys.modules}
-        sys.path[:0] = [str(folder), str(folder.parent)]
-        try:
-            yield
-        finally:
-            sys.path[:] = saved_path
-            for name in _SHARED_NAMES:
-                sys.modules.pop(name, None)
-            sys.modules.update(saved)
-
-
 def load_reference(folder: Path) -> ModuleType:
     """The folder's ``reference.py``, imported from the folder under a name of its own."""
     path = folder / "reference.py"
     if not path.is_file():
         raise AssignmentError(f"{folder}: no reference.py: not a course problem folder (CS149 / GPU MODE format)")
     name = f"_course_{re.sub(r'[^A-Za-z0-9_]', '_', str(folder.resolve()))}_reference"
-    with _course_imports(folder):
+    with course_imports(folder) as loaded:
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise AssignmentError(f"{path}: cannot be imported")
@@ -136,6 +113,8 @@ def load_reference(folder: Path) -> ModuleType:
             spec.loader.exec_module(module)
         except Exception as e:
             raise AssignmentError(f"{path}: importing it failed: {type(e).__name__}: {e}") from e
+    # the modules it imported (task, utils, ...) and itself, as a version importing those names gets them
+    remember(folder, {**loaded, "reference": module})
     for attr in ("generate_input", "ref_kernel", "check_implementation"):
         if not callable(getattr(module, attr, None)):
             raise AssignmentError(f"{path}: defines no {attr}(), which the course's harness calls")

@@ -202,10 +202,12 @@ def _defines(tree: ast.Module, name: str, folder: Path, seen: set[Path]) -> bool
     return walk(tree.body)
 
 
-def collect(repo: Path, version: Version) -> tuple[list[EmbeddedFile], list[tuple[str, str]], list[str]]:
+def collect(repo: Path, version: Version, supplied: tuple[str, ...] = ()) -> tuple[
+        list[EmbeddedFile], list[tuple[str, str]], list[str], list[str]]:
     """The files to embed (the version's source closure, then this package's modules it needs),
-    the modules in import order (the version last), and the third-party packages the embedded
-    code imports."""
+    the modules in import order (the version last), the third-party packages the embedded code
+    imports, and which of ``supplied`` it imports: the modules a course's harness puts beside a
+    submission (:meth:`reporter.assignments.Assignment.supplied_names`), neither embedded nor needed."""
     folder = version.assignment_dir
     try:
         closure = source_closure(version.path, version.name)
@@ -228,8 +230,13 @@ def collect(repo: Path, version: Version) -> tuple[list[EmbeddedFile], list[tupl
         for mod in _package_imports(tree, path):
             if not _embeddable(mod):
                 can = ", ".join(sorted(EMBEDDABLE_PACKAGE_MODULES))
+                hint = ""
+                if supplied and path.name == "assignment.py":
+                    hint = (f"; a version of a course problem imports what the course's harness supplies instead "
+                            f"({', '.join(supplied[:3])}: e.g. `from reference import ref_kernel`, "
+                            "`from task import input_t, output_t`), never the assignment")
                 raise ExportError(f"{path}: imports {mod}, which a submission cannot carry (it needs the rest of "
-                                  f"the {PACKAGE} package); an exported version may import only {can}")
+                                  f"the {PACKAGE} package); an exported version may import only {can}{hint}")
             if mod in package_modules:
                 continue
             p = _package_file(mod)
@@ -256,8 +263,9 @@ def collect(repo: Path, version: Version) -> tuple[list[EmbeddedFile], list[tupl
 
     local = set(order) | {PACKAGE, "__future__"}
     third_party = {mod.partition(".")[0] for _, _, tree in texts.values() for mod, _, _ in imported_modules(tree)}
-    requires = sorted(m for m in third_party if m not in local and m not in sys.stdlib_module_names)
-    return files, modules, requires
+    given = sorted(m for m in third_party if m in supplied and m not in local)
+    requires = sorted(m for m in third_party if m not in local and m not in sys.stdlib_module_names and m not in given)
+    return files, modules, requires, given
 
 
 # --------------------------------------------------------------------------- the header's facts
@@ -454,7 +462,8 @@ def custom_kernel(data):
 
 
 def render(repo: Path, logs: Path, assignment: Assignment, version: Version, now: datetime | None = None) -> Export:
-    files, modules, requires = collect(repo, version)
+    supplied = assignment.supplied_names()
+    files, modules, requires, given = collect(repo, version, supplied)
     benchmark_case = headline_case(assignment.path.parent, assignment.name, version.name, lambda: {
         r.case_name: r.case for r in store.runs(logs, assignment.name, version.name,
                                                 legacy=assignment.legacy_case_keys or None)})
@@ -478,6 +487,8 @@ def render(repo: Path, logs: Path, assignment: Assignment, version: Version, now
         f"Source:      {source_state(repo, files)}",
         f"{EXPORTED_PREFIX:<13}{stamp}",
         f"Needs:       {', '.join(requires) or 'nothing beyond Python'}; nothing from the project's repository",
+        *([f"Course:      imports {', '.join(given)} from the problem's folder ({assignment.task_folder.name}), "
+           "which the course's harness puts beside this file"] if given and assignment.task_folder else []),
         "",
         "Embedded files (sha256 of each file's text, as `report run` records it):",
         *(f"  {f.origin:<{width}}  {f.sha256}" for f in files),
@@ -587,7 +598,7 @@ def export(repo: Path, logs: Path, assignment: Assignment, version: Version, out
     The version is imported first: code that fails on import (a syntax error, an exception at its
     top level) is refused rather than shipped; a library this machine lacks is not a reason."""
     try:
-        version.load()
+        assignment.load(version)
     except AssignmentCodeError:
         raise
     except AssignmentError:

@@ -108,7 +108,7 @@ def _plan_assignment(folder: Path, assignment: str, version: str, template: str 
     """A new assignment folder: assignment.py from ``template`` (with ``extra`` in its context), the
     first version and worklog.md."""
     ctx = dict(assignment=assignment, version=version, short=short_handle(version), source=None, source_short=None,
-               **extra)
+               **{"course": False, **extra})
     section = _render("worklog_section.md.j2", questions=DEFAULT_QUESTIONS, **ctx)
     files = [
         PlannedFile(folder / "assignment.py", _render(template, **ctx), create=True),
@@ -137,7 +137,7 @@ def _plan_course_assignment(folder: Path, assignment: str, version: str, task: P
     rel = os.path.relpath(task.resolve(), folder.resolve())
     title = problem_title(task)
     bench = names.index("benchmark")
-    return _plan_assignment(folder, assignment, version, "course_assignment.py.j2",
+    return _plan_assignment(folder, assignment, version, "course_assignment.py.j2", course=True,
                             title=title, title_literal=repr(title), task_arg=str(task),
                             task_dir_literal=repr(rel), test_file=TEST_FILE.as_posix(),
                             bench_word="last" if bench == len(names) - 1 else f"number {bench} (0-based)",
@@ -159,7 +159,8 @@ def _plan_version(folder: Path, assignment: str, version: str, from_version: str
         raise IterationError(f"version number v{number:02d} is taken by {folder / (taken[0] + '.py')}: "
                              f"pick the next free number")
     ctx = dict(assignment=assignment, version=version, short=short_handle(version),
-               source=source.name if source else None, source_short=source.short if source else None)
+               source=source.name if source else None, source_short=source.short if source else None,
+               course=a.task_folder is not None)
     files: list[PlannedFile] = []
     moved: str | None = None
     if source is None:

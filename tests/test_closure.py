@@ -59,8 +59,8 @@ def test_records_exports_and_builds_agree_on_every_version(a):
         snap = v.snapshot(ROOT)
         assert [f.path for f in snap.files] == [p.relative_to(ROOT).as_posix() for p in closure.paths()]
         try:
-            files, _, _ = collect(ROOT, v)
-        except ExportError as e:  # a version built on the package itself (swiglu's reference) cannot be exported
+            files, _, _, _ = collect(ROOT, v)
+        except ExportError as e:  # a version built on the package itself cannot be exported
             assert "which a submission cannot carry" in str(e)
         else:
             assert [f.rel for f in files if not f.rel.startswith("reporter/")] == closure.rels()
@@ -191,7 +191,7 @@ def test_editing_a_shared_header_changes_exactly_the_versions_that_reach_it(tmp_
 def test_the_export_places_a_shared_header_where_the_compiler_finds_it(tmp_path):
     root = project(tmp_path)
     v = get_assignment(root / "kernels", "toy").version("v02")
-    files, _, _ = collect(root, v)
+    files, _, _, _ = collect(root, v)
     placed = {f.rel: f.origin for f in files}
     assert placed["common/sm90/barrier.cuh"] == "kernels/common/sm90/barrier.cuh"
     # in the submission's folder the source's own folder comes first on the include path

@@ -219,6 +219,90 @@ def test_an_export_passes_the_course_format_harness_and_a_wrong_one_fails(tmp_pa
     assert wrong.cases[0].status == "fail" and "mismatched" in (wrong.cases[0].error or "")
 
 
+def test_the_scaffolded_version_of_a_course_problem_is_handed_in_as_it_is(tmp_path):
+    """The whole loop on a problem this project never saw: `report new --from-task` writes a first version that
+    imports the course's own modules (never the assignment, which imports this project), our harness imports it
+    with the folder's modules, and its export carries nothing of the project and passes the course's harness."""
+    folder = new_course_assignment(tmp_path)
+    source = (folder / "v01_reference.py").read_text()
+    assert "from reference import ref_kernel" in source and "from task import input_t, output_t" in source
+    assert "assignment" not in source.split('"""')[2]  # the code after the docstring
+    a = get_assignment(tmp_path / "kernels", "scaled")
+    assert a.task_folder == PROBLEM.resolve() and {"reference", "task", "utils"} <= set(a.supplied_names())
+    before = {name: sys.modules.get(name) for name in ("task", "reference", "utils")}
+    module = a.load(a.version("v01"))
+    data = a.spec.generate_input(**a.case("test_1"))
+    assert torch.equal(module.custom_kernel(data), a.spec.ref_kernel(data))
+    assert {name: sys.modules.get(name) for name in ("task", "reference", "utils")} == before  # nothing left behind
+    # the one instance of the course's modules, as in the harness's process: the version's is the task's
+    assert a.load(a.version("v01")).ref_kernel is a.spec.TASK.reference.ref_kernel
+
+    text = _export(tmp_path, "scaled", "v01")
+    assert "Course:      imports reference, task from the problem's folder (scaled_sum)" in text
+    assert "Needs:       nothing beyond Python" in text
+    assert "_FILES['reporter/" not in text and "from assignment" not in text
+    test = run_course_harness(PROBLEM, text, "test", submission="export of v01")
+    assert test.verdict == "pass" and [c.status for c in test.cases] == ["pass"] * 3, test.output + test.stderr_tail
+    bench = run_course_harness(PROBLEM, text, "benchmark", submission="export of v01")
+    assert bench.verdict == "pass" and all(c.runs and c.mean_ms > 0 for c in bench.cases)
+
+
+HELPER_VERSION = '''"""Row sums through the course's shared check helper and an earlier version of ours."""
+
+import utils
+from task import input_t, output_t
+from v02_float64_sum import custom_kernel as earlier
+
+
+def custom_kernel(data: input_t) -> output_t:
+    out = earlier(data)
+    ok, message = utils.close_enough(out, out.clone(), 0.0, 0.0)
+    assert ok, message
+    return out
+'''
+
+
+def test_a_version_using_the_course_helpers_and_a_sibling_exports_them_apart(tmp_path):
+    """What the course supplies (task, utils) stays out of the file; a sibling of ours is embedded."""
+    folder = new_course_assignment(tmp_path)
+    (folder / "v02_float64_sum.py").write_text(VERSION)
+    (folder / "v03_with_helpers.py").write_text(HELPER_VERSION)
+    a = get_assignment(tmp_path / "kernels", "scaled")
+    data = a.spec.generate_input(**a.case("test_0"))
+    assert torch.equal(a.load(a.version("v03")).custom_kernel(data), a.spec.ref_kernel(data))
+    text = _export(tmp_path, "scaled", "v03")
+    assert "_FILES['v02_float64_sum.py']" in text and "_FILES['utils.py']" not in text
+    assert "Course:      imports task, utils from the problem's folder" in text
+    res = run_course_harness(PROBLEM, text, "test", submission="export of v03")
+    assert res.verdict == "pass", res.output + res.stderr_tail
+
+
+def test_a_version_importing_the_assignment_is_refused_with_what_to_import_instead(tmp_path):
+    folder = new_course_assignment(tmp_path)
+    (folder / "v02_via_assignment.py").write_text("from assignment import ref_kernel\n\n\n"
+                                                  "def custom_kernel(data):\n    return ref_kernel(data)\n")
+    result = runner.invoke(app, ["export", "scaled", "v02", "-o", str(tmp_path / "s.py"), "--root", str(tmp_path)])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2 and "assignment.py: imports reporter.course" in text
+    assert "from reference import ref_kernel" in text and "never the assignment" in text
+    assert not (tmp_path / "s.py").exists()
+
+
+def test_versions_of_two_problems_in_one_process_each_get_their_own_course_modules(tmp_path):
+    """Both problems have a task.py: a version of each binds its own folder's, and the names are free after."""
+    new_course_assignment(tmp_path)
+    result = runner.invoke(app, ["new", "mm", "v01_reference", "--from-task",
+                                 str(COURSE / "problems" / "square_matmul_fp32"), "--root", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    scaled, mm = (get_assignment(tmp_path / "kernels", n) for n in ("scaled", "mm"))
+    before = {name: sys.modules.get(name) for name in ("task", "reference", "utils")}
+    one, two = scaled.load(scaled.version("v01")), mm.load(mm.version("v01"))
+    assert one.input_t is not two.input_t
+    assert Path(one.ref_kernel.__code__.co_filename).parent.name == "scaled_sum"
+    assert Path(two.ref_kernel.__code__.co_filename).parent.name == "square_matmul_fp32"
+    assert {name: sys.modules.get(name) for name in ("task", "reference", "utils")} == before
+
+
 @pytest.mark.parametrize("assignment,version", [("flashattn", "v16"), ("histogram", "v07")])
 def test_best_exports_import_in_a_spawned_worker_as_the_harness_does(assignment, version, tmp_path):
     """Without a GPU the kernels cannot run; what can be checked is that the harness's worker

@@ -28,7 +28,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "reporter"
 
 LAYERS: dict[str, tuple[str, ...]] = {
-    "base": ("records", "packed", "atomic", "outputs", "store", "sources", "migrate", "merge", "assignments", "closure", "cuda", "course",
+    "base": ("records", "packed", "atomic", "outputs", "store", "sources", "migrate", "merge", "assignments", "closure", "cuda", "course", "course_imports",
              "submission", "standing", "samecode", "cudatext", "cudabranches", "lookup", "worklog_sections", "ncu_metrics",
              "compare"),
     "harness": ("harness",),

@@ -64,16 +64,37 @@ class CrossCheckError(Exception):
 
 
 def course_problem(a: Assignment, course_root: Path) -> Path:
-    """The assignment's problem folder inside a checkout of its course's repository."""
-    course = a.course
-    if course is None:
-        raise CrossCheckError(f"{a.path / 'assignment.py'} names no COURSE (a CourseSource): there is no course "
-                              "harness to check against")
-    folder = course.locate(course_root)
+    """The assignment's problem folder: the one it is over (``TASK_DIR``, ``report new --from-task``), else
+    its ``COURSE`` inside a checkout of the course's repository at ``course_root``."""
+    if a.task_folder is not None:
+        folder, where = a.task_folder, f"TASK_DIR in {a.path / 'assignment.py'} names it"
+    else:
+        course = a.course
+        if course is None:
+            raise CrossCheckError(f"{a.path / 'assignment.py'} names no COURSE (a CourseSource) and no TASK_DIR: "
+                                  "there is no course harness to check against")
+        folder, where = course.locate(course_root), f"check out {course.url} and pass its root with --course-root"
     if not (folder / "reference.py").is_file() or not (folder.parent / EVAL).is_file():
         raise CrossCheckError(f"{folder}: no course problem folder there (reference.py, and {EVAL} one folder up); "
-                              f"check out {course.url} and pass its root with --course-root")
+                              f"{where}")
     return folder
+
+
+def course_origin(folder: Path) -> tuple[str | None, str | None]:
+    """(GitHub 'owner/name', the folder's path inside the checkout) of a problem folder in a git checkout
+    of the course's repository; None for what git cannot tell."""
+    def git(*args: str) -> str | None:
+        try:
+            res = subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, timeout=10, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return res.stdout.strip() if res.returncode == 0 and res.stdout.strip() else None
+
+    url, top = git("remote", "get-url", "origin"), git("rev-parse", "--show-toplevel")
+    m = re.search(r"github\.com[:/]([^/]+/[^/]+?)(?:\.git)?/?$", url or "")
+    rel = Path(folder).resolve().relative_to(Path(top).resolve()).as_posix() if top and \
+        Path(folder).resolve().is_relative_to(Path(top).resolve()) else None
+    return (m.group(1) if m else None), rel
 
 
 def parse_output(text: str) -> tuple[str | None, list[CourseCase]]:
@@ -290,7 +311,7 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
                     entries[peer.name].figures_ms[r.case_name] = figure_ms(peer.timing)  # type: ignore[assignment]
 
     if do_bench is not None and opts.do_bench:
-        mod = v.load()
+        mod = a.load(v)
         fns = {v.name: mod.custom_kernel, **{p: a.spec.PEERS[p].fn for p in opts.peers}}
         for case in cases:
             data = a.spec.generate_input(**a.case(case))
@@ -304,11 +325,13 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
                 say(f"do_bench: {name} on {case}: median {median:.5g} ms")
             del data
 
-    course = a.course
+    course = a.course if a.task_folder is None else None
+    repo_name, folder_name = (course.repo, course.folder) if course else \
+        course_origin(problem) if problem is not None else (None, None)
     check = CrossCheck(run_id=f"{store.utc_stamp()}_{info.slug}", assignment=a.name, version=v.name,
                        created_utc=datetime.now(timezone.utc), device=info,
                        command="report " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
-                       course_repo=course.repo if course else None, course_folder=course.folder if course else None,
+                       course_repo=repo_name, course_folder=folder_name,
                        course_commit=course_commit(opts.course_root) if opts.course_root else None,
                        harness_sha256=harness_hashes(problem) if problem else {}, rest_s=opts.rest_s,
                        entries=list(entries.values()), notes=notes)
@@ -316,7 +339,13 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
 
 
 def require_course_root(a: Assignment, course_root: Path | None, repo: Path) -> Path | None:
-    """The course checkout: as given, else ``<repo>/.course/<repository name>`` when it is there."""
+    """Where the course's files are: for an assignment over a course folder, that folder (no other may be
+    given); else the checkout as given, or ``<repo>/.course/<repository name>`` when it is there."""
+    if a.task_folder is not None:  # the folder the assignment is over: its checkout, wherever it is
+        if course_root is not None:
+            raise AssignmentError(f"--course-root: {a.name} is over the course folder {a.task_folder} (TASK_DIR in "
+                                  f"{a.path / 'assignment.py'}); it takes no other")
+        return a.task_folder
     if course_root is not None:
         return course_root
     course = a.course

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             fn, label = peers[args.version].fn, args.version
         else:
             v = a.version(args.version)
-            fn, label = v.load().custom_kernel, v.short
+            fn, label = a.load(v).custom_kernel, v.short
     except AssignmentError as e:
         print(f"profile_target: {e}", file=sys.stderr)
         return 2

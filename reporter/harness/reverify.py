@@ -90,7 +90,7 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
     info, ceilings_ref, ceilings, session, command, flush, timer = open_session(logs, opts, events)
     # every current version first: an export gives back the module names the process already had,
     # so the current versions' own imports stay theirs
-    afters = {v.name: v.load() for v in versions}
+    afters = {v.name: a.load(v) for v in versions}
     pairs = []
     for v in versions:
         before, sub = load_submission(befores[v.name], v)

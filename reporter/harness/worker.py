@@ -488,7 +488,7 @@ def sweep_in_process(a: Assignment, v: Version, case_name: str, opts: RunOptions
     skip = dict(skip or {})
     on_item = on_item or (lambda *args, **kwargs: None)
     rule = opts.rule
-    mod = v.load()
+    mod = a.load(v)
     configs: list[dict] = list(getattr(mod, "SWEEP", []))
     make = getattr(mod, "make_kernel", None)
     if not configs or make is None:
@@ -744,7 +744,7 @@ class Session:
     def _module(self, name: str) -> Any:
         if name not in self.modules:
             assert self.a is not None
-            self.modules[name] = self.a.version(name).load()
+            self.modules[name] = self.a.load(self.a.version(name))
         return self.modules[name]
 
     def _after_failure(self, value: Any, failed: bool) -> Any:
