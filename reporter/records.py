@@ -252,9 +252,24 @@ class TimingStats(Record):
     ranked: bool = False
     interleaved: bool = Field(False, description="timed in rounds with the other callables of its run or sweep "
                                                  "(one call of each per round, rotating order), not on its own")
-    stop_reason: str = Field(description="why repetition stopped: 'stderr', 'budget' or 'max_reps'")
+    stop_reason: str = Field(description="why repetition stopped: 'stderr' (the standard error under target_rel_stderr "
+                                         "of the mean), 'budget' (budget_s spent, see budget_of), 'wall' (wall_s of "
+                                         "wall time passed) or 'max_reps'")
     target_rel_stderr: float
     budget_s: float
+    budget_of: Literal["calls"] | None = Field(
+        None, exclude_if=_unset,
+        description="what budget_s bounds: 'calls', the sum of the timed calls' durations (the course's eval.py: "
+                    "mean × runs); absent in records made before that rule, where it bounded the wall time")
+    min_reps: int | None = Field(None, exclude_if=_unset, ge=1,
+                                 description="the fewest timed calls before any stop but max_reps; absent in older records")
+    max_reps: int | None = Field(None, exclude_if=_unset, ge=1,
+                                 description="the most timed calls; absent in older records")
+    wall_s: float | None = Field(None, exclude_if=_unset, gt=0,
+                                 description="the wall-time limit of the repetitions; absent in older records")
+    min_span_s: float | None = Field(None, exclude_if=_unset, ge=0,
+                                     description="the least time the timed calls span before any stop but max_reps; "
+                                                 "absent in older records")
     enqueue_ms: Floats | None = Field(
         None, description="per sample, host time from the start event's record to the end event's record "
                           "(queuing the call); absent in records made before it was kept")

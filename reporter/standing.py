@@ -25,7 +25,8 @@ version broken by its latest change shows as broken.
 **Which figure.** The standing run's mean, the course harness's statistic. A card at its power
 cap dips: on the H100, about a second into back-to-back calls of flashattn's benchmark case the
 SM clock fell from 1515 to 1185 MHz for a few tenths of a second and calls took up to 16.4 ms
-instead of 13.3 ms. A 100-call run (the course's, and ours) spans that dip; the mean counts it,
+instead of 13.3 ms. A 100-call run (the course's, and ours: our floor of 2 s of calls reaches the dip
+before any stop but the 100th call) spans that dip; the mean counts it,
 as the course's harness does, and the median does not: in one session the course harness gave
 13.70 and 13.75 ms, ``do_bench`` 13.91 ms, our mean 13.82 ms and our median 13.33 ms.
 ``report crosscheck`` records all of them side by side. Comparisons between versions use the same

@@ -99,12 +99,12 @@ def _captured_run(monkeypatch):
     return got
 
 
-def test_quick_is_the_same_loop_with_twenty_calls_no_rest_and_nothing_written(monkeypatch):
+def test_quick_is_the_same_loop_with_at_most_twenty_calls_no_rest_and_nothing_written(monkeypatch):
     got = _captured_run(monkeypatch)
     res = runner.invoke(app, ["run", "histogram", "-v", "v05", "-c", "test_small", "--quick", "--root", str(ROOT)])
     assert res.exit_code == 0, res.output
     opts = got["opts"]
-    assert not opts.write and opts.rule.min_reps == opts.rule.max_reps == 20 and opts.rule.rest_s == 0
+    assert not opts.write and (opts.rule.min_reps, opts.rule.max_reps) == (10, 20) and opts.rule.rest_s == 0
     assert "nothing written" in res.output
     assert got["events"].written is False  # its table says the runs were not written
 
@@ -112,16 +112,25 @@ def test_quick_is_the_same_loop_with_twenty_calls_no_rest_and_nothing_written(mo
                               "--rest-s", "1", "--root", str(ROOT)])
     assert res.exit_code == 0, res.output
     opts = got["opts"]
-    assert opts.rule.min_reps == 20 and opts.rule.max_reps == 50 and opts.rule.rest_s == 1.0
+    assert opts.rule.min_reps == 10 and opts.rule.max_reps == 50 and opts.rule.rest_s == 1.0
 
 
 def test_a_full_run_keeps_its_defaults(monkeypatch):
+    """The course's rule (100 calls at most; 0.1 % standard error, 10 s of timed calls, 120 s) above our floor
+    (10 calls spanning 2 s), after a 3 s rest; --min-reps 100 gives every version the same 100 calls."""
     got = _captured_run(monkeypatch)
     res = runner.invoke(app, ["run", "histogram", "-v", "v05", "-c", "test_small", "--root", str(ROOT)])
     assert res.exit_code == 0, res.output
-    opts = got["opts"]
-    assert opts.write and opts.rule.min_reps == opts.rule.max_reps == 100 and opts.rule.rest_s == 3.0
-    assert not opts.probes
+    r = got["opts"].rule
+    assert got["opts"].write and r.rest_s == 3.0 and not got["opts"].probes
+    assert (r.min_reps, r.max_reps, r.target_rel_stderr, r.budget_s, r.wall_s, r.min_span_s) == (10, 100, 1e-3, 10.0,
+                                                                                                  120.0, 2.0)
+    res = runner.invoke(app, ["run", "histogram", "-v", "v05", "-c", "test_small", "--min-reps", "100", "--root",
+                              str(ROOT)])
+    assert res.exit_code == 0 and got["opts"].rule.min_reps == got["opts"].rule.max_reps == 100
+    res = runner.invoke(app, ["run", "histogram", "-v", "v05", "--min-reps", "30", "--max-reps", "20", "--root",
+                              str(ROOT)])
+    assert res.exit_code != 0 and "--max-reps (20) is below --min-reps (30)" in res.output
 
     res = runner.invoke(app, ["run", "histogram", "-c", "benchmark", "--probes", "--root", str(ROOT)])
     assert res.exit_code == 0 and got["opts"].probes

@@ -40,7 +40,7 @@ def test_statistics_match_the_definitions():
 
 def test_constant_samples_stop_on_stderr_after_min_reps():
     timer = FakeTimer([5.0])
-    rule = StoppingRule(min_reps=3, max_reps=100, warmup_reps=2)
+    rule = StoppingRule(min_reps=3, max_reps=100, warmup_reps=2, min_span_s=0)
     s = benchmark(lambda rep: None, timer=timer, rule=rule)
     assert s.n == 3 and s.stop_reason == "stderr"
     assert timer.calls == 3 + 2, "warm-up calls happen and are not recorded"
@@ -53,7 +53,7 @@ def test_noisy_samples_run_to_max_reps():
 
 
 def test_budget_stops_a_slow_noisy_callable():
-    rule = StoppingRule(max_reps=100, budget_s=0.05, warmup_reps=0)
+    rule = StoppingRule(max_reps=100, budget_s=0.05, warmup_reps=0, min_span_s=0)
     calls = []
 
     def slow(rep):
@@ -64,6 +64,25 @@ def test_budget_stops_a_slow_noisy_callable():
     assert s.stop_reason == "budget" and 3 <= s.n < 100
     assert s.method == "host-perf-counter"
     assert all(x >= 3.5 for x in s.samples_ms), "host timer measures the call"
+
+
+def test_the_default_is_the_course_rule_above_a_floor():
+    """A 1.45 s call stops on the course's budget (10 s of timed calls) at the floor of 10 calls, not after 100;
+    a steady 50 ms call stops on its standard error once its calls span 2 s; a steady 5 ms call gets 100."""
+    slow = benchmark(lambda rep: None, timer=FakeTimer([1400.0, 1500.0]), rule=StoppingRule(warmup_reps=0))
+    assert slow.n == 10 and slow.stop_reason == "budget"
+    assert (slow.budget_of, slow.min_reps, slow.max_reps, slow.wall_s, slow.min_span_s) == ("calls", 10, 100, 120.0, 2.0)
+    steady = benchmark(lambda rep: None, timer=FakeTimer([50.0]), rule=StoppingRule(warmup_reps=0))
+    assert steady.n == 40 and steady.stop_reason == "stderr"
+    short = benchmark(lambda rep: None, timer=FakeTimer([5.0]), rule=StoppingRule(warmup_reps=0))
+    assert short.n == 100 and short.stop_reason == "max_reps"
+
+
+def test_the_wall_limit_stops_a_call_whose_host_side_is_slow():
+    """Untimed work (a fresh input per call, say) counts against the wall limit, not the budget."""
+    rule = StoppingRule(min_reps=3, warmup_reps=0, min_span_s=0, wall_s=0.05)
+    s = benchmark(lambda rep: None, timer=FakeTimer([1.0, 3.0]), rule=rule, prepare=lambda rep: time.sleep(0.01))
+    assert s.stop_reason == "wall" and 3 <= s.n < 10
 
 
 def test_prepare_and_after_run_untimed_around_each_call():
@@ -155,7 +174,7 @@ def test_interleaved_rounds_stop_only_when_every_callable_meets_the_rule():
     from reporter.harness.timing import benchmark_interleaved
 
     steady = FakeTimer([1.0] * 100)
-    rule = StoppingRule(min_reps=3, max_reps=50, target_rel_stderr=1e-3, budget_s=60, warmup_reps=0)
+    rule = StoppingRule(min_reps=3, max_reps=50, target_rel_stderr=1e-3, budget_s=60, warmup_reps=0, min_span_s=0)
     out = benchmark_interleaved([lambda rep: None, lambda rep: None], timer=steady, rule=rule).stats
     assert [s.n for s in out] == [3, 3] and all(s.stop_reason == "stderr" for s in out)
     noisy = FakeTimer([1.0, 1.0, 2.0, 1.0] * 50)  # the second callable gets every 2.0: it never settles

@@ -9,8 +9,9 @@ Like with like: the course's harness stops a case once the standard error of its
 under 0.1 % of it, after as few as three calls. On a rested card three calls can agree that
 closely, and it then reports the mean of three cold calls, before the power-cap dip that a
 100-call run goes through: on the H100, 12.14 ms for flashattn v16 where its 100-call runs gave
-13.70 and 13.75 ms. Our figure spans 100 calls. A course run that stopped after n < 100 calls is
-compared with the mean of our run's first n calls, and the table says so.
+13.70 and 13.75 ms. Our figure spans 100 calls, or at least 2 s of them (the floor of our stopping
+rule). A course run that stopped after fewer calls than ours is compared with the mean of our run's
+first as many calls, and the table says so.
 """
 
 from __future__ import annotations

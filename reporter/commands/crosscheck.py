@@ -57,7 +57,7 @@ def command(
 
         def ours(cases: list[str]) -> list[Path]:
             return run(repo, logs_dir, a, [v], cases,
-                       RunOptions(rule=StoppingRule(min_reps=100, rest_s=rest_s), peers=True),
+                       RunOptions(rule=StoppingRule(rest_s=rest_s), peers=True),
                        events=TerminalEvents(console, blocks=False))
 
         submission = render_export(repo, logs_dir, a, v).text if root_dir is not None else None

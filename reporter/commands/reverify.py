@@ -34,7 +34,7 @@ def command(
     case: Annotated[list[str] | None, typer.Option("--case", "-c", help="case(s); default all")] = None,
     min_reps: Annotated[int, typer.Option(help="fewest timed rounds")] = 100,
     max_reps: Annotated[int, typer.Option(help="most timed rounds")] = 100,
-    budget_s: Annotated[float, typer.Option(callback=finite(low_open=True), help="wall-time budget per callable and case, seconds")] = 10.0,
+    budget_s: Annotated[float, typer.Option(callback=finite(low_open=True), help="stop once a callable's timed calls on a case add up to this many seconds")] = 10.0,
     warmup: Annotated[int, typer.Option(help="untimed rounds first")] = 3,
     rest_s: Annotated[float, typer.Option("--rest-s", callback=finite(), help="seconds of idle GPU before each pair's rounds")] = 3.0,
     root: RootOpt = None, logs: LogsOpt = None,

@@ -1,6 +1,6 @@
 """`report run`: check and time versions of an assignment on a CUDA GPU; write records under
-logs/. ``--quick`` is the same check and timing loop for a look while working: 20 timed calls, no
-rest, nothing written."""
+logs/. ``--quick`` is the same check and timing loop for a look while working: at most 20 timed calls,
+no rest, nothing written."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ..assignments import AssignmentError, get_assignment
+from ..harness.timing import COURSE_BUDGET_S, COURSE_TARGET_REL_STDERR, COURSE_WALL_S, MIN_REPS, MIN_SPAN_S
 from ..store import RecordError
 from .common import HoldOpt, IsolateOpt, LogsOpt, QuickOpt, RootOpt, TimeoutOpt, console, fail, finite, project_paths
 
@@ -16,7 +17,7 @@ NAME = "run"
 EPILOG = ("Quick look while working: report run flashattn -v v15 -c benchmark --quick  ·  "
           "with the assignment's probes: report run histogram -c benchmark --probes")
 
-#: what --quick changes: timed calls (min = max) and the rest before each timing
+#: what --quick changes: the most timed calls and the rest before each timing
 QUICK_REPS = 20
 FULL_REPS = 100
 FULL_REST_S = 3.0
@@ -28,15 +29,26 @@ def command(
     case: Annotated[list[str] | None, typer.Option("--case", "-c", help="case(s) to run; default all")] = None,
     ranked: Annotated[bool, typer.Option(help="fresh input every repetition (seed += 13), every output re-checked")] = False,
     peers: Annotated[bool, typer.Option(help="time the assignment's peers in the same run")] = True,
-    min_reps: Annotated[int | None, typer.Option(
-        help="fewest timed repetitions: with the default 100 (= --max-reps) every figure spans the same window, "
-             "the course harness's 100 calls; a card at its power cap dips about a second into back-to-back "
-             "calls, so a run stopped after a few calls on a rested card reports a time nobody reproduces "
-             f"[default: {FULL_REPS}; --quick: {QUICK_REPS}]", show_default=False)] = None,
+    min_reps: Annotated[int, typer.Option(
+        help="fewest timed repetitions before the standard error, the budget or the wall time may stop a run: what "
+             "its statistics need (the course's harness stops after 3 at the earliest); 100 with --max-reps 100 "
+             "times every version over the same 100 calls")] = MIN_REPS,
+    min_span_s: Annotated[float, typer.Option(callback=finite(), help=(
+        "and the least time in seconds those calls take together, unless --max-reps come first: a card at its "
+        "power cap dips about a second into back-to-back calls, and a run stopped before it reports a time "
+        "nothing else reproduces"))] = MIN_SPAN_S,
     max_reps: Annotated[int | None, typer.Option(
-        help=f"most timed repetitions [default: {FULL_REPS}; --quick: {QUICK_REPS}]", show_default=False)] = None,
-    budget_s: Annotated[float, typer.Option(callback=finite(low_open=True), help="wall-time budget per version and case, seconds")] = 10.0,
-    target_rel_stderr: Annotated[float, typer.Option(callback=finite(), help="stop once stderr/mean falls under this")] = 1e-3,
+        help=f"most timed repetitions, the course's 100 [default: {FULL_REPS}; --quick: {QUICK_REPS}]",
+        show_default=False)] = None,
+    budget_s: Annotated[float, typer.Option(callback=finite(low_open=True), help=(
+        "stop once the timed calls of a version on a case add up to this many seconds (the course's rule: "
+        "mean × runs)"))] = COURSE_BUDGET_S,
+    wall_s: Annotated[float, typer.Option(callback=finite(low_open=True), help=(
+        "stop once the repetitions of a version on a case have taken this many seconds of wall time (the "
+        "course's limit)"))] = COURSE_WALL_S,
+    target_rel_stderr: Annotated[float, typer.Option(callback=finite(), help=(
+        "stop once the standard error falls under this fraction of the mean (the course's 0.1 %)"))]
+        = COURSE_TARGET_REL_STDERR,
     warmup: Annotated[int, typer.Option(help="untimed calls before timing")] = 3,
     rest_s: Annotated[float | None, typer.Option(
         "--rest-s", callback=finite(), help="seconds of idle GPU before timing each version and peer (before each case's rounds when "
@@ -78,10 +90,11 @@ def command(
         a.plan(versions, cases, named=bool(version and case))
         if probes and not getattr(a.spec, "PROBES", None):
             raise ValueError(f"--probes: {a.path / 'assignment.py'} defines no PROBES")
-        reps = QUICK_REPS if quick else FULL_REPS
-        rule = StoppingRule(min_reps=min_reps if min_reps is not None else min(reps, max_reps or reps),
-                            max_reps=max_reps if max_reps is not None else max(reps, min_reps or reps),
-                            budget_s=budget_s, target_rel_stderr=target_rel_stderr, warmup_reps=warmup,
+        most = max_reps if max_reps is not None else max(QUICK_REPS if quick else FULL_REPS, min_reps)
+        if most < min_reps:
+            raise ValueError(f"--max-reps ({most}) is below --min-reps ({min_reps})")
+        rule = StoppingRule(min_reps=min_reps, max_reps=most, budget_s=budget_s, wall_s=wall_s, min_span_s=min_span_s,
+                            target_rel_stderr=target_rel_stderr, warmup_reps=warmup,
                             rest_s=rest_s if rest_s is not None else (0.0 if quick else FULL_REST_S))
         written = run(repo, logs_dir, a, versions, cases, RunOptions(ranked=ranked, rule=rule, peers=peers,
                                                                     remeasure_ceilings=remeasure_ceilings,

@@ -81,7 +81,7 @@ def _median_ms(fn: Callable[[], object], reps: int) -> float:
     (no L2 flush: a 2 GiB copy or an 8192³ product does not fit in L2 anyway)."""
     from .timing import CudaEventTimer, StoppingRule, benchmark
 
-    rule = StoppingRule(min_reps=reps, max_reps=reps, warmup_reps=3, budget_s=600.0)
+    rule = StoppingRule(min_reps=reps, max_reps=reps, warmup_reps=3, budget_s=600.0, wall_s=600.0)
     return benchmark(lambda rep: fn(), timer=CudaEventTimer(), rule=rule).median_ms
 
 

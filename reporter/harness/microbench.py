@@ -245,7 +245,7 @@ def measure_stream(spec: StreamSpec, buffer, sink, cycles) -> StreamPoint:  # ty
     args = _stream_args(spec, buffer, sink, cycles)
     # the harness's one timing loop: 2 untimed launches, then STREAM_REPS timed ones, no cache flush (the
     # level's footprint is what each launch reads: an L1 or L2 run reads its data again on purpose)
-    rule = StoppingRule(min_reps=STREAM_REPS, max_reps=STREAM_REPS, warmup_reps=2, budget_s=600.0)
+    rule = StoppingRule(min_reps=STREAM_REPS, max_reps=STREAM_REPS, warmup_reps=2, budget_s=600.0, wall_s=600.0)
     stats = benchmark(lambda rep: k((spec.blocks,), (THREADS,), *args), timer=CudaEventTimer(), rule=rule)
     torch.cuda.synchronize()
     samples = [float(x) for x in stats.samples_ms]

@@ -20,7 +20,7 @@ from ..ncu_metrics import CS149_BLOCK, DURATION
 from ..records import Run
 from ..standing import figure
 from . import ledger
-from .numbers import ms, pct
+from .numbers import ms, pct, stopping_rule
 from .text import device_lines, short_kernel_name
 
 
@@ -373,8 +373,9 @@ def method_view(s: AssignmentSummary) -> dict[str, Any]:
     if r is None or r.timing is None:
         return {}
     t = r.timing
-    return {"method": t.method, "l2_flush": t.l2_flush, "warmup": t.warmup_reps,
-            "target": f"{t.target_rel_stderr * 100:g} %", "budget": f"{t.budget_s:g} s", "ranked": t.ranked,
+    ns = [v.bench.timing.n for v in s.versions if v.bench and v.bench.timing]
+    return {"method": t.method, "l2_flush": t.l2_flush, "warmup": t.warmup_reps, "rule": stopping_rule(t),
+            "calls": f"{min(ns)}" if min(ns) == max(ns) else f"between {min(ns)} and {max(ns)}", "ranked": t.ranked,
             "tolerance": r.check.criterion}
 
 

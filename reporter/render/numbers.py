@@ -1,8 +1,10 @@
-"""How the report writes a time and a share: one format everywhere (a ratio: reporter.analysis.diff.ratio_words)."""
+"""How the report writes a time, a share and a run's stopping rule: one format everywhere (a ratio:
+reporter.analysis.diff.ratio_words)."""
 
 from __future__ import annotations
 
 from ..analysis.facts import fmt_number
+from ..records import TimingStats
 
 
 def ms(x: float | None) -> str:
@@ -20,3 +22,34 @@ def signed_pct(x: float) -> str:
     zero is '+0.0 %', never '-0.0 %'."""
     text = f"{x:+.1f}"
     return f"{'+0.0' if text == '-0.0' else text} %"
+
+
+_STOPPED = {
+    "stderr": "its standard error fell under the target",
+    "budget": "its timed calls reached the budget",
+    "wall": "it reached the wall-time limit",
+    "max_reps": "it reached the most calls",
+}
+
+
+def stopping_rule(t: TimingStats) -> str:
+    """The rule a run was repeated under, in words: '10 to 100 calls (at least 2 s of them, unless the 100 come
+    first), stopping earlier once the standard error falls under 0.1 % of the mean, the timed calls add up to
+    10 s or 120 s have passed'.
+    Records made before the course's rule bounded wall time with their budget, and kept no floor."""
+    target = f"{fmt_number(100 * t.target_rel_stderr, 3)} % of the mean"
+    if t.budget_of == "calls":
+        span = f" (at least {fmt_number(t.min_span_s, 3)} s of them, unless the {t.max_reps} come first)" \
+            if t.min_span_s else ""
+        most = f"{t.min_reps} to {t.max_reps} calls{span}" if t.min_reps and t.max_reps else "calls"
+        wall = f" or {fmt_number(t.wall_s, 3)} s have passed" if t.wall_s else ""
+        return (f"{most}, stopping earlier once the standard error falls under {target}, the timed calls add up "
+                f"to {fmt_number(t.budget_s, 3)} s{wall}")
+    return (f"calls until the standard error falls under {target}, {fmt_number(t.budget_s, 3)} s of wall time "
+            "have passed or the run's most calls are made")
+
+
+def stopped_by(t: TimingStats) -> str:
+    """Why a run's repetition ended: 'n=10, stopped as its timed calls reached the budget'."""
+    why = _STOPPED.get(t.stop_reason, t.stop_reason)
+    return f"n={t.n}, stopped as {why}"

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from ..analysis.facts import fmt_number
+from .numbers import stopped_by, stopping_rule
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -149,7 +150,8 @@ def facts_grid(run: Run) -> Table:
         t = run.timing
         ci = median_ci(t.samples_ms)
         grid.add_row("timing", f"median {format_ms(t.median_ms, 5)}, {ci.coverage:.0%} CI "
-                               f"{format_ms_range(ci.low_ms, ci.high_ms)}; n={t.n}, stopped by {t.stop_reason}\n"
+                               f"{format_ms_range(ci.low_ms, ci.high_ms)}; {stopped_by(t)}\n"
+                               f"repeated {stopping_rule(t)}\n"
                                f"{t.method}, L2 flush {'on' if t.l2_flush else 'off'}, {t.warmup_reps} warm-up calls"
                                + (", ranked (fresh input every repetition)" if t.ranked else ""))
     return grid
