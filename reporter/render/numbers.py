@@ -3,6 +3,8 @@ reporter.analysis.diff.ratio_words)."""
 
 from __future__ import annotations
 
+import math
+
 from ..analysis.facts import fmt_number
 from ..records import TimingStats
 
@@ -37,15 +39,15 @@ def stopping_rule(t: TimingStats) -> str:
     first), stopping earlier once the standard error falls under 0.1 % of the mean, the timed calls add up to
     10 s or 120 s have passed'.
     Records made before the course's rule bounded wall time with their budget, and kept no floor."""
-    target = f"{fmt_number(100 * t.target_rel_stderr, 3)} % of the mean"
+    target = f"{100 * t.target_rel_stderr:g} % of the mean"
     if t.budget_of == "calls":
-        span = f" (at least {fmt_number(t.min_span_s, 3)} s of them, unless the {t.max_reps} come first)" \
+        span = f" (at least {t.min_span_s:g} s of them, unless the {t.max_reps} come first)" \
             if t.min_span_s else ""
         most = f"{t.min_reps} to {t.max_reps} calls{span}" if t.min_reps and t.max_reps else "calls"
-        wall = f" or {fmt_number(t.wall_s, 3)} s have passed" if t.wall_s else ""
+        wall = f" or {t.wall_s:g} s have passed" if t.wall_s else ""
         return (f"{most}, stopping earlier once the standard error falls under {target}, the timed calls add up "
-                f"to {fmt_number(t.budget_s, 3)} s{wall}")
-    return (f"calls until the standard error falls under {target}, {fmt_number(t.budget_s, 3)} s of wall time "
+                f"to {t.budget_s:g} s{wall}")
+    return (f"calls until the standard error falls under {target}, {t.budget_s:g} s of wall time "
             "have passed or the run's most calls are made")
 
 
@@ -53,3 +55,9 @@ def stopped_by(t: TimingStats) -> str:
     """Why a run's repetition ended: 'n=10, stopped as its timed calls reached the budget'."""
     why = _STOPPED.get(t.stop_reason, t.stop_reason)
     return f"n={t.n}, stopped as {why}"
+
+
+def coverage(c: float) -> str:
+    """A confidence interval's coverage: '95%', '99.8%'; rounded down, so that an interval short of certain is
+    never printed as 100%."""
+    return f"{math.floor(c * 1000) / 10:g}%"

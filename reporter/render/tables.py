@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from ..analysis.facts import fmt_number
-from .numbers import stopped_by, stopping_rule
+from .numbers import coverage, stopped_by, stopping_rule
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -149,7 +149,7 @@ def facts_grid(run: Run) -> Table:
     if run.timing:
         t = run.timing
         ci = median_ci(t.samples_ms)
-        grid.add_row("timing", f"median {format_ms(t.median_ms, 5)}, {ci.coverage:.0%} CI "
+        grid.add_row("timing", f"median {format_ms(t.median_ms, 5)}, {coverage(ci.coverage)} CI "
                                f"{format_ms_range(ci.low_ms, ci.high_ms)}; {stopped_by(t)}\n"
                                f"repeated {stopping_rule(t)}\n"
                                f"{t.method}, L2 flush {'on' if t.l2_flush else 'off'}, {t.warmup_reps} warm-up calls"
@@ -285,12 +285,6 @@ def timing_table(d: RunDiff) -> Table:
         a, b = (format_ms(row.a, 5), format_ms(row.b, 5)) if is_ms else (f"{row.a:g}", f"{row.b:g}")
         table.add_row(row.name, a, b, rel_change_text(row.rel_change), f"{row.b / row.a:.3f}" if row.a else "—")
     return table
-
-
-def ci_text(ci: tuple[float, float], coverage: float) -> str:
-    from ..analysis.diff import format_ms_range
-
-    return f"{format_ms_range(*ci)} ({coverage:.0%})"
 
 
 def figures_table(figures: list[FigureDelta]) -> Table:
