@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from .assignments import AssignmentError
 from .commands import (build, ceilings, crosscheck, device, diff, export, history, list_, merge, migrate, new, reverify,
-                       run, same_code, show, sweep)
+                       run, same_code, show, solutions, sweep)
 from .commands.common import err
 from .store import RecordError, RecordSkipped
 
@@ -48,7 +48,7 @@ def _setup() -> None:
 
 
 for _module in (run, sweep, crosscheck, ceilings, device, build, export, new, list_, show, diff, history, reverify,
-                same_code, migrate, merge):
+                same_code, solutions, migrate, merge):
     app.command(_module.NAME, epilog=getattr(_module, "EPILOG", None))(_module.command)
 
 

@@ -1,19 +1,29 @@
-"""A course's problem folder, in the CS149 / GPU MODE format, used as an assignment at run time.
+"""A course's problem folder, in the CS149 or the GPU MODE layout, used as an assignment at run time.
 
-The format (CS149's ``asst5-kernels/problems/<name>/``, GPU MODE's reference-kernels):
+Both layouts (CS149's ``asst5-kernels/problems/<name>/``, GPU MODE's ``reference-kernels/problems/<set>/<name>/``):
 
 * ``reference.py`` with ``generate_input(**case)``, ``ref_kernel(data)`` and
-  ``check_implementation(data, output) -> (ok, message)``; it imports ``task`` (the folder's
-  ``task.py``, types) and often ``utils`` (one folder up, shared by the course's problems);
-* ``test_cases/test.txt``: one case per line, ``key: value; key: value`` (a value is an
-  integer or a name), which the course's ``eval.py`` reads and passes to ``generate_input``;
-* ``README.md``, whose first heading names the problem.
+  ``check_implementation(data, output)``, which returns ``(ok, message)`` (CS149, GPU MODE's newer
+  problems) or an error text, empty when the output passes (GPU MODE's pmpp problems); it imports
+  ``task`` (the folder's ``task.py``, types) and often ``utils`` (one folder up, shared by the problems);
+* the cases, one ``key: value; key: value`` line each (a value is an integer or a name), which the
+  harness's ``eval.py MODE FILE`` reads and passes to ``generate_input``:
+
+  - CS149: ``test_cases/test.txt``, one file for both modes; the cases are its lines, the last the
+    benchmark (unless told otherwise), the others ``test_0``, ``test_1``, … by their line index, as
+    ``eval.py`` logs them;
+  - GPU MODE: ``task.yml``, whose ``tests:`` and ``benchmarks:`` lists of keyword dicts the runner writes
+    into that file for test and benchmark mode, and whose ``files:`` say which files the submission runs
+    beside (``{"name": "utils.py", "source": "../utils.py"}``; ``@SUBMISSION@`` for the submission) and
+    ``config.main`` which one is the harness; the cases are ``test_0``, … for the tests and
+    ``benchmark_0``, … for the benchmarks, the last benchmark (the one the leaderboard ranks) named
+    ``benchmark``. Its ``solutions/correct/`` and ``solutions/wrong/`` are submissions that the check
+    must pass and fail (:func:`solutions`);
+* ``README.md``, whose first heading names the problem (GPU MODE: ``task.yml``'s ``description``).
 
 :class:`CourseTask` loads those functions from the folder itself, each time a process needs
 them, and never copies them: what the harness calls is the course's code as it is on this
-machine. The cases are the lines of the test file: the last is the benchmark (unless told
-otherwise), the others ``test_0``, ``test_1``, … by their line index, as ``eval.py`` logs
-them. A folder that is not there gives :class:`~reporter.assignments.AssignmentError` naming
+machine. A folder that is not there gives :class:`~reporter.assignments.AssignmentError` naming
 it; nothing else in the project needs it (records and reports do not).
 
 ``reporter/course.py`` names no assignment; ``report new NAME --from-task PATH`` writes an
@@ -35,6 +45,8 @@ from .course_imports import course_imports, remember
 from .records import WorkModel
 
 TEST_FILE = Path("test_cases") / "test.txt"
+TASK_YML = "task.yml"
+SUBMISSION_SOURCE = "@SUBMISSION@"  # task.yml's stand-in for the submission among its files
 BENCHMARK = "benchmark"
 # one line of a test file, as the course's eval.py accepts it: key: int-or-name, separated by ';'
 _PART = re.compile(r"\s*([a-zA-Z_][a-zA-Z0-9_]*):\s*([a-zA-Z_][a-zA-Z0-9_]*|[+-]?[0-9]+)\s*")
@@ -85,8 +97,87 @@ def case_names(n: int, benchmark_index: int | None = None) -> list[str]:
     return [BENCHMARK if i == bench else f"test_{i}" for i in range(n)]
 
 
+@dataclass(frozen=True)
+class TaskSpec:
+    """What a problem folder gives its harness, in either layout: the cases of each mode and how the run
+    folder is laid out."""
+
+    layout: str  # 'cs149' (test_cases/test.txt) or 'gpumode' (task.yml)
+    tests: list[dict[str, int | str]]  # what the harness's test mode runs
+    benchmarks: list[dict[str, int | str]]  # what its benchmark mode times
+    files: list[tuple[str, str]] = field(default_factory=list)  # gpumode: (name in the run folder, source)
+    main: str = "eval.py"  # the harness, in the run folder (gpumode) or one folder up (cs149)
+    source: Path | None = None  # the file the cases were read from
+
+    def named_cases(self, benchmark_index: int | None = None) -> dict[str, dict[str, int | str]]:
+        """Case name -> parameters. CS149: :func:`case_names` over the test file's lines. GPU MODE: ``test_<i>``
+        for each test, ``benchmark_<i>`` for each benchmark, the one at ``benchmark_index`` (default the last,
+        the leaderboard's) named ``benchmark``."""
+        if self.layout == "cs149":
+            return dict(zip(case_names(len(self.tests), benchmark_index), self.tests, strict=True))
+        if not self.benchmarks:
+            raise TestFileError(f"{self.source}: no benchmarks: the timed cases are task.yml's benchmarks")
+        bench = case_names(len(self.benchmarks), benchmark_index)
+        out = {f"test_{i}": case for i, case in enumerate(self.tests)}
+        out.update({name if name == BENCHMARK else f"benchmark_{i}": case
+                    for i, (name, case) in enumerate(zip(bench, self.benchmarks, strict=True))})
+        return out
+
+
+def _yml_cases(path: Path, data: dict, key: str) -> list[dict[str, int | str]]:
+    value = data.get(key) or []
+    if not isinstance(value, list):
+        raise TestFileError(f"{path}: '{key}' must be a list of keyword dicts, got {type(value).__name__}")
+    out = []
+    for i, case in enumerate(value):
+        if not isinstance(case, dict) or not case:
+            raise TestFileError(f"{path}: {key}[{i}] must be a dict of keyword arguments, got {case!r}")
+        for k, v in case.items():
+            text = f"{k}: {v}"
+            if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (int, str)) or not _PART.fullmatch(text):
+                raise TestFileError(f"{path}: {key}[{i}]: '{text}' is not 'key: value' (a value is an integer or a "
+                                    "name), which the harness's test file cannot carry")
+        out.append(dict(case))
+    return out
+
+
+def read_task(folder: Path, test_file: Path = TEST_FILE) -> TaskSpec:
+    """The folder's cases and layout: ``test_cases/test.txt`` (CS149), else ``task.yml`` (GPU MODE); an error
+    naming both when neither is there."""
+    folder = Path(folder)
+    if (folder / test_file).is_file():
+        lines = parse_test_file(folder / test_file)
+        return TaskSpec("cs149", lines, lines, source=folder / test_file)
+    path = folder / TASK_YML
+    if not path.is_file():
+        raise TestFileError(f"{folder}: no cases: neither {test_file.as_posix()} (CS149) nor {TASK_YML} (GPU MODE) "
+                            "is there")
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise TestFileError(f"{path}: cannot read it: {e}") from e
+    if not isinstance(data, dict):
+        raise TestFileError(f"{path}: not a mapping of tests, benchmarks and files")
+    files = []
+    for i, entry in enumerate(data.get("files") or []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(entry.get("source"), str):
+            raise TestFileError(f"{path}: files[{i}] must be {{name: ..., source: ...}}, got {entry!r}")
+        files.append((entry["name"], entry["source"]))
+    if files and SUBMISSION_SOURCE not in [src for _, src in files]:
+        raise TestFileError(f"{path}: no file's source is {SUBMISSION_SOURCE}: where would the submission go?")
+    config = data.get("config") or {}
+    main = config.get("main", "eval.py") if isinstance(config, dict) else "eval.py"
+    tests, benchmarks = _yml_cases(path, data, "tests"), _yml_cases(path, data, "benchmarks")
+    if not tests and not benchmarks:
+        raise TestFileError(f"{path}: no tests and no benchmarks")
+    return TaskSpec("gpumode", tests, benchmarks, files=files, main=str(main), source=path)
+
+
 def problem_title(folder: Path) -> str:
-    """The first Markdown heading of the folder's README.md, else the folder's name."""
+    """The first Markdown heading of the folder's README.md, else the first line of task.yml's description
+    (GPU MODE), else the folder's name."""
     readme = folder / "README.md"
     try:
         for line in readme.read_text(encoding="utf-8").splitlines():
@@ -94,6 +185,15 @@ def problem_title(folder: Path) -> str:
             if m and m.group(1):
                 return m.group(1)
     except (OSError, UnicodeDecodeError):
+        pass
+    try:
+        import yaml
+
+        data = yaml.safe_load((folder / TASK_YML).read_text(encoding="utf-8"))
+        first = str(data.get("description") or "").strip().splitlines()[0].strip().rstrip(".")
+        if 0 < len(first) <= 80:
+            return first
+    except Exception:  # no task.yml, or one without a description: the folder's name
         pass
     return folder.name
 
@@ -137,6 +237,16 @@ def tensor_bytes(x: Any) -> int:
     return sum(int(t.numel()) * int(t.element_size()) for t in _tensors(x))
 
 
+def check_result(res: Any) -> tuple[bool, str]:
+    """(ok, message) of what a course's ``check_implementation`` returned: ``(ok, message)``, or an error
+    text that is empty when the output passes (GPU MODE's pmpp problems: ``if error: fail``)."""
+    if isinstance(res, tuple) and len(res) == 2:
+        return bool(res[0]), str(res[1] or "")
+    if isinstance(res, str):
+        return not res, res
+    return bool(res), ""
+
+
 @dataclass
 class CourseTask:
     """One problem folder, loaded lazily: reading this object's fields imports nothing until a
@@ -169,9 +279,13 @@ class CourseTask:
     # ---- the assignment interface (see reporter.assignments)
 
     @property
+    def spec(self) -> TaskSpec:
+        """The folder's cases and harness layout (:func:`read_task`)."""
+        return read_task(self.require(), self.test_file)
+
+    @property
     def cases(self) -> dict[str, dict[str, int | str]]:
-        lines = parse_test_file(self.require() / self.test_file)
-        return dict(zip(case_names(len(lines), self.benchmark_index), lines, strict=True))
+        return self.spec.named_cases(self.benchmark_index)
 
     @property
     def title(self) -> str:
@@ -184,10 +298,9 @@ class CourseTask:
         return self.reference.ref_kernel(data)
 
     def check_implementation(self, data: Any, output: Any) -> tuple[bool, str]:
-        """The course's own check, as its harness calls it (on the input the kernel was given a clone of)."""
-        res = self.reference.check_implementation(data, output)
-        ok, message = (res[0], res[1]) if isinstance(res, tuple) and len(res) == 2 else (bool(res), "")
-        return bool(ok), str(message or "")
+        """The course's own check, as its harness calls it (on the input the kernel was given a clone of):
+        :func:`check_result` of what it returns."""
+        return check_result(self.reference.check_implementation(data, output))
 
     def work_model(self, **case: Any) -> WorkModel:
         """Bytes the problem must move at least: its input's tensors read once and the reference

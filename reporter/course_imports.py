@@ -6,10 +6,11 @@ The course's ``eval.py`` (CS149, GPU MODE) runs from a copy of the problem's fol
 imported. This module is the one answer to "which names are those" (:func:`supplied_names`) and
 "import a version of ours the way the harness would let it" (:func:`course_imports`):
 
-* the names are the stems of the ``.py`` files in the problem's folder and in the folder above it
-  (``reference``, ``task``, a problem's own ``model``; ``utils``, ``eval``), without ``submission``
-  (the harness writes that one); where the folder is not on this machine, the format's three,
-  ``reference``, ``task`` and ``utils``;
+* the names are those of the ``.py`` files the submission runs beside: GPU MODE's ``task.yml`` lists
+  them (``files:``); in a CS149 folder, the ``.py`` files of the problem's folder and of the folder above
+  it (``reference``, ``task``, a problem's own ``model``; ``utils``, ``eval``); never ``submission`` (the
+  harness writes that one); where the folder is not on this machine, the format's three, ``reference``,
+  ``task`` and ``utils``;
 * while a version is imported, the folder and its parent come first on ``sys.path`` and those names
   are bound to the modules the course's reference was loaded with in this process (one instance
   each, as in the harness's process), or imported fresh from the folder; afterwards ``sys.path`` and
@@ -41,12 +42,31 @@ _LOADED: dict[Path, dict[str, ModuleType]] = {}  # a problem folder (resolved) -
 
 def supplied_names(folder: Path | None) -> tuple[str, ...]:
     """The module names the course's harness makes importable for a submission of the problem in
-    ``folder``: its ``.py`` files and those one folder up; the format's three where the folder is not here."""
+    ``folder``: GPU MODE's ``task.yml`` lists the files the submission runs beside (``files:``); a CS149
+    folder has its ``.py`` files and those one folder up; the format's three where the folder is not here."""
     if folder is None or not (Path(folder) / "reference.py").is_file():
         return FORMAT_NAMES
     folder = Path(folder)
-    names = [p.stem for d in (folder, folder.parent) for p in sorted(d.glob("*.py")) if p.stem.isidentifier()]
-    return tuple(dict.fromkeys(n for n in [*FORMAT_NAMES, *names] if n != SUBMISSION))
+    listed = _task_yml_files(folder / "task.yml")
+    if listed is not None:
+        names = [Path(n).stem for n in listed if n.endswith(".py")]
+    else:
+        names = [p.stem for d in (folder, folder.parent) for p in sorted(d.glob("*.py"))]
+    return tuple(dict.fromkeys(n for n in [*FORMAT_NAMES, *names] if n != SUBMISSION and n.isidentifier()))
+
+
+def _task_yml_files(path: Path) -> list[str] | None:
+    """The names under ``files:`` of a GPU MODE task.yml; None without one (a file that cannot be read is
+    refused where the cases are read: :func:`reporter.course.read_task`)."""
+    if not path.is_file():
+        return None
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return [str(f["name"]) for f in data.get("files") or []]
+    except Exception:
+        return None
 
 
 def remember(folder: Path, modules: Mapping[str, ModuleType]) -> None:

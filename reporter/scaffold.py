@@ -123,24 +123,33 @@ def _plan_course_assignment(folder: Path, assignment: str, version: str, task: P
     """A new assignment over a course problem folder: assignment.py loads the folder at run time."""
     import os
 
-    from .course import TEST_FILE, case_names, parse_test_file, problem_title
+    from .course import TASK_YML, TEST_FILE, problem_title, read_task
 
     task = Path(task).expanduser()
     if not (task / "reference.py").is_file():
         raise IterationError(f"--from-task {task}: no reference.py there; expected a course problem folder "
-                             "(reference.py, task.py, test_cases/test.txt: the CS149 / GPU MODE format)")
+                             f"(reference.py, task.py, and {TEST_FILE.as_posix()} (CS149) or {TASK_YML} (GPU MODE))")
     try:
-        lines = parse_test_file(task / TEST_FILE)
-        names = case_names(len(lines), benchmark_line)
+        spec = read_task(task)
+        names = list(spec.named_cases(benchmark_line))
     except AssignmentError as e:
         raise IterationError(f"--from-task {task}: {e}") from e
     rel = os.path.relpath(task.resolve(), folder.resolve())
     title = problem_title(task)
-    bench = names.index("benchmark")
+    if spec.layout == "cs149":
+        bench = names.index("benchmark")
+        which = "last" if bench == len(names) - 1 else f"number {bench} (0-based)"
+        cases_words = (f"the cases are the lines of its {TEST_FILE.as_posix()}, named test_0, test_1, … by line, "
+                       f"the {which} line being the benchmark")
+    else:
+        bench = benchmark_line if benchmark_line is not None else len(spec.benchmarks) - 1
+        which = "last" if bench == len(spec.benchmarks) - 1 else f"number {bench} (0-based)"
+        cases_words = (f"the cases are its {TASK_YML}'s tests (test_0, test_1, …) and benchmarks (benchmark_0, …), the "
+                       f"{which} benchmark, the one its leaderboard ranks, named benchmark")
     return _plan_assignment(folder, assignment, version, "course_assignment.py.j2", course=True,
                             title=title, title_literal=repr(title), task_arg=str(task),
-                            task_dir_literal=repr(rel), test_file=TEST_FILE.as_posix(),
-                            bench_word="last" if bench == len(names) - 1 else f"number {bench} (0-based)",
+                            task_dir_literal=repr(rel), cases_words=cases_words,
+                            layout_name="CS149" if spec.layout == "cs149" else "GPU MODE",
                             benchmark_index=None if benchmark_line is None else bench)
 
 

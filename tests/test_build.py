@@ -94,10 +94,11 @@ def test_no_unbound_template_text_left(built):
 
 def test_build_is_fast(built):
     """A regression guard on the cold build, not its goal (issue 30's): the build the session makes
-    once, timed where it is made, beside the other tests on both cores (about 16 s on a quiet
-    2-core machine, about 22 s there); a doubling of it fails either way."""
+    once, timed where it is made, beside the other tests (about 20 s with two workers on a 2-core
+    machine, 37 s with `make test`'s three on a fresh clone, where the first build also fills the font and
+    chart caches); a doubling of it fails either way."""
     _, _, elapsed = built
-    assert elapsed < 35, f"build took {elapsed:.1f} s"
+    assert elapsed < 75, f"build took {elapsed:.1f} s"
 
 
 def test_no_pdf_still_writes_html(tmp_path):

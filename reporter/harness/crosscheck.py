@@ -15,12 +15,19 @@ after another and each from a rested card:
 The harness's printed output is kept whole in the :class:`~reporter.records.CrossCheck`
 record, with the sha256 of the course files that ran.
 
-How the course harness is run: the problem folder, ``eval.py`` and ``utils.py`` are copied to a
-temporary folder, ``submission.py`` is written into the problem's copy, and ``eval.py MODE
-test_cases/test.txt`` runs from there with ``PYTHONPATH`` holding the copy of ``problems/`` and
-an empty entry (the current folder), as the course's README sets it up. Nothing of ours is on
-that path for an exported version, so the export must stand alone as it would on the course's
-machines.
+How the course harness is run, as each layout's runner sets it up (:mod:`reporter.course`):
+
+- CS149: the problem folder, ``eval.py`` and ``utils.py`` are copied to a temporary folder,
+  ``submission.py`` is written into the problem's copy, and ``eval.py MODE test_cases/test.txt`` runs
+  from there with ``PYTHONPATH`` holding the copy of ``problems/`` and an empty entry (the current
+  folder), as the course's README says;
+- GPU MODE: the files ``task.yml`` names are copied side by side into a temporary folder, the
+  submission among them, the mode's cases (``tests`` or ``benchmarks``) are written one
+  ``key: value; …`` line each, and ``config.main`` (``eval.py``) runs on them with ``POPCORN_FD`` naming
+  the file its report goes to, whose durations are in nanoseconds.
+
+Nothing of ours is on that path for an exported version, so the export must stand alone as it would
+on the course's machines.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from typing import Any
 
 from .. import store
 from ..assignments import Assignment, AssignmentError, Version
-from ..course import parse_test_file
+from ..course import SUBMISSION_SOURCE, read_task
 from ..records import CourseCase, CourseHarnessRun, CrossCheck, CrossCheckEntry, DeviceInfo, DoBenchResult, Run
 from ..standing import figure_ms
 from .events import Events, Silent
@@ -53,6 +60,7 @@ DO_BENCH_WARMUP_MS = 25.0  # triton.testing.do_bench's defaults
 DO_BENCH_REP_MS = 100.0
 
 _BENCH_LINE = re.compile(r"^benchmark\.(\d+): (.*)$", re.M)
+_BENCH_FIELD = re.compile(r"^benchmark\.(\d+)\.(runs|mean|std|err|best|worst): ([-+0-9.eE]+)\s*$", re.M)
 _FIELD = re.compile(r"(\w+)=([\d,.]+)")
 
 
@@ -120,6 +128,13 @@ def parse_output(text: str) -> tuple[str | None, list[CourseCase]]:
         c.runs = int(values["runs"]) if "runs" in values else None
         c.mean_ms, c.std_ms, c.err_ms = values.get("mean"), values.get("std"), values.get("err")
         c.best_ms, c.worst_ms = values.get("best"), values.get("worst")
+    # GPU MODE's harness: one line a statistic, durations in nanoseconds (``benchmark.0.mean: 85123.4``)
+    for i, name, value in _BENCH_FIELD.findall(text):
+        c = case(int(i))
+        if name == "runs":
+            c.runs = int(float(value))
+        else:
+            setattr(c, f"{name}_ms", float(value) / 1e6)
     return (verdicts[-1] if verdicts else None), [cases[i] for i in sorted(cases)]
 
 
@@ -138,40 +153,63 @@ def match_cases(a: Assignment, lines: Sequence[dict[str, Any]]) -> dict[int, str
 def run_course_harness(problem: Path, submission_text: str, mode: str, *, submission: str,
                        extra_path: Sequence[str] = (), timeout_s: float = 600.0,
                        started: float | None = None) -> CourseHarnessRun:
-    """``eval.py MODE test_cases/test.txt`` on a copy of the problem with ``submission_text`` as its
-    ``submission.py``, as the course sets it up (see the module's docstring)."""
+    """``eval.py MODE FILE`` on a copy of the problem with ``submission_text`` as its ``submission.py``, laid out
+    as the course's runner lays it out (see the module's docstring), and its report read back."""
     t_start = time.time()
+    spec = read_task(problem)
     with tempfile.TemporaryDirectory(prefix="crosscheck_") as tmp_name:
         tmp = Path(tmp_name)
-        for name in SHARED_FILES:
-            if (problem.parent / name).is_file():
-                shutil.copy2(problem.parent / name, tmp / name)
-        work = tmp / problem.name
-        shutil.copytree(problem, work, ignore=shutil.ignore_patterns("submission.py", "__pycache__"))
-        (work / "submission.py").write_text(submission_text, encoding="utf-8")
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "POPCORN_SEED")}
-        env["PYTHONPATH"] = os.pathsep.join([str(tmp), *extra_path, ""])
-        command = [sys.executable, str(tmp / EVAL), mode, "test_cases/test.txt"]
-        try:
-            res = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=timeout_s,
-                                 check=False)
-            out, err, rc = res.stdout, res.stderr, res.returncode
-        except subprocess.TimeoutExpired as e:
-            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-            err, rc = f"timed out after {timeout_s:.0f} s", -9
-    verdict, cases = parse_output(out)
-    shown = [Path(command[0]).name, EVAL, mode, "test_cases/test.txt"]
+        if spec.layout == "cs149":
+            for name in SHARED_FILES:
+                if (problem.parent / name).is_file():
+                    shutil.copy2(problem.parent / name, tmp / name)
+            work = tmp / problem.name
+            shutil.copytree(problem, work, ignore=shutil.ignore_patterns("submission.py", "__pycache__"))
+            (work / "submission.py").write_text(submission_text, encoding="utf-8")
+            cases, main, path_entries = "test_cases/test.txt", str(tmp / EVAL), [str(tmp)]
+        else:  # GPU MODE: the files task.yml names, side by side, and the cases of the mode in a file
+            work = tmp
+            for name, source in spec.files:
+                if source == SUBMISSION_SOURCE:
+                    (work / name).write_text(submission_text, encoding="utf-8")
+                else:
+                    shutil.copy2(problem / source, work / name)
+            listed = spec.tests if mode == "test" else spec.benchmarks
+            (work / "cases.txt").write_text("".join("; ".join(f"{k}: {v}" for k, v in case.items()) + "\n"
+                                                    for case in listed), encoding="utf-8")
+            cases, main, path_entries = "cases.txt", str(work / spec.main), []
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "POPCORN_SEED", "POPCORN_FD")}
+        env["PYTHONPATH"] = os.pathsep.join([*path_entries, *extra_path, ""])
+        command = [sys.executable, main, mode, cases]
+        report = tmp / "popcorn.txt"  # GPU MODE's harness writes its report to the descriptor POPCORN_FD names
+        with report.open("w", encoding="utf-8") as fd_file:
+            env["POPCORN_FD"] = str(fd_file.fileno())
+            try:
+                res = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=timeout_s,
+                                     check=False, pass_fds=(fd_file.fileno(),))
+                out, err, rc = res.stdout, res.stderr, res.returncode
+            except subprocess.TimeoutExpired as e:
+                out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+                err, rc = f"timed out after {timeout_s:.0f} s", -9
+        if spec.layout == "gpumode":
+            out = report.read_text(encoding="utf-8", errors="replace") + out
+    verdict, parsed = parse_output(out)
+    shown = [Path(command[0]).name, Path(main).name, mode, cases]
     return CourseHarnessRun(mode=mode, submission=submission, command=shown, returncode=rc,
-                            wall_s=round(time.time() - t_start, 3), verdict=verdict, cases=cases, output=out,
+                            wall_s=round(time.time() - t_start, 3), verdict=verdict, cases=parsed, output=out,
                             stderr_tail=err[-4000:], started_s=round(t_start - (started or t_start), 3))
 
 
 def harness_hashes(problem: Path) -> dict[str, str]:
     """sha256 of the course files that define the check and the timing."""
-    files = [problem.parent / n for n in SHARED_FILES] + [problem / "reference.py", problem / "task.py",
-                                                           problem / "test_cases" / "test.txt"]
-    return {p.relative_to(problem.parent).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in files if p.is_file()}
+    task = read_task(problem)
+    if task.layout == "gpumode":
+        files = [task.source, *(problem / src for _, src in task.files if src != SUBMISSION_SOURCE)]
+    else:
+        files = [problem.parent / n for n in SHARED_FILES] + [problem / "reference.py", problem / "task.py",
+                                                               problem / "test_cases" / "test.txt"]
+    return {os.path.relpath(Path(p).resolve(), problem.parent.resolve()): hashlib.sha256(Path(p).read_bytes()).hexdigest()
+            for p in files if p is not None and Path(p).is_file()}
 
 
 def course_commit(course_root: Path) -> str | None:
@@ -256,8 +294,10 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
     lines: list[dict[str, Any]] = []
     problem = course_problem(a, opts.course_root) if opts.course_root is not None else None
     if problem is not None:
-        lines = parse_test_file(problem / "test_cases" / "test.txt")
+        task = read_task(problem)
+        lines = task.benchmarks  # what the benchmark runs time, and ours and do_bench with them
         matched = match_cases(a, lines)
+        matched_tests = match_cases(a, task.tests)
         if submission is None:
             raise CrossCheckError(f"a course harness run needs {v.name}'s export (report export {a.name} {v.short})")
         subs: dict[str, tuple[str, list[str], str]] = {v.name: (submission, [], f"export of {v.name}")}
@@ -270,8 +310,8 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
             say(f"course harness: {mode} · {what}")
             res = run_course_harness(problem, text, mode, submission=what, extra_path=extra,
                                      timeout_s=opts.harness_timeout_s, started=t0)
-            for c in res.cases:
-                c.case_name = matched.get(c.index)
+            for c in res.cases:  # the line of the file the mode ran: GPU MODE's tests and benchmarks differ
+                c.case_name = (matched_tests if mode == "test" else matched).get(c.index)
             entries[name].course.append(res)
             say(f"  → {res.verdict or 'no verdict'} (exit {res.returncode}, {res.wall_s:.0f} s)"
                 + "".join(f"; {c.case_name or c.index}: {c.mean_ms:g} ms" for c in res.cases if c.mean_ms))
@@ -282,7 +322,7 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
             harness(name, "benchmark")
         cases = [c for i in sorted(matched) if a.runs_case(v, c := matched[i])]  # ours: the cases v runs
         if len(matched) < len(lines):
-            notes.append(f"{len(lines) - len(matched)} line(s) of the course's test file match no case of ours "
+            notes.append(f"{len(lines) - len(matched)} of the course's benchmark case(s) match no case of ours "
                          "and were timed by the course's harness only")
     else:
         head = a.headline_case(v)
