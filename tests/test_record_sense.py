@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, copy_tree
 from typer.testing import CliRunner
 
 from reporter import packed, store
@@ -29,11 +28,8 @@ STRAY = "20990101T000000000Z_h100_benchmark.json"  # the newest run of v10 on th
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A project with transform's records and the device ceilings (what `list` and `show` read)."""
-    for name in ("kernels", "report_templates"):
-        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "logs" / "transform", tmp_path / "logs" / "transform")
-    shutil.copytree(ROOT / "logs" / "devices", tmp_path / "logs" / "devices")
-    shutil.copytree(ROOT / "logs" / "sources", tmp_path / "logs" / "sources")
+    for name in ("kernels", "report_templates", "logs/transform", "logs/devices", "logs/sources"):
+        copy_tree(ROOT / name, tmp_path / name)
     return tmp_path
 
 
