@@ -41,12 +41,11 @@ from types import ModuleType
 from typing import Any
 
 from .assignments import AssignmentError, Peer
-from .course_imports import course_imports, remember
+from .course_imports import SUBMISSION_SOURCE, course_imports, remember, remembered
 from .records import WorkModel
 
 TEST_FILE = Path("test_cases") / "test.txt"
 TASK_YML = "task.yml"
-SUBMISSION_SOURCE = "@SUBMISSION@"  # task.yml's stand-in for the submission among its files
 BENCHMARK = "benchmark"
 # one line of a test file, as the course's eval.py accepts it: key: int-or-name, separated by ';'
 _PART = re.compile(r"\s*([a-zA-Z_][a-zA-Z0-9_]*):\s*([a-zA-Z_][a-zA-Z0-9_]*|[+-]?[0-9]+)\s*")
@@ -203,18 +202,20 @@ def load_reference(folder: Path) -> ModuleType:
     path = folder / "reference.py"
     if not path.is_file():
         raise AssignmentError(f"{folder}: no reference.py: not a course problem folder (CS149 / GPU MODE format)")
-    name = f"_course_{re.sub(r'[^A-Za-z0-9_]', '_', str(folder.resolve()))}_reference"
-    with course_imports(folder) as loaded:
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise AssignmentError(f"{path}: cannot be imported")
-        module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except Exception as e:
-            raise AssignmentError(f"{path}: importing it failed: {type(e).__name__}: {e}") from e
-    # the modules it imported (task, utils, ...) and itself, as a version importing those names gets them
-    remember(folder, {**loaded, "reference": module})
+    module = remembered(folder).get("reference")  # a version of ours that imported it first: the one instance
+    if module is None:
+        name = f"_course_{re.sub(r'[^A-Za-z0-9_]', '_', str(folder.resolve()))}_reference"
+        with course_imports(folder):
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise AssignmentError(f"{path}: cannot be imported")
+            module = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(module)
+            except Exception as e:
+                raise AssignmentError(f"{path}: importing it failed: {type(e).__name__}: {e}") from e
+        # itself, beside what it imported (task, utils, ...), as a version importing the name gets it
+        remember(folder, {"reference": module})
     for attr in ("generate_input", "ref_kernel", "check_implementation"):
         if not callable(getattr(module, attr, None)):
             raise AssignmentError(f"{path}: defines no {attr}(), which the course's harness calls")
@@ -238,13 +239,16 @@ def tensor_bytes(x: Any) -> int:
 
 
 def check_result(res: Any) -> tuple[bool, str]:
-    """(ok, message) of what a course's ``check_implementation`` returned: ``(ok, message)``, or an error
-    text that is empty when the output passes (GPU MODE's pmpp problems: ``if error: fail``)."""
+    """(ok, message) of what a course's ``check_implementation`` returned: ``(ok, message)``; a bool; else an
+    error, read as the harness reads it (GPU MODE's pmpp problems: ``if error: fail``): an empty text, an
+    empty list of reasons or None passes, anything else fails with its text as the message."""
     if isinstance(res, tuple) and len(res) == 2:
         return bool(res[0]), str(res[1] or "")
-    if isinstance(res, str):
-        return not res, res
-    return bool(res), ""
+    if isinstance(res, bool):
+        return res, ""
+    if not res:
+        return True, ""
+    return False, " ".join(map(str, res)) if isinstance(res, (list, tuple)) else str(res)
 
 
 @dataclass

@@ -108,7 +108,7 @@ def _plan_assignment(folder: Path, assignment: str, version: str, template: str 
     """A new assignment folder: assignment.py from ``template`` (with ``extra`` in its context), the
     first version and worklog.md."""
     ctx = dict(assignment=assignment, version=version, short=short_handle(version), source=None, source_short=None,
-               **{"course": False, **extra})
+               **{"course": False, "course_types": False, **extra})
     section = _render("worklog_section.md.j2", questions=DEFAULT_QUESTIONS, **ctx)
     files = [
         PlannedFile(folder / "assignment.py", _render(template, **ctx), create=True),
@@ -146,7 +146,10 @@ def _plan_course_assignment(folder: Path, assignment: str, version: str, task: P
         which = "last" if bench == len(spec.benchmarks) - 1 else f"number {bench} (0-based)"
         cases_words = (f"the cases are its {TASK_YML}'s tests (test_0, test_1, …) and benchmarks (benchmark_0, …), the "
                        f"{which} benchmark, the one its leaderboard ranks, named benchmark")
+    from .course_imports import supplied_names
+
     return _plan_assignment(folder, assignment, version, "course_assignment.py.j2", course=True,
+                            course_types="task" in supplied_names(task),
                             title=title, title_literal=repr(title), task_arg=str(task),
                             task_dir_literal=repr(rel), cases_words=cases_words,
                             layout_name="CS149" if spec.layout == "cs149" else "GPU MODE",
@@ -169,7 +172,7 @@ def _plan_version(folder: Path, assignment: str, version: str, from_version: str
                              f"pick the next free number")
     ctx = dict(assignment=assignment, version=version, short=short_handle(version),
                source=source.name if source else None, source_short=source.short if source else None,
-               course=a.task_folder is not None)
+               course=a.task_folder is not None, course_types="task" in a.supplied_names())
     files: list[PlannedFile] = []
     moved: str | None = None
     if source is None:

@@ -245,6 +245,20 @@ def test_the_scaffolded_version_of_a_course_problem_is_handed_in_as_it_is(tmp_pa
     assert test.verdict == "pass" and [c.status for c in test.cases] == ["pass"] * 3, test.output + test.stderr_tail
 
 
+def test_an_earlier_export_of_a_course_version_loads_with_the_course_s_modules(tmp_path):
+    """`report reverify` imports a version's earlier export beside the current one: for a course problem, with
+    the course's modules, as the course's harness would."""
+    from reporter.harness.reverify import load_submission
+
+    new_course_assignment(tmp_path)
+    _export(tmp_path, "scaled", "v01", out=tmp_path / "before" / "v01_reference")
+    v = get_assignment(tmp_path / "kernels", "scaled").version("v01")
+    module, sub = load_submission(tmp_path / "before" / "v01_reference" / "submission.py", v, PROBLEM)
+    data = CourseTask(PROBLEM).generate_input(rows=3, cols=4, seed=1)
+    assert torch.equal(module.custom_kernel(data), CourseTask(PROBLEM).ref_kernel(data))
+    assert sub.files[0].rel == "v01_reference.py"
+
+
 HELPER_VERSION = '''"""Row sums through the course's shared check helper and an earlier version of ours."""
 
 import utils

@@ -8,6 +8,7 @@ passes). The real repository's harness runs our exports on the GPU (`report cros
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,31 @@ def new_gpumode_assignment(project: Path, problem: Path = PROBLEM) -> Path:
                                  str(project)])
     assert result.exit_code == 0, result.output
     return project / "kernels" / "rowmax"
+
+
+def test_names_task_yml_lists_are_the_ones_a_version_imports_wherever_their_files_are(tmp_path):
+    """GPU MODE's task.yml may take a file from anywhere in the repository (its linalg problems take utils.py
+    from another set's folder): the version imports it under the listed name, and only listed names are
+    supplied (a problem that lists no task.py supplies no task)."""
+    from reporter.course_imports import course_imports, supplied_names
+
+    shared = tmp_path / "problems" / "other_set"
+    shared.mkdir(parents=True)
+    (shared / "helpers.py").write_text("WHERE = 'other set'\n")
+    problem = tmp_path / "problems" / "this_set" / "p"
+    problem.mkdir(parents=True)
+    (problem / "reference.py").write_text("import utils\n")
+    (problem / "task.yml").write_text(
+        'files:\n  - {"name": "submission.py", "source": "@SUBMISSION@"}\n'
+        '  - {"name": "utils.py", "source": "../../other_set/helpers.py"}\n'
+        '  - {"name": "reference.py", "source": "reference.py"}\n'
+        "tests: [{n: 1}]\nbenchmarks: [{n: 2}]\n")
+    assert supplied_names(problem) == ("utils", "reference")
+    with course_imports(problem):
+        import utils  # noqa: PLC0415
+
+        assert utils.WHERE == "other set"
+    assert "utils" not in sys.modules or getattr(sys.modules["utils"], "WHERE", None) != "other set"
 
 
 def test_task_yml_gives_the_tests_the_benchmarks_and_the_files():
@@ -73,6 +99,8 @@ def test_a_folder_with_no_cases_names_both_files(tmp_path):
 def test_a_check_that_returns_an_error_text_passes_on_the_empty_text():
     assert check_result("") == (True, "") and check_result("mismatch found! 3") == (False, "mismatch found! 3")
     assert check_result((False, "bad")) == (False, "bad") and check_result(True) == (True, "")
+    assert check_result(None) == (True, "") and check_result([]) == (True, "")  # "if error: fail"
+    assert check_result(["3 mismatched", "max 0.5"]) == (False, "3 mismatched max 0.5")
     data = CourseTask(PROBLEM).generate_input(rows=4, cols=6, seed=1)
     task = CourseTask(PROBLEM)
     assert task.check_implementation(data, task.ref_kernel(data)) == (True, "")
@@ -126,11 +154,15 @@ def test_the_folder_s_solutions_are_judged_by_its_check(tmp_path):
     shutil.copytree(PROBLEM.parent, problem.parent)
     (problem / "solutions" / "wrong" / "same_as_max.py").write_text(
         "def custom_kernel(data):\n    return data.max(dim=1).values\n")
+    # a wrong solution that raises is not one the check caught: the check never saw an output
+    (problem / "solutions" / "wrong" / "raises.py").write_text("def custom_kernel(data):\n    raise ValueError('no')\n")
     other = tmp_path / "other"
     new_gpumode_assignment(other, problem)
     result = runner.invoke(app, ["solutions", "rowmax", "--root", str(other)])
-    assert result.exit_code == 1 and "same_as_max.py" in result.output
-    assert "1 of 4 solutions are not judged as they must be" in " ".join(result.output.split())
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 1 and "same_as_max.py" in flat and "raises.py" in flat
+    assert "wrong/raises.py fail one error error NO" in flat and "raised ValueError: no" in flat
+    assert "2 of 5 solutions are not judged as they must be" in flat
 
 
 def test_solutions_of_an_assignment_of_our_own_is_a_clear_error():

@@ -78,6 +78,24 @@ def test_the_default_is_the_course_rule_above_a_floor():
     assert short.n == 100 and short.stop_reason == "max_reps"
 
 
+def test_the_rule_is_said_as_the_record_keeps_it():
+    """`report show` and the appendix print a run's rule from its record: the floor, the stops, 'exactly N' where
+    the floor is the most; a record made before the course's rule had a wall-time budget."""
+    from reporter.render.numbers import stopped_by, stopping_rule
+
+    slow = benchmark(lambda rep: None, timer=FakeTimer([1400.0, 1500.0]), rule=StoppingRule(warmup_reps=0))
+    assert stopping_rule(slow) == ("10 to 100 calls (at least 2 s of them, unless the 100 come first), stopping "
+                                   "earlier once the standard error falls under 0.1 % of the mean, the timed calls "
+                                   "add up to 10 s or 120 s have passed")
+    assert stopped_by(slow) == "n=10, stopped as its timed calls reached the budget"
+    fixed = benchmark(lambda rep: None, timer=FakeTimer([1.0, 3.0]), rule=StoppingRule(min_reps=5, max_reps=5,
+                                                                                        warmup_reps=0))
+    assert stopping_rule(fixed) == "exactly 5 calls" and stopped_by(fixed) == "n=5, stopped as it reached the most calls"
+    old = slow.model_copy(update={"budget_of": None, "min_reps": None, "max_reps": None, "wall_s": None,
+                                  "min_span_s": None})
+    assert "10 s of wall time" in stopping_rule(old) and stopped_by(old).endswith("its wall-time budget")
+
+
 def test_the_wall_limit_stops_a_call_whose_host_side_is_slow():
     """Untimed work (a fresh input per call, say) counts against the wall limit, not the budget."""
     rule = StoppingRule(min_reps=3, warmup_reps=0, min_span_s=0, wall_s=0.05)

@@ -29,10 +29,11 @@ def command(
     case: Annotated[list[str] | None, typer.Option("--case", "-c", help="case(s) to run; default all")] = None,
     ranked: Annotated[bool, typer.Option(help="fresh input every repetition (seed += 13), every output re-checked")] = False,
     peers: Annotated[bool, typer.Option(help="time the assignment's peers in the same run")] = True,
-    min_reps: Annotated[int, typer.Option(
+    min_reps: Annotated[int | None, typer.Option(
         help="fewest timed repetitions before the standard error, the budget or the wall time may stop a run: what "
              "its statistics need (the course's harness stops after 3 at the earliest); 100 with --max-reps 100 "
-             "times every version over the same 100 calls")] = MIN_REPS,
+             f"times every version over the same 100 calls [default: {MIN_REPS}, or --max-reps if fewer]",
+        show_default=False)] = None,
     min_span_s: Annotated[float, typer.Option(callback=finite(), help=(
         "and the least time in seconds those calls take together, unless --max-reps come first: a card at its "
         "power cap dips about a second into back-to-back calls, and a run stopped before it reports a time "
@@ -90,10 +91,11 @@ def command(
         a.plan(versions, cases, named=bool(version and case))
         if probes and not getattr(a.spec, "PROBES", None):
             raise ValueError(f"--probes: {a.path / 'assignment.py'} defines no PROBES")
-        most = max_reps if max_reps is not None else max(QUICK_REPS if quick else FULL_REPS, min_reps)
-        if most < min_reps:
-            raise ValueError(f"--max-reps ({most}) is below --min-reps ({min_reps})")
-        rule = StoppingRule(min_reps=min_reps, max_reps=most, budget_s=budget_s, wall_s=wall_s, min_span_s=min_span_s,
+        most = max_reps if max_reps is not None else max(QUICK_REPS if quick else FULL_REPS, min_reps or 0)
+        least = min_reps if min_reps is not None else min(MIN_REPS, most)
+        if most < least:
+            raise ValueError(f"--max-reps ({most}) is below --min-reps ({least})")
+        rule = StoppingRule(min_reps=least, max_reps=most, budget_s=budget_s, wall_s=wall_s, min_span_s=min_span_s,
                             target_rel_stderr=target_rel_stderr, warmup_reps=warmup,
                             rest_s=rest_s if rest_s is not None else (0.0 if quick else FULL_REST_S))
         written = run(repo, logs_dir, a, versions, cases, RunOptions(ranked=ranked, rule=rule, peers=peers,

@@ -45,14 +45,14 @@ def command(
         return
     table = Table("solution", "must", *names, "as it must", box=None, pad_edge=False)
     for r in results:
-        marks = ["pass" if ok else "fail" for _, ok, _ in r.cases]
+        marks = [verdict for _, verdict, _ in r.cases]
         table.add_row(r.path.relative_to(task.folder).as_posix(), "pass all" if r.kind == "correct" else "fail one",
                       *marks, "yes" if r.as_expected else "[bold red]NO[/bold red]")
     console.print(table)
     for r in results:
-        for name, ok, message in r.cases:
-            if not ok and message and (r.kind == "correct" or not r.as_expected):
-                console.print(f"  {r.path.name} on {name}: {message}", markup=False, highlight=False)
+        for name, verdict, message in r.cases:
+            if message and (verdict == "error" or (verdict == "fail" and r.kind == "correct")):
+                console.print(f"  {r.path.name} on {name}: {verdict}: {message}", markup=False, highlight=False)
     wrong = [r for r in results if not r.as_expected]
     if wrong:
         console.print(f"[bold red]{len(wrong)} of {len(results)} solutions are not judged as they must be[/bold red]: "

@@ -42,7 +42,7 @@ def command(
     try:
         a = get_assignment(kernels, assignment)
         v = a.version(version)
-        rule = StoppingRule(min_reps=3, max_reps=max_reps, budget_s=budget_s, wall_s=budget_s, warmup_reps=1)
+        rule = StoppingRule(min_reps=3, max_reps=max_reps, budget_s=budget_s, wall_s=budget_s, warmup_reps=1, min_span_s=0)
         on = case or a.headline_case(v)
         if on is None:
             raise AssignmentError(f"{v.path}: CASES_WHERE {v.cases_where()!r} keeps none of the benchmark cases "

@@ -49,7 +49,8 @@ from typing import Any
 
 from .. import store
 from ..assignments import Assignment, AssignmentError, Version
-from ..course import SUBMISSION_SOURCE, read_task
+from ..course import read_task
+from ..course_imports import SUBMISSION_SOURCE
 from ..records import CourseCase, CourseHarnessRun, CrossCheck, CrossCheckEntry, DeviceInfo, DoBenchResult, Run
 from ..standing import figure_ms
 from .events import Events, Silent
@@ -82,10 +83,24 @@ def course_problem(a: Assignment, course_root: Path) -> Path:
             raise CrossCheckError(f"{a.path / 'assignment.py'} names no COURSE (a CourseSource) and no TASK_DIR: "
                                   "there is no course harness to check against")
         folder, where = course.locate(course_root), f"check out {course.url} and pass its root with --course-root"
-    if not (folder / "reference.py").is_file() or not (folder.parent / EVAL).is_file():
-        raise CrossCheckError(f"{folder}: no course problem folder there (reference.py, and {EVAL} one folder up); "
-                              f"{where}")
+    if not (folder / "reference.py").is_file():
+        raise CrossCheckError(f"{folder}: no course problem folder there (no reference.py); {where}")
+    harness = _harness_file(folder)
+    if not harness.is_file():
+        raise CrossCheckError(f"{folder}: the course's harness is not there ({harness}); {where}")
     return folder
+
+
+def _harness_file(folder: Path) -> Path:
+    """The harness a problem runs under: CS149's eval.py one folder up; GPU MODE's ``config.main``, from
+    where task.yml's files take it."""
+    try:
+        task = read_task(folder)
+    except AssignmentError:
+        return folder.parent / EVAL
+    if task.layout == "cs149":
+        return folder.parent / EVAL
+    return next((folder / src for name, src in task.files if name == task.main), folder / task.main)
 
 
 def course_origin(folder: Path) -> tuple[str | None, str | None]:

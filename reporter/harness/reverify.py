@@ -16,12 +16,14 @@ from __future__ import annotations
 import importlib.util
 import sys
 import traceback
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ..assignments import Assignment, Version
+from ..course_imports import course_imports
 from ..cuda import track_launches
 from ..records import CodeSnapshot, Run, SourceFile, derive
 from ..submission import Submission, SubmissionError, read_submission
@@ -53,8 +55,9 @@ class CaseResult:
     before: Run
 
 
-def load_submission(path: Path, version: Version) -> tuple[ModuleType, Submission]:
-    """Import an exported ``submission.py`` under a private name; it must be an export of ``version``."""
+def load_submission(path: Path, version: Version, course: Path | None = None) -> tuple[ModuleType, Submission]:
+    """Import an exported ``submission.py`` under a private name; it must be an export of ``version``. A version
+    of a course problem (``course``: its folder) imports the course's modules, as the course's harness lets it."""
     try:
         sub = read_submission(path)
     except SubmissionError as e:
@@ -68,7 +71,8 @@ def load_submission(path: Path, version: Version) -> tuple[ModuleType, Submissio
         raise ReverifyError(f"{path}: cannot be imported")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    with course_imports(course) if course is not None else nullcontext():
+        spec.loader.exec_module(mod)
     if not callable(getattr(mod, "custom_kernel", None)):
         raise ReverifyError(f"{path}: defines no custom_kernel(data)")
     return mod, sub
@@ -93,7 +97,7 @@ def reverify(repo_root: Path, logs: Path, a: Assignment, versions: list[Version]
     afters = {v.name: a.load(v) for v in versions}
     pairs = []
     for v in versions:
-        before, sub = load_submission(befores[v.name], v)
+        before, sub = load_submission(befores[v.name], v, a.task_folder)
         pairs.append(Pair(v, afters[v.name], before, sub))
 
     out: list[CaseResult] = []

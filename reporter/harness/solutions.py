@@ -5,8 +5,9 @@ that the problem's ``check_implementation`` must pass and must fail. Running the
 check itself: a check that passes a wrong solution would pass a wrong version of ours too. Each
 solution is imported as the harness imports a submission (the folder's modules beside it,
 :func:`reporter.course_imports.course_imports`), called on each test case's fresh input, and its output
-checked; a correct solution must pass every case, a wrong one must fail at least one (a raise counts
-as a failure). Nothing is timed and nothing is written.
+checked; a correct solution must pass every case, a wrong one must be failed by the check on at least
+one. A solution that does not import or raises is not judged by the check at all: it is reported as an
+error, never as a wrong solution caught. Nothing is timed and nothing is written.
 """
 
 from __future__ import annotations
@@ -25,16 +26,19 @@ KINDS = ("correct", "wrong")
 
 @dataclass
 class SolutionResult:
-    """One solution file on the test cases: (case, passed, message) each."""
+    """One solution file on the test cases: (case, verdict, message) each, the verdict 'pass' or 'fail' (the
+    check's) or 'error' (the solution did not import, or raised: the check did not judge it)."""
 
     path: Path
     kind: str  # 'correct' or 'wrong'
-    cases: list[tuple[str, bool, str]] = field(default_factory=list)
+    cases: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def as_expected(self) -> bool:
-        passed = [ok for _, ok, _ in self.cases]
-        return bool(passed) and (all(passed) if self.kind == "correct" else not all(passed))
+        verdicts = [v for _, v, _ in self.cases]
+        if self.kind == "correct":
+            return bool(verdicts) and all(v == "pass" for v in verdicts)
+        return "fail" in verdicts
 
 
 def solution_files(folder: Path) -> list[tuple[str, Path]]:
@@ -63,16 +67,18 @@ def check_solutions(task: CourseTask, cases: dict[str, dict[str, Any]]) -> list[
         try:
             fn = _load(task, path).custom_kernel
         except Exception as e:  # a solution that does not import is one that fails every case
-            result.cases = [(name, False, f"import failed: {type(e).__name__}: {e}") for name in cases]
+            result.cases = [(name, "error", f"import failed: {type(e).__name__}: {e}") for name in cases]
             out.append(result)
             continue
         for name, params in cases.items():
             data = task.generate_input(**params)
             kept = clone_input(data)
             try:
-                ok, message = task.check_implementation(kept, fn(data))
+                output = fn(data)
             except Exception as e:
-                ok, message = False, f"raised {type(e).__name__}: {e}"
-            result.cases.append((name, ok, message.splitlines()[0][:200] if message else ""))
+                result.cases.append((name, "error", f"raised {type(e).__name__}: {e}"[:200]))
+                continue
+            ok, message = task.check_implementation(kept, output)
+            result.cases.append((name, "pass" if ok else "fail", message.splitlines()[0][:200] if message else ""))
         out.append(result)
     return out

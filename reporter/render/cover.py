@@ -68,10 +68,8 @@ def cover(s: AssignmentSummary) -> Cover:
     facts += others
     roof = ""
     if d.floor_ms and d.ceiling_value and fig.ms < d.floor_ms:  # faster than the model allows: the roof is not its bound
-        roof = (f"It runs at {pct(d.fraction_of_ceiling)} of the measured ceiling ({d.ceiling}: "
-                f"{fmt_number(d.ceiling_value, 4)} {d.ceiling_unit or ''}), under the work model's floor of "
-                f"{ms(d.floor_ms)}: that ceiling does not bound this kernel, so the model cannot say what remains to "
-                "be won.")
+        roof = (f"It runs under the work model's floor of {ms(d.floor_ms)} (its work at the measured ceilings): "
+                "those ceilings do not bound this kernel, so the model cannot say what remains to be won.")
     elif d.floor_ms and d.ceiling_value:
         roof = (f"It reaches {pct(d.fraction_of_ceiling)} of the measured ceiling ({d.ceiling}: "
                 f"{fmt_number(d.ceiling_value, 4)} {d.ceiling_unit or ''}): the work model's floor is {ms(d.floor_ms)}, "

@@ -37,23 +37,28 @@ _STOPPED = {
 def stopping_rule(t: TimingStats) -> str:
     """The rule a run was repeated under, in words: '10 to 100 calls (at least 2 s of them, unless the 100 come
     first), stopping earlier once the standard error falls under 0.1 % of the mean, the timed calls add up to
-    10 s or 120 s have passed'.
-    Records made before the course's rule bounded wall time with their budget, and kept no floor."""
+    10 s or 120 s have passed'; 'exactly 100 calls' where the floor is the most. Records made before the
+    course's rule bounded wall time with their budget, and kept no floor."""
     target = f"{100 * t.target_rel_stderr:g} % of the mean"
-    if t.budget_of == "calls":
-        span = f" (at least {t.min_span_s:g} s of them, unless the {t.max_reps} come first)" \
-            if t.min_span_s else ""
-        most = f"{t.min_reps} to {t.max_reps} calls{span}" if t.min_reps and t.max_reps else "calls"
-        wall = f" or {t.wall_s:g} s have passed" if t.wall_s else ""
-        return (f"{most}, stopping earlier once the standard error falls under {target}, the timed calls add up "
-                f"to {t.budget_s:g} s{wall}")
+    if t.budget_of == "calls" and t.min_reps and t.max_reps:
+        if t.min_reps >= t.max_reps:
+            return f"exactly {t.max_reps} calls"
+        span = f" (at least {t.min_span_s:g} s of them, unless the {t.max_reps} come first)" if t.min_span_s else ""
+        stops = [f"the standard error falls under {target}", f"the timed calls add up to {t.budget_s:g} s"]
+        if t.wall_s:
+            stops.append(f"{t.wall_s:g} s have passed")
+        listed = stops[0] if len(stops) == 1 else ", ".join(stops[:-1]) + " or " + stops[-1]
+        return f"{t.min_reps} to {t.max_reps} calls{span}, stopping earlier once {listed}"
     return (f"calls until the standard error falls under {target}, {t.budget_s:g} s of wall time "
             "have passed or the run's most calls are made")
 
 
 def stopped_by(t: TimingStats) -> str:
-    """Why a run's repetition ended: 'n=10, stopped as its timed calls reached the budget'."""
+    """Why a run's repetition ended: 'n=10, stopped as its timed calls reached the budget' (records made
+    before the course's rule: its wall-time budget)."""
     why = _STOPPED.get(t.stop_reason, t.stop_reason)
+    if t.stop_reason == "budget" and t.budget_of != "calls":
+        why = "it reached its wall-time budget"
     return f"n={t.n}, stopped as {why}"
 
 
