@@ -41,11 +41,11 @@ from types import ModuleType
 from typing import Any
 
 from .assignments import AssignmentError, Peer
-from .course_imports import SUBMISSION_SOURCE, course_imports, remember, remembered
+from .course_imports import (SUBMISSION_SOURCE, TASK_YML, course_imports, read_task_yml, remember, remembered,
+                             task_yml_files)
 from .records import WorkModel
 
 TEST_FILE = Path("test_cases") / "test.txt"
-TASK_YML = "task.yml"
 BENCHMARK = "benchmark"
 # one line of a test file, as the course's eval.py accepts it: key: int-or-name, separated by ';'
 _PART = re.compile(r"\s*([a-zA-Z_][a-zA-Z0-9_]*):\s*([a-zA-Z_][a-zA-Z0-9_]*|[+-]?[0-9]+)\s*")
@@ -148,22 +148,14 @@ def read_task(folder: Path, test_file: Path = TEST_FILE) -> TaskSpec:
         lines = parse_test_file(folder / test_file)
         return TaskSpec("cs149", lines, lines, source=folder / test_file)
     path = folder / TASK_YML
-    if not path.is_file():
+    try:
+        data = read_task_yml(folder)
+        files = task_yml_files(folder, data) if data is not None else []
+    except ValueError as e:
+        raise TestFileError(str(e)) from e
+    if data is None:
         raise TestFileError(f"{folder}: no cases: neither {test_file.as_posix()} (CS149) nor {TASK_YML} (GPU MODE) "
                             "is there")
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise TestFileError(f"{path}: cannot read it: {e}") from e
-    if not isinstance(data, dict):
-        raise TestFileError(f"{path}: not a mapping of tests, benchmarks and files")
-    files = []
-    for i, entry in enumerate(data.get("files") or []):
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(entry.get("source"), str):
-            raise TestFileError(f"{path}: files[{i}] must be {{name: ..., source: ...}}, got {entry!r}")
-        files.append((entry["name"], entry["source"]))
     if files and SUBMISSION_SOURCE not in [src for _, src in files]:
         raise TestFileError(f"{path}: no file's source is {SUBMISSION_SOURCE}: where would the submission go?")
     config = data.get("config") or {}
@@ -186,15 +178,12 @@ def problem_title(folder: Path) -> str:
     except (OSError, UnicodeDecodeError):
         pass
     try:
-        import yaml
-
-        data = yaml.safe_load((folder / TASK_YML).read_text(encoding="utf-8"))
-        first = str(data.get("description") or "").strip().splitlines()[0].strip().rstrip(".")
-        if 0 < len(first) <= 80:
-            return first
-    except Exception:  # no task.yml, or one without a description: the folder's name
-        pass
-    return folder.name
+        data = read_task_yml(folder) or {}
+    except ValueError:  # refused where the cases are read; the title is the folder's name
+        data = {}
+    lines = str(data.get("description") or "").strip().splitlines()
+    first = lines[0].strip().rstrip(".") if lines else ""
+    return first if 0 < len(first) <= 80 else folder.name
 
 
 def load_reference(folder: Path) -> ModuleType:
@@ -306,12 +295,9 @@ class CourseTask:
         :func:`check_result` of what it returns."""
         return check_result(self.reference.check_implementation(data, output))
 
-    def work_model(self, **case: Any) -> WorkModel:
-        """Bytes the problem must move at least: its input's tensors read once and the reference
-        output's written once, measured on the case's own input (drawn once per case and process).
-        A course folder states no flop count: the flops are None (unknown), and every output shows the
-        rates and roof shares that need them as unknown, never as zero, until ``work_model`` in the
-        assignment gives them."""
+    def _moved(self, case: dict[str, Any]) -> tuple[int, int, str]:
+        """(bytes read, bytes written, in words) at least: the case's input tensors read once and the reference
+        output's written once, measured on the case's own input (drawn once per case and process)."""
         key = tuple(sorted(case.items()))
         sizes = self._sizes.get(key)
         if sizes is None:
@@ -320,11 +306,24 @@ class CourseTask:
             sizes = self._sizes[key] = (tensor_bytes(data), tensor_bytes(out))
             del data, out
         read, written = sizes
+        return read, written, f"the input's tensors ({read:,} bytes) read once and the output ({written:,} bytes) written once"
+
+    def work_model(self, **case: Any) -> WorkModel:
+        """The bytes the problem must move (:meth:`_moved`). A course folder states no flop count: the flops are
+        None (unknown), and every output shows the rates and roof shares that need them as unknown, never as
+        zero, until ``work_model`` in the assignment gives them (:meth:`counted_work`)."""
+        read, written, words = self._moved(case)
         return WorkModel(flops=None, bytes=float(max(read + written, 1)), ceiling="copy",
                          bytes_read=float(read) if read > 0 else None,
-                         description=f"the input's tensors ({read:,} bytes) read once and the output "
-                                     f"({written:,} bytes) written once; the course's folder gives no flop count, "
-                                     "so no TFLOP/s and no share of a roof are known")
+                         description=f"{words}; the course's folder gives no flop count, so no TFLOP/s and no share "
+                                     "of a roof are known")
+
+    def counted_work(self, case: dict[str, Any], *, flops: float, ceiling: str, what: str) -> WorkModel:
+        """The work model with the flops the assignment counts (``what`` says how) against ``ceiling``, and the
+        bytes as :meth:`work_model` measures them."""
+        read, written, words = self._moved(case)
+        return WorkModel(flops=flops, bytes=float(max(read + written, 1)), ceiling=ceiling,
+                         bytes_read=float(read) if read > 0 else None, description=f"{what}; {words}")
 
     def peers(self) -> dict[str, Peer]:
         return {"course_reference": Peer(self.ref_kernel, "the course's ref_kernel (its PyTorch reference)")}

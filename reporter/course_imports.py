@@ -42,25 +42,51 @@ FORMAT_NAMES = ("reference", "task", "utils")
 #: the file the harness writes into the folder: never one of the names it supplies
 SUBMISSION = "submission"
 SUBMISSION_SOURCE = "@SUBMISSION@"  # task.yml's stand-in for the submission among its files
+TASK_YML = "task.yml"
 
 _LOCK = threading.RLock()
 _LOADED: dict[Path, dict[str, ModuleType]] = {}  # a problem folder (resolved) -> the modules loaded under its names
 _STAGED: dict[Path, Path] = {}  # a problem folder (resolved) -> the private folder of links to task.yml's files
 
 
-def listed_files(folder: Path) -> list[tuple[str, Path]] | None:
-    """(name, file) of each ``.py`` file GPU MODE's ``task.yml`` puts beside the submission, the submission
-    left out; None without a task.yml (a file that cannot be read is refused where the cases are read:
-    :func:`reporter.course.read_task`)."""
-    path = Path(folder) / "task.yml"
+def read_task_yml(folder: Path) -> dict | None:
+    """GPU MODE's ``task.yml`` of a problem folder, as a mapping; None where there is none. The one reader of
+    that file: a file that cannot be read, or is no mapping, is a ValueError naming it."""
+    path = Path(folder) / TASK_YML
     if not path.is_file():
         return None
     import yaml
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        entries = [(str(f["name"]), str(f["source"])) for f in data.get("files") or []]
-    except Exception:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise ValueError(f"{path}: cannot read it: {e}") from e
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a mapping of tests, benchmarks and files")
+    return data
+
+
+def task_yml_files(folder: Path, data: dict) -> list[tuple[str, str]]:
+    """(name in the run folder, source relative to the problem folder, or ``@SUBMISSION@``) of each entry of
+    ``files:``; a ValueError naming the file and the entry that is not ``{name: ..., source: ...}``."""
+    out = []
+    for i, entry in enumerate(data.get("files") or []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(entry.get("source"), str):
+            raise ValueError(f"{Path(folder) / TASK_YML}: files[{i}] must be {{name: ..., source: ...}}, got {entry!r}")
+        out.append((entry["name"], entry["source"]))
+    return out
+
+
+def listed_files(folder: Path) -> list[tuple[str, Path]] | None:
+    """(name, file) of each ``.py`` file GPU MODE's ``task.yml`` puts beside the submission, the submission
+    left out; None without a task.yml, or with one that cannot be read (it is refused where the cases are
+    read: :func:`reporter.course.read_task`)."""
+    try:
+        data = read_task_yml(folder)
+        entries = task_yml_files(folder, data) if data is not None else None
+    except ValueError:
+        return None
+    if entries is None:
         return None
     return [(name, Path(folder) / source) for name, source in entries
             if name.endswith(".py") and source != SUBMISSION_SOURCE and Path(name).stem != SUBMISSION]

@@ -75,6 +75,11 @@ def test_course_task_is_the_folder_s_own_functions():
     assert tensor_bytes(data) == 64 * 100 * 4  # the float scale is no tensor
     assert w.flops is None and w.ceiling == "copy" and "no flop count" in w.description  # unknown, not zero
     assert w.bytes_read == 1000 * 257 * 4 and w.intensity is None
+    # the flops an assignment counts, with the bytes as measured
+    c = task.counted_work(task.cases["benchmark"], flops=2.0 * 1000 * 257, ceiling="copy", what="two flops an element")
+    assert (c.flops, c.bytes, c.bytes_read, c.ceiling) == (2.0 * 1000 * 257, w.bytes, w.bytes_read, "copy")
+    assert c.description == ("two flops an element; the input's tensors (1,028,000 bytes) read once and the output "
+                             "(4,000 bytes) written once")
     assert list(task.peers()) == ["course_reference"]
 
 
