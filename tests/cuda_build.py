@@ -65,7 +65,10 @@ class Build:
 
 
 def _key(defines: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted((defines or {}).items()))
+    """The defines as the compiler is given them (``-DBM=256`` from 256, "256" or a bool's 1): a CONFIG
+    given as numbers by one test and as text by another is one build."""
+    return tuple((o[2:].partition("=")[0], o.partition("=")[2] if "=" in o else None)
+                 for o in cuda.define_options(defines))
 
 
 def _shared(compile_: Callable[..., Build]) -> Callable[..., Build]:

@@ -15,6 +15,7 @@ of ptxas's C7512 advisory (a serialised wgmma pipeline); a SWEEP entry goes thro
 every failure a setting's value has caused so far was (a template parameter named like a setting, a
 static_assert, an #if): ptxas takes about half of a whole build, 128 sweep points of them, and a
 point that ptxas refuses on the GPU is a failed point of the recorded sweep, not a lost session. The
+sweep points are marked ``sweep_points``: `make test-sweeps` (and CI) builds them, `make test` does not. The
 versions whose sweep points must also be free of spills build them whole in their own tests
 (tests/test_matmul_cpu.py, tests/test_flashattn_cpu.py)."""
 
@@ -80,7 +81,8 @@ def _builds() -> list:
                         # a sweep point through the front end (what a setting's value can break: a template
                         # argument, a static_assert, an #if); the whole build, ptxas included, for the CONFIG
                         out.append(pytest.param(src, dict(cfg), is_config, not is_config,
-                                                id=f"{a.name}-{v.short}-{tag}"))
+                                                id=f"{a.name}-{v.short}-{tag}",
+                                                marks=() if is_config else (pytest.mark.sweep_points,)))
     return out
 
 
