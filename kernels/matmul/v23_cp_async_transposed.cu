@@ -6,18 +6,7 @@
 
 #include "matmul.cuh"
 
-#ifndef BM
-#define BM 256  // rows of the CTA's tile
-#endif
-#ifndef BN
-#define BN 128  // columns of the CTA's tile
-#endif
-#ifndef WM
-#define WM 128
-#endif
-#ifndef WN
-#define WN 32
-#endif
+#include "matmul_tiles_v17.cuh"
 #ifndef S
 #define S 8
 #endif
