@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from . import cuda
@@ -55,15 +56,33 @@ def calls(text: str, name: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(name)}\s*(?:<[^;(){{}}]*>)?\s*\(", text) is not None
 
 
+# a call as `calls` reads one, of any name: the identifier (not a member, not the tail of a longer one),
+# template arguments or none, then the parenthesis
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*(?:<[^;(){}]*>)?\s*\(")
+
+
+def called_names(text: str) -> set[str]:
+    """Every name ``text`` calls, as :func:`calls` reads a call: ``calls(text, n)`` is ``n in
+    called_names(text)``, in one pass over the text instead of one a name."""
+    return {m.group(1) for m in _CALL.finditer(text)}
+
+
 def definitions_in(source: Path) -> list[Definition]:
     """Every top-level ``__device__`` function defined in ``source`` itself (declarations are not)."""
-    text = code(source.read_text(encoding="utf-8"))
+    return list(_definitions_of(source, source.read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=1024)
+def _definitions_of(source: Path, raw: str) -> tuple[Definition, ...]:
+    """:func:`definitions_in` of ``source`` as it reads now (``raw``): a report asks for the same
+    headers' definitions once a version, and a file whose text changed is read again."""
+    text = code(raw)
     out = []
     for m in _DEVICE_FN.finditer(text):
         end = _through_body(text, m.end() - 1)
         if end is not None:
             out.append(Definition(m.group(1), source, text.count("\n", 0, m.start()) + 1, text[m.start() : end]))
-    return out
+    return tuple(out)
 
 
 def definitions(path: Path) -> list[Definition]:
@@ -80,9 +99,9 @@ def reached(path: Path) -> list[Definition]:
     taken: set[tuple[str, Path]] = set()
     frontier = [own]
     while frontier:
-        text = frontier.pop(0)
+        called = called_names(frontier.pop(0))
         for d in helpers:
-            if (d.name, d.file) not in taken and calls(text, d.name):
+            if (d.name, d.file) not in taken and d.name in called:
                 taken.add((d.name, d.file))
                 found.append(d)
                 frontier.append(d.text)
