@@ -57,8 +57,9 @@ def calls(text: str, name: str) -> bool:
 
 
 # a call as `calls` reads one, of any name: the identifier (not a member, not the tail of a longer one),
-# template arguments or none, then the parenthesis
-_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*(?:<[^;(){}]*>)?\s*\(")
+# template arguments or none, then the parenthesis; a lookahead, so that a match inside another's
+# template arguments is found too (`p<q<r>>(x)` calls p and, as `calls` reads it, q)
+_CALL = re.compile(r"(?<![\w.])(?=([A-Za-z_]\w*)\s*(?:<[^;(){}]*>)?\s*\()")
 
 
 def called_names(text: str) -> set[str]:

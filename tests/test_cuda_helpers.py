@@ -143,3 +143,21 @@ def test_no_version_includes_another_versions_source():
     for path in _sources():
         for inc in cuda.includes(path):
             assert not VERSION_RE.match(inc.path.name), f"{path.relative_to(KERNELS)} includes {inc.name}"
+
+
+def test_the_names_a_text_calls_are_what_calls_finds_name_by_name():
+    """reporter.cudatext.called_names (one pass, what reached() uses) against calls() (a search a
+    name) on every file and helper body under kernels/ and on a text made to tell them apart: a
+    member call, a longer name ending in a shorter one, template arguments, a comparison."""
+    from reporter.cudatext import called_names, calls, code
+
+    tricky = ("x.f(1); g_f(2); h<int, 4>(3); k < n && m(4); p<q<r>>(5); s\n(6); t < u > v; w<a(b)>(7);"
+              " tile_of(c)")
+    texts = [tricky] + [code(p.read_text(encoding="utf-8")) for p in _sources()]
+    texts += [d.text for p in _sources() for d in definitions_in(p)]
+    names = {d.name for p in _sources() for d in definitions_in(p)} | {
+        "f", "g_f", "h", "k", "m", "p", "q", "r", "s", "t", "u", "v", "w", "a", "tile_of", "of"}
+    for text in texts:
+        found = called_names(text)
+        assert {n for n in names if calls(text, n)} == found & names, text[:200]
+    assert called_names(tricky) >= {"g_f", "h", "m", "s", "a", "tile_of"} and "f" not in called_names(tricky)
