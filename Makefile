@@ -34,7 +34,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e .
 	@# set-up work done once here, not in the first build: the package's bytecode, matplotlib's font cache
-	$(BIN)/python -m compileall -q reporter
+	$(BIN)/python -m compileall -q reporter kernels tests
 	$(BIN)/python -c "import matplotlib.pyplot" >/dev/null 2>&1 || true
 	@touch $@
 

@@ -273,3 +273,16 @@ ptxas info    : Used 48 registers, used 1 barriers, 32768 bytes smem, 400 bytes 
     (r,) = cuda.parse_ptxas(text)
     assert (r.name, r.arch, r.registers, r.barriers, r.shared_bytes) == ("histogram_persistent", "sm_90a", 48, 1, 32768)
     assert (r.stack_bytes, r.spill_stores, r.spill_loads) == (8, 4, 4)
+
+
+@pytest.mark.parametrize("length", [1, 4096, 1048576, 65535 * 66, 65535 * 66 + 1, 100_000_003, 2**31 - 1])
+@pytest.mark.parametrize("sms", [1, 132])
+def test_v10_gives_no_block_more_rows_than_a_16_bit_counter_holds(length, sms):
+    """v10 counts two channels in one 32-bit word, 16 bits each: no block may count more than 65535 rows,
+    or a low half would carry into its neighbour. The grid's chunks (and the kernel's cut of the rows,
+    chunk c from c·length/chunks) keep every block at or under that, and fill the SMs when they can."""
+    v10 = ASSIGNMENT.version("v10").load()
+    groups, chunks = v10.grid(length, 512, sms)
+    assert groups == 2 and chunks >= max(1, sms // 2)
+    cuts = [c * length // chunks for c in range(chunks + 1)]
+    assert max(b - a for a, b in zip(cuts, cuts[1:])) <= v10.MAX_ROWS == 65535
