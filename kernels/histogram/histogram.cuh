@@ -144,10 +144,16 @@ __device__ __forceinline__ void flush_bin_major(const u32* hist, u32* tile, u32*
 // the persistent grid's loop (v05 on)
 #ifdef UNROLL
 
+// how the loop loads a row's word: the read-only path (__ldg) unless a version defines it (v11: a
+// streaming load that L2 evicts first)
+#ifndef ROW_LOAD
+#define ROW_LOAD(p) __ldg(p)
+#endif
+
 __device__ __forceinline__ void load_batch(u32 (&x)[UNROLL], const u8* p, u64 step)
 {
 #pragma unroll
-    for (u32 u = 0; u < UNROLL; ++u) x[u] = __ldg(reinterpret_cast<const u32*>(p + u * step));
+    for (u32 u = 0; u < UNROLL; ++u) x[u] = ROW_LOAD(reinterpret_cast<const u32*>(p + u * step));
 }
 
 // Rows [row_begin, row_end) of the 4 channels from col (none when col is past the channels),
@@ -176,7 +182,7 @@ __device__ __forceinline__ void count_rows_pipelined(u32 lane_base, const u8* __
             for (u32 u = 0; u < UNROLL; ++u) count4(lane_base, cur[u]);
         }
         for (u32 row = row_begin + batches * WARPS * UNROLL + warp; row < row_end; row += WARPS)
-            count4(lane_base, __ldg(reinterpret_cast<const u32*>(data + col + (u64)row * channels)));
+            count4(lane_base, ROW_LOAD(reinterpret_cast<const u32*>(data + col + (u64)row * channels)));
     }
 }
 
