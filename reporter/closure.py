@@ -6,7 +6,8 @@ One answer, used by the run records (``Version.snapshot``), ``report export`` an
 * the modules of the assignment's folder it imports, transitively (their code runs at import);
 * the CUDA sources the code *compiles*: a module's own source, named in that module by
   ``Path(__file__).with_suffix(".cu")`` or by a string constant (``"probes.cu"``), and another
-  module's source where the module names it (``v15.SOURCE``, ``from v05_persistent import SOURCE``).
+  module's source where a module names it (``v15.SOURCE``, ``from v05_persistent import SOURCE``) or
+  calls that module's kernel entry (``v21.custom_kernel``, ``v05.make_kernel``), which builds it.
   A module imported for its constants or helpers does not bring its ``.cu`` along: v14 imports
   v06's block sizes and never compiles ``v06_wgmma.cu``;
 * every local header those sources reach through ``#include "..."``, transitively, as the
@@ -133,11 +134,18 @@ def own_cuda_sources(path: Path, tree: ast.Module) -> list[Path]:
 _OWN: dict[int, tuple[ast.Module, Path, tuple[Path, ...]]] = {}
 
 
+# what a module names of a sibling when it compiles the sibling's CUDA source: the source itself, or
+# the sibling's kernel entry, whose call builds and runs it (v22 calls v16's and v21's custom_kernel)
+COMPILING_NAMES = ("SOURCE", "custom_kernel", "make_kernel")
+
+
 def named_sources(tree: ast.Module, folder: Path) -> list[str]:
-    """The sibling modules whose ``SOURCE`` this file names: ``alias.SOURCE`` after ``import m as
-    alias``, or ``from m import SOURCE``."""
+    """The sibling modules whose CUDA source this file compiles: it names their ``SOURCE`` or calls their
+    kernel entry (``alias.SOURCE``, ``alias.custom_kernel``, ``alias.make_kernel`` after ``import m as
+    alias``, or ``from m import`` one of those names)."""
     aliases = {alias: m for m, alias, names in imported_modules(tree) if alias and (folder / f"{m}.py").is_file()}
-    out = [m for m, alias, names in imported_modules(tree) if "SOURCE" in names and (folder / f"{m}.py").is_file()]
+    out = [m for m, alias, names in imported_modules(tree)
+           if set(COMPILING_NAMES) & set(names) and (folder / f"{m}.py").is_file()]
     out += [aliases[name] for name in _source_attributes(tree) if name in aliases]
     return list(dict.fromkeys(out))
 
@@ -146,11 +154,12 @@ _ATTRS: dict[int, tuple[ast.Module, tuple[str, ...]]] = {}
 
 
 def _source_attributes(tree: ast.Module) -> tuple[str, ...]:
-    """The names ``x`` of every ``x.SOURCE`` in the file, walked once per tree."""
+    """The names ``x`` of every ``x.SOURCE``, ``x.custom_kernel`` and ``x.make_kernel`` in the file,
+    walked once per tree."""
     hit = _ATTRS.get(id(tree))
     if hit is None or hit[0] is not tree:
         names = tuple(node.value.id for node in ast.walk(tree) if isinstance(node, ast.Attribute)
-                      and node.attr == "SOURCE" and isinstance(node.value, ast.Name))
+                      and node.attr in COMPILING_NAMES and isinstance(node.value, ast.Name))
         hit = _ATTRS[id(tree)] = (tree, names)
     return hit[1]
 

@@ -38,6 +38,24 @@ def test_a_version_that_names_another_source_carries_it():
     assert "v05_persistent.cu" in rels(ROOT / "kernels" / "histogram" / "v07_lean_launch.py")
 
 
+def test_a_version_that_calls_another_versions_kernel_carries_its_source(tmp_path):
+    """v22 runs v21's and v16's kernels through their custom_kernel: both sources (and v21's headers) are
+    in its closure; a toy version that calls a sibling's make_kernel, or imports its custom_kernel,
+    carries the sibling's .cu, and one that takes only a constant does not."""
+    got = rels(FLASH / "v22_shape_dispatch.py")
+    for name in ("v21_staged_stores.cu", "attn_sm90_double_q.cuh", "v15_kv176_multicast.cu"):
+        assert name in got
+    (tmp_path / "v01_a.py").write_text('from pathlib import Path\nSOURCE = Path(__file__).with_suffix(".cu")\n'
+                                       "BLOCK = 64\ndef make_kernel(c):\n    return None\ncustom_kernel = None\n")
+    (tmp_path / "v01_a.cu").write_text("// a kernel\n")
+    (tmp_path / "v02_b.py").write_text("import v01_a as a\ncustom_kernel = a.make_kernel({})\n")
+    (tmp_path / "v03_c.py").write_text("from v01_a import custom_kernel\n")
+    (tmp_path / "v04_d.py").write_text("import v01_a as a\nBLOCK = a.BLOCK\n")
+    for v in ("v02_b", "v03_c"):
+        assert "v01_a.cu" in source_closure(tmp_path / f"{v}.py").rels(), v
+    assert "v01_a.cu" not in source_closure(tmp_path / "v04_d.py").rels()
+
+
 def test_includes_are_followed_transitively():
     """v21.cu includes v19's kernel (attn_sm90_double_q.cuh), which includes v15's steps
     (attn_sm90_kv176.cuh) and trace.cuh; no other version's source."""
