@@ -11,7 +11,8 @@
 //   VALUE_SHIFT                 byte lane*LANE_BYTES + j*J_BYTES + (b << VALUE_SHIFT): zero_hist, count4;
 //   BATCH                       rows per thread per step: count_rows_batched;
 //   TILE_PITCH                  words per row of the flush tile: flush_bin_major;
-//   UNROLL                      rows per thread per batch: load_batch, count_rows_pipelined.
+//   UNROLL                      rows per thread per batch: load_batch, count_rows_pipelined;
+//   ROW_LOAD(p)                 how those two load a row's word, __ldg(p) unless defined (v11).
 //
 // Append-only: a helper here, once a recorded version uses it, is never changed in place; a
 // different behaviour gets a new name (`report same-code` proves that a version's kernels compile
