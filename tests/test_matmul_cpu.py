@@ -137,6 +137,10 @@ def _fp16_only(mod) -> bool:
     return getattr(mod, "CASES_WHERE", {}) == {"dtype": "float16"}
 
 
+def _fp32_only(mod) -> bool:
+    return getattr(mod, "CASES_WHERE", {}) == {"dtype": "float32"}
+
+
 @pytest.mark.parametrize("n,bm,bn,wm,wn", [(16, 8, 16, 4, 8), (64, 16, 32, 8, 32), (64, 32, 64, 16, 64)])
 def test_the_rectangular_formula_matches_reads_counted_in_the_loop_nest(n, bm, bn, wm, wn):
     """Every BM x BN block reads BM rows of A and BN columns of B, one k at a time; every WM x WN unit
@@ -157,6 +161,13 @@ def test_the_rectangular_formula_matches_reads_counted_in_the_loop_nest(n, bm, b
 def test_a_tensor_core_version_refuses_fp32_by_name(name):
     a = torch.zeros((8, 8))
     with pytest.raises(ValueError, match=f"{name}.*fp16.*TF32"):
+        _version(name).custom_kernel((a, a))
+
+
+@pytest.mark.parametrize("name", [v for v in VERSIONS if _fp32_only(_version(v))])
+def test_an_fp32_only_version_refuses_fp16_by_name(name):
+    a = torch.zeros((8, 8), dtype=torch.float16)
+    with pytest.raises(ValueError, match=f"{name}.*fp32.*float16"):
         _version(name).custom_kernel((a, a))
 
 
@@ -184,7 +195,8 @@ def test_each_version_states_its_traffic_with_its_own_tiles(name):
         cfg = mod.CONFIG
         rows, cols = (cfg["V"], cfg["V"]) if "V" in cfg else mod.lane_outputs(cfg)
         tile_rows, tile_cols = (cfg["L"], cfg["L"]) if "L" in cfg else (cfg["BM"], cfg["BN"])
-        assert t.global_reads == pytest.approx(n**3 / tile_rows + n**3 / tile_cols)
+        transposition = n**2 if number == 24 else 0  # v24 reads A once more, to transpose it
+        assert t.global_reads == pytest.approx(n**3 / tile_rows + n**3 / tile_cols + transposition)
         assert t.shared_reads == pytest.approx(n**3 / rows + n**3 / cols)
     for config in mod.SWEEP:  # every sweep point has a model
         assert mod.traffic(1024, config).global_reads > 0
@@ -216,6 +228,10 @@ def test_each_config_builds_in_both_dtypes_without_spills(name, fp16):
     if _fp16_only(mod) and not fp16:
         front = cuda_build.nvrtc_front(mod.SOURCE, defines)
         assert not front.ok and "ELEM_FP16=1" in front.log, front.log[-2000:]
+        return
+    if _fp32_only(mod) and fp16:
+        front = cuda_build.nvrtc_front(mod.SOURCE, defines)
+        assert not front.ok and "ELEM_FP16=0" in front.log, front.log[-2000:]
         return
     timed = _timed_dtypes().get(name)
     if timed and ("float16" if fp16 else "float32") not in timed:
