@@ -1,6 +1,6 @@
 """The launch of matmul's TMA-fed CUDA-core version (v24): A transposed into a scratch matrix by one
-kernel, then one BM x BN block of C per CTA of the consumer warps and a producer warp, reading At and
-B through TMA tensor maps (S x BM and S x BN boxes, no swizzle). fp32 only. TMA needs 16-byte row
+kernel, then one BM x BN block of C per CTA of (BM/WM)·(BN/WN) warps (warp 0 also issues the copies),
+reading At and B through TMA tensor maps (S x BM and S x BN boxes, no swizzle). fp32 only. TMA needs 16-byte row
 strides: for n % 4 != 0 the inputs are copied into zero-padded matrices of the next multiple of 4 (the
 test sizes only) and the product is cut back to n x n. The input check and the build's defines are
 matmul_host.py's.
@@ -49,10 +49,10 @@ def fp32_only(run: Callable[[Data], torch.Tensor], version: str) -> Callable[[Da
 
 def tma_ring_kernel(source: Path, kernel: str, transpose: str, config: Mapping[str, Any]) -> Callable[[Data], torch.Tensor]:
     """``custom_kernel`` for the TMA-fed version in ``source``: ``transpose`` writes At = Aᵀ, then
-    ``kernel`` computes one BM x BN tile of C per CTA of (BM/WM)·(BN/WN) consumer warps and one
-    producer warp (grid x along the columns, y along the rows)."""
+    ``kernel`` computes one BM x BN tile of C per CTA of (BM/WM)·(BN/WN) warps (grid x along the
+    columns, y along the rows)."""
     bm, bn, s = int(config["BM"]), int(config["BN"]), int(config["S"])
-    threads = (bm // int(config["WM"])) * (bn // int(config["WN"])) * 32 + 32
+    threads = (bm // int(config["WM"])) * (bn // int(config["WN"])) * 32  # a warp a WM x WN region
     smem = ring_shared_bytes(config)
     plans: OrderedDict[tuple[int, ...], Callable[[int], None]] = OrderedDict()
 

@@ -1,6 +1,6 @@
 // v24's kernel body: v17's lanes and step loop (matmul_prefetch.cuh's WarpLanes: a lane's 16 x 8
 // outputs, step k + 1's values read during step k's FMAs) fed by TMA from a transposed copy of A,
-// through a ring of STAGES shared-memory stages guarded by mbarriers, with a producer warp of its own.
+// through a ring of STAGES shared-memory stages guarded by mbarriers, which warp 0 keeps full.
 //
 // - A transposed once (transpose_into, a kernel of its own that the host launches first): At[k][m]
 //   = A[m][k]. A slice of At is then a plain 2-D box, S rows of k by BM columns of m, and lands in

@@ -1,13 +1,13 @@
 """v17's loop fed by TMA: A transposed once by a kernel of its own, then both operands copied into
-a ring of shared-memory stages by a producer warp, with no CTA-wide barrier in the loop.
+a ring of shared-memory stages that warp 0 keeps full, with no CTA-wide barrier in the loop.
 
 ``v24_tma_ring.cu`` sets the tiles and the depth and holds the two kernels; ``matmul_tma_ring.cuh``,
 new here, holds their bodies. First ``matmul_transpose_a`` writes At = Aᵀ into a scratch matrix (32 x 32
 tiles through shared memory). Then ``matmul_tma_ring``: v17's lanes (16 x 8 outputs, four float4s of
 sA and two of sB a step, step k + 1's values read during step k's FMAs) read a k-major slice of At and
-one of B that TMA copied as two plain boxes into a ring of STAGES stages; one producer warp arms each
-stage's full mbarrier and issues the boxes once every consumer warp has released the stage through
-its empty mbarrier. Edges: TMA zero-fills rows and columns past the matrix; for n % 4 != 0 (TMA's
+one of B that TMA copied as two plain boxes into a ring of STAGES stages; lane 0 of warp 0 arms each
+stage's full mbarrier and issues the boxes once every warp has released the stage through its empty
+mbarrier (a ninth, producer warp would cap every thread at 168 registers). Edges: TMA zero-fills rows and columns past the matrix; for n % 4 != 0 (TMA's
 16-byte strides) the host pads the inputs. fp32 only.
 
 Hypothesis: v17 issues on 84 % of its schedulers' active cycles against cuBLAS's 90 % (the feed
