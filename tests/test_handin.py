@@ -493,3 +493,17 @@ def test_a_sweep_marks_the_configuration_the_version_ran_on_the_sweeps_case():
     assert view is not None and view["case"] == "benchmark_bf16"
     assert view["runs_config"] == "TILE_BYTES=8192, STAGES=4, BLOCKS_PER_SM=4"
     assert [r["config"] for r in view["rows"] if r["runs"]] == ["TILE_BYTES=8192, STAGES=4, BLOCKS_PER_SM=4"]
+
+
+def test_a_structure_cut_after_a_clause_ends_as_a_sentence():
+    """The step's "how the code is structured" is the docstring's opening, cut at a sentence or a clause
+    (a ';') after about STRUCTURE_CHARS characters: a cut after a clause ends with a full stop, not the
+    semicolon that led on to the rest."""
+    from reporter.render.html import _structure
+
+    doc = ("`v25.cu` sets the tiles and the depth and holds the two kernels; `ring.cuh`, new here, holds the loop; "
+           + "the transposition, the copies and the step loop are v24's. " * 8)
+    cut = _structure(doc, limit=80)
+    assert cut == "`v25.cu` sets the tiles and the depth and holds the two kernels."
+    whole = "A short docstring; with a clause."
+    assert _structure(whole) == whole
