@@ -154,7 +154,7 @@ __device__ __forceinline__ void ring_consume(const float* smem, u32 base, u32 fu
 
 // The CTA's BM x BN tile of C = A B from At (A transposed) and B, both as tensor maps of S x BM and
 // S x BN boxes (blockIdx.x along the columns, blockIdx.y along the rows). n % 4 == 0.
-__device__ __forceinline__ void ring_tile(const TmaDesc* tm_at, const TmaDesc* tm_b, float* __restrict__ c, int n)
+__device__ __forceinline__ void tma_ring_tile(const TmaDesc* tm_at, const TmaDesc* tm_b, float* __restrict__ c, int n)
 {
     extern __shared__ __align__(128) float smem[];
     const u32 base = smem_u32(smem);

@@ -73,7 +73,7 @@ __device__ __forceinline__ void last_out_consume(const float* smem, u32 base, u3
     }
 }
 
-// v24's ring_tile with the last-out refill: the stages, then a full barrier a stage, then a counter
+// v24's tma_ring_tile with the last-out refill: the stages, then a full barrier a stage, then a counter
 // a stage where v24 kept its empty barriers (RING_SMEM_BYTES covers both).
 __device__ __forceinline__ void last_out_tile(const TmaDesc* tm_at, const TmaDesc* tm_b, float* __restrict__ c, int n)
 {

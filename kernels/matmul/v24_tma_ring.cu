@@ -24,5 +24,5 @@ matmul_transpose_a(const float* __restrict__ a, float* __restrict__ at, int n, i
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 matmul_tma_ring(const __grid_constant__ TmaDesc tm_at, const __grid_constant__ TmaDesc tm_b, float* __restrict__ c, int n)
 {
-    ring_tile(&tm_at, &tm_b, c, n);
+    tma_ring_tile(&tm_at, &tm_b, c, n);
 }
