@@ -10,9 +10,6 @@
 #define BLOCK_N 128
 #endif
 
-#include "attn_sm90_kv176.cuh"
-#include "trace.cuh"
-
 #ifndef Q_BUFFERS
 #define Q_BUFFERS 2              // 1: v17's single Q buffer (with 176-row tiles the only one that fits)
 #endif
@@ -20,6 +17,8 @@
 #define FIRST_LOADS_IN_ORDER 1   // 1: at the start, the K/V lane waits for the first K tile before the
                                  // rest of the ring, and the Q warp for each Q before the next one
 #endif
+#include "attn_sm90_units.cuh"
+
 // tiles + v15's K/V barriers and the four Q barriers (full and empty per buffer)
 #define V19_SMEM_BYTES (1024 + Q_BUFFERS * TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * (4 * STAGES + 2 * Q_BUFFERS))
 #if V19_SMEM_BYTES > 227 * 1024
@@ -38,17 +37,10 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     TRACE_ENTRY();
-    const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
-    const u32 sQ = base;                                // buffer b at + b * TILE_BYTES
-    const u32 sK = base + Q_BUFFERS * TILE_BYTES;       // stage s at + s * KV_TILE_BYTES
-    const u32 sV = sK + STAGES * KV_TILE_BYTES;
-    const u32 bars = sV + STAGES * KV_TILE_BYTES;
-    const u32 bar_full_k = bars;                        // + 8 * s
-    const u32 bar_full_v = bars + 8 * STAGES;
-    const u32 bar_empty_k = bars + 8 * (2 * STAGES);
-    const u32 bar_empty_v = bars + 8 * (3 * STAGES);
-    const u32 bar_q = bars + 8 * (4 * STAGES);          // + 8 * b: buffer b loaded
-    const u32 bar_q_empty = bar_q + 8 * Q_BUFFERS;      // + 8 * b: buffer b released
+    const UnitsSmem sm(smem_raw);
+    const u32 sQ = sm.sQ, sK = sm.sK, sV = sm.sV;
+    const u32 bar_full_k = sm.bar_full_k, bar_full_v = sm.bar_full_v, bar_empty_k = sm.bar_empty_k,
+              bar_empty_v = sm.bar_empty_v, bar_q = sm.bar_q, bar_q_empty = sm.bar_q_empty;
 
     const int n_tiles = (seqlen + BLOCK_N - 1) / BLOCK_N;
     const int tail = seqlen - (n_tiles - 1) * BLOCK_N;
@@ -79,45 +71,7 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
     if (wg == 2) {
         // ------------------------------------------------------------------- producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
-        const int pw = (threadIdx.x % 128) / 32;  // warp 0: the K/V lane, warp 1: the Q warp
-        const bool leader = (threadIdx.x & 31) == 0;
-        if (pw == 0) {
-            if (leader) {
-                prefetch_tensor_map(&tm_k);
-                prefetch_tensor_map(&tm_v);
-            }
-            int g = 0;  // kv tiles loaded so far, all units
-            for (int w = cluster_id; w < n_units; w += n_clusters) {
-                const int head = w / units_per_head;
-                for (int j = 0; j < n_tiles; ++j, ++g) {
-                    produce_kv_tile(g, j, sK, bar_full_k, bar_empty_k, &tm_k, head, rank, leader);
-#if FIRST_LOADS_IN_ORDER
-                    // the kernel's first S needs Q and this K tile only: let them have DRAM to themselves
-                    if (g == 0) mbar_wait(bar_full_k, 0u);
-#endif
-                    produce_kv_tile(g, j, sV, bar_full_v, bar_empty_v, &tm_v, head, rank, leader);
-                }
-            }
-        } else if (pw == 1) {
-            if (leader) prefetch_tensor_map(&tm_q);
-            int local = 0;
-            for (int w = cluster_id; w < n_units; w += n_clusters, ++local) {
-                const int b = local % Q_BUFFERS;
-                const int head = w / units_per_head;
-                const int q0 = ((w % units_per_head) * CLUSTER + (int)rank) * BLOCK_M;
-                // buffer b last held unit local - Q_BUFFERS: wait until its consumers released it
-                if (local >= Q_BUFFERS) mbar_wait(bar_q_empty + 8 * b, (u32)(local / Q_BUFFERS - 1) & 1u);
-#if FIRST_LOADS_IN_ORDER
-                // and for the Q before this one to have landed (it is needed first)
-                else if (local >= 1) mbar_wait(bar_q + 8 * ((local - 1) % Q_BUFFERS), (u32)((local - 1) / Q_BUFFERS) & 1u);
-#endif
-                if (leader) {
-                    mbar_arrive_expect_tx(bar_q + 8 * b, TILE_BYTES);
-                    load_tile_own(sQ + b * TILE_BYTES, &tm_q, q0, head, bar_q + 8 * b);
-                }
-                TRACE_UNIT(leader, local, TR_Q_ISSUED);
-            }
-        }
+        produce_units(sm, &tm_q, &tm_k, &tm_v, n_tiles, units_per_head, n_units, cluster_id, n_clusters, rank);
 #if CLUSTER > 1
         cluster_sync_all();
 #endif

@@ -1,0 +1,210 @@
+// v23's kernel: v19's persistent kernel with two Q buffers (attn_sm90_units.cuh: the same layout,
+// barriers, producer warpgroup and work units), whose consumers run the boundary between two units
+// as one ordinary step. What it does and why is in v23_unit_overlap.cu. The epilogue is the STORE_O
+// hook, as in v19 (v23 builds it with v21's staged store).
+//
+// v19's consumer spends two turns at a boundary: one for the last P.V of unit u alone, then the
+// epilogue, then one for the first S of unit u + 1 alone, then its softmax. Here one step issues
+// both, S_0 of u + 1 (its Q is already in the other buffer, K_0 is the ring's next entry) and the
+// last P.V of u, in one turn, exactly as a step inside a unit issues S_j with P_{j-1} V_{j-1}: while
+// S_0 runs its softmax starts the new unit's row statistics; once the P.V has landed, O of u is
+// complete and stored, and the accumulators are cleared for u + 1. Both consumers take one turn
+// fewer a boundary, so the turns stay balanced; the last unit ends with v19's last step.
+//
+// Append-only: once a recorded version builds it, the kernel is never changed in place (`report
+// same-code` proves that a version's kernel still compiles to the machine code its records ran).
+#pragma once
+
+#ifndef BLOCK_N
+#define BLOCK_N 128
+#endif
+#ifndef Q_BUFFERS
+#define Q_BUFFERS 2
+#endif
+#ifndef FIRST_LOADS_IN_ORDER
+#define FIRST_LOADS_IN_ORDER 1   // as v19 (attn_sm90_units.cuh's producer)
+#endif
+#include "attn_sm90_units.cuh"
+
+#if Q_BUFFERS < 2
+#error "the boundary step issues the next unit's first S while this unit's last P.V runs: it needs two Q buffers"
+#endif
+#if (1024 + Q_BUFFERS * TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * (4 * STAGES + 2 * Q_BUFFERS)) > 227 * 1024
+#error "two Q buffers and this K/V ring do not fit in 227 KB: use BLOCK_N 128 with STAGES 2"
+#endif
+
+#ifndef STORE_O
+#define STORE_O store_o_pairs
+#endif
+
+// The boundary step of a consumer: S_0 of the next unit (c.desc_q is the next unit's Q, ring entry
+// j its K_0) and O += P_{n-1} V_{n-1} of this one (ring entry j - 1) in one turn. Returns this
+// unit's row sums in done0 / done1 with O complete (the caller stores it and clears o), and leaves
+// m, l and p as step 0 of the next unit leaves them.
+__device__ __forceinline__ void consumer_boundary_step(const int j, const StepCtx& c, float (&sc)[S_REGS],
+                                                       float (&o)[64], u32 (&p)[P_REGS], float& m0, float& m1,
+                                                       float& l0, float& l1, float& done0, float& done1)
+{
+    const int s = j % STAGES, sp = (j - 1) % STAGES;
+    const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
+    mbar_wait(c.bar_full_k + 8 * s, phase);
+    proxy_fence_async();
+    mbar_wait(c.bar_full_v + 8 * sp, phase_p);
+    proxy_fence_async();
+    fence_acc(o);
+    fence_frag(p);
+    fence_acc(sc);
+    turn_sync(c.my_turn);
+    wgmma_fence();
+    issue_qk(sc, c.desc_q, c.desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: the next unit's S_0
+    wgmma_commit();
+    issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));        // group: this unit's last P V
+    wgmma_commit();
+    turn_arrive(c.other_turn);
+    wgmma_wait<1>();          // S_0 complete, P.V may still run
+    fence_acc(sc);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * s);
+    if (c.n_tiles == 1 && c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);
+    // this unit's sums are final; the next one's statistics start from nothing (alpha = ex2(-inf) = 0)
+    done0 = l0;
+    done1 = l1;
+    m0 = m1 = __int_as_float(0xff800000);
+    l0 = l1 = 0.f;
+    float alpha0, alpha1;
+    softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
+    wgmma_wait<0>();          // the last P.V landed: O is complete, and P is ours again
+    fence_acc(o);
+    fence_frag(p);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
+    pack_p(sc, p, 1.f);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
+attn_fwd_unit_overlap(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ TmaDesc tm_k,
+                      const __grid_constant__ TmaDesc tm_v, u16* __restrict__ O, int seqlen, float scale_log2,
+                      int n_heads)
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const UnitsSmem sm(smem_raw);
+
+    const int n_tiles = (seqlen + BLOCK_N - 1) / BLOCK_N;
+    const int tail = seqlen - (n_tiles - 1) * BLOCK_N;
+    const int blocks_per_head = seqlen / BLOCK_M;
+    const int units_per_head = blocks_per_head / CLUSTER;
+    const int n_units = units_per_head * n_heads;
+    const u32 rank = CLUSTER > 1 ? cluster_rank() : 0u;
+    const int cluster_id = (int)blockIdx.x / CLUSTER;
+    const int n_clusters = (int)gridDim.x / CLUSTER;
+
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int b = 0; b < Q_BUFFERS; ++b) {
+            mbar_init(sm.bar_q + 8 * b, 1);
+            mbar_init(sm.bar_q_empty + 8 * b, 8);  // the 8 consumer warps of this CTA
+        }
+        init_kv_ring(sm.bar_full_k, sm.bar_full_v, sm.bar_empty_k, sm.bar_empty_v);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+#if CLUSTER > 1
+    cluster_sync_all();
+#else
+    __syncthreads();
+#endif
+
+    const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
+
+    if (wg == 2) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+        produce_units(sm, &tm_q, &tm_k, &tm_v, n_tiles, units_per_head, n_units, cluster_id, n_clusters, rank);
+#if CLUSTER > 1
+        cluster_sync_all();
+#endif
+        return;
+    }
+
+    // ----------------------------------------------------------------------- consumers
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+    const int cw = wg;
+    const int tid = threadIdx.x & 127;
+    const int warp = tid >> 5, lane = tid & 31;
+    const int row = cw * 64 + warp * 16 + (lane >> 2);
+    const int col = 2 * (lane & 3);
+    const u32 my_turn = TURN_BAR0 + cw, other_turn = TURN_BAR0 + 1 - cw;
+
+    const u64 desc_k = make_desc(sm.sK, K_LBO, K_SBO);
+    const u64 desc_v = make_desc(sm.sV, V_LBO, V_SBO);
+    // the descriptor of this consumer's 64 rows of Q in buffer b
+    auto q_desc = [&](int b) { return make_desc(sm.sQ + b * TILE_BYTES + cw * 64 * 128, K_LBO, K_SBO); };
+
+    // consumer 0 takes the first turn: consumer 1's one arrive ahead of everything
+    if (cw == 1 && cluster_id < n_units) turn_arrive(TURN_BAR0);
+
+    float o[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) o[i] = 0.f;
+    float m0 = __int_as_float(0xff800000), m1 = __int_as_float(0xff800000);
+    float l0 = 0.f, l1 = 0.f;
+    float sc[S_REGS];
+    u32 p[P_REGS];
+
+    if (cluster_id < n_units) {
+        // ---- step 0 of the cluster's first unit: S_0 only (ring entry 0), as v19's
+        mbar_wait(sm.bar_q, 0u);
+        proxy_fence_async();
+        mbar_wait(sm.bar_full_k, 0u);
+        proxy_fence_async();
+        turn_sync(my_turn);
+        wgmma_fence();
+        issue_qk(sc, q_desc(0), desc_k);
+        wgmma_commit();
+        turn_arrive(other_turn);
+        wgmma_wait<0>();
+        fence_acc(sc);
+        if (lane == 0) mbar_arrive_cluster(sm.bar_empty_k);
+        if (n_tiles == 1 && tail < BLOCK_N) mask_tail(sc, tail, col);
+        float alpha0, alpha1;
+        softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);
+        pack_p(sc, p, 1.f);
+    }
+
+    int g = 0;  // kv tiles consumed so far, all units: the ring's counter, as the K/V lane's
+    int local = 0;
+    for (int w = cluster_id; w < n_units; w += n_clusters, ++local) {
+        const bool last_unit = w + n_clusters >= n_units;
+        const int head = w / units_per_head;
+        const int q0 = ((w % units_per_head) * CLUSTER + (int)rank) * BLOCK_M;
+        const int b = local % Q_BUFFERS;
+        const StepCtx ctx{sm.bar_full_k, sm.bar_full_v, sm.bar_empty_k, sm.bar_empty_v, q_desc(b), desc_k, desc_v,
+                          my_turn, other_turn, lane, col, tail, n_tiles, scale_log2};
+
+        // steps 1 .. n-1 at ring entries g + 1 .. g + n - 1 (v15's step; step 0 ran before)
+        for (int j = 1; j < n_tiles - 1; ++j) consumer_step<0>(g + j, ctx, sc, o, p, m0, m1, l0, l1);
+        if (n_tiles > 1) consumer_step<1>(g + n_tiles - 1, ctx, sc, o, p, m0, m1, l0, l1);
+        // every S of the unit has landed: its Q buffer is released
+        if (lane == 0) mbar_arrive(sm.bar_q_empty + 8 * b);
+        u16* out = O + ((u64)head * (u64)seqlen + q0 + row) * HEAD_DIM + col;
+        if (!last_unit) {
+            // ---- the boundary: the next unit's S_0 with this unit's last P.V, in one turn
+            const int nb = (local + 1) % Q_BUFFERS;
+            mbar_wait(sm.bar_q + 8 * nb, (u32)((local + 1) / Q_BUFFERS) & 1u);
+            proxy_fence_async();
+            const StepCtx next{sm.bar_full_k, sm.bar_full_v, sm.bar_empty_k, sm.bar_empty_v, q_desc(nb), desc_k,
+                               desc_v, my_turn, other_turn, lane, col, tail, n_tiles, scale_log2};
+            float done0, done1;
+            consumer_boundary_step(g + n_tiles, next, sc, o, p, m0, m1, l0, l1, done0, done1);
+            sum_row_partials(done0, done1);
+            STORE_O(o, 1.f / done0, 1.f / done1, out, lane);
+#pragma unroll
+            for (int i = 0; i < 64; ++i) o[i] = 0.f;
+        } else {
+            // ---- the cluster's last unit: O += P_{n-1} V_{n-1} alone (consumer 1: no arrive), then O
+            consumer_last_step(g + n_tiles - 1, ctx, o, p, cw, true);
+            sum_row_partials(l0, l1);
+            STORE_O(o, 1.f / l0, 1.f / l1, out, lane);
+        }
+        g += n_tiles;
+    }
+#if CLUSTER > 1
+    cluster_sync_all();
+#endif
+}
