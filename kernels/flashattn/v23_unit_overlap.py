@@ -12,7 +12,7 @@ stores the finished O and clears the accumulators. The last unit of a CTA ends w
 The launch is v21's (v17's grid, v16's launch plan), with the cluster off as v21's sweeps chose.
 
 Hypothesis: v21's trace of test_small (``logs/devices/h100/probes``, 20261122T2013) has a unit take
-13.5 µs against 8 × 1.5 µs of steps: about 1.6 µs a unit is the boundary, where a consumer takes a
+13.48 µs against 8 × 1.50 µs of steps: about 1.5 µs a unit is the boundary, where a consumer takes a
 turn for the last P·V alone, stores O, takes another turn for the next S_0 alone and waits on it
 before its softmax. Run as one step, the boundary costs about one step's turn; predicted test_small
 5–8 % faster than v21 (4 units an SM), test_medium 1–3 % (16 tiles a unit), the benchmark unchanged
