@@ -502,12 +502,18 @@ def test_v14_uses_a_cluster_only_where_it_tiles_the_grid():
 def test_v15_kv_tiles_come_through_3d_maps_multicast_and_masked():
     v15 = ASSIGNMENT.version("v15").load()
     assert v15.smem_bytes(3, 176) > v15.MAX_DYNAMIC_SMEM  # why 176 rows get two stages
-    runs = reached_code(BY_SHORT["v15"].source)  # its file and the helpers it calls, as written
+    # its file includes the kernel (attn_sm90_kv176_kernel.cuh, which v24 builds with its own hooks):
+    # what runs is that kernel and the helpers it calls, as written
+    kernel = BY_SHORT["v15"].source.with_name("attn_sm90_kv176_kernel.cuh")
+    assert '#include "attn_sm90_kv176_kernel.cuh"' in BY_SHORT["v15"].source.read_text()
+    runs = reached_code(kernel)
     assert "cp.async.bulk.tensor.3d" in runs and ".multicast::cluster" in runs and "cp.async.cg" not in runs
     assert "mask_tail(sc, tail, col)" in runs and "KV_TILE_BYTES" in runs
-    # the steps' loop runs unmasked copies; only the separate last step masks (MASK_IN_LOOP 0)
-    assert "for (int j = 1; j < n_tiles - 1; ++j) consumer_step<0>(" in runs
-    assert "if (n_tiles > 1) consumer_step<1>(n_tiles - 1," in runs
+    # the steps' loop runs unmasked copies; only the separate last step masks (MASK_IN_LOOP 0): the
+    # kernel (attn_sm90_kv176_kernel.cuh) calls its step hook, which v15 leaves at consumer_step
+    assert "for (int j = 1; j < n_tiles - 1; ++j) KV176_STEP<0>(" in runs
+    assert "if (n_tiles > 1) KV176_STEP<1>(n_tiles - 1," in runs
+    assert "#define KV176_STEP consumer_step" in kernel.read_text() and "KV176_STEP" not in BY_SHORT["v15"].source.read_text()
     assert "[&]" not in runs  # NVRTC 13.0 (the H100's) takes a generic lambda for a host function
 
 

@@ -1,0 +1,117 @@
+// v24's softmax: the row sums l taken from the packed fp16 P (the values the P.V product multiplies)
+// by a pairwise f16x2 tree, at the top of the next step, instead of an fp32 add per score inside the
+// softmax. What it does and why is in v24_packed_row_sums.cu. Include it after attn_sm90_kv176.cuh.
+//
+// Append-only: once a recorded version builds it, a helper here is never changed in place (`report
+// same-code` proves that a version's kernel still compiles to the machine code its records ran).
+#pragma once
+
+// softmax_tile without the row sums: the running max, alpha, l rescaled by alpha, and the scores
+// turned into exp2 values in place. The sums of this tile's P are added into l later (add_p_sums).
+template <int S>
+__device__ __forceinline__ void softmax_tile_no_sums(float (&sc)[S], float& m0, float& m1, float& l0, float& l1,
+                                                     float& alpha0, float& alpha1, float scale_log2)
+{
+    float mx0 = sc[0], mx1 = sc[2];
+#pragma unroll
+    for (int jj = 0; jj < S / 4; ++jj) {
+        mx0 = fmaxf(mx0, fmaxf(sc[4 * jj], sc[4 * jj + 1]));
+        mx1 = fmaxf(mx1, fmaxf(sc[4 * jj + 2], sc[4 * jj + 3]));
+    }
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    const float mn0 = fmaxf(m0, mx0 * scale_log2), mn1 = fmaxf(m1, mx1 * scale_log2);
+    alpha0 = ex2(m0 - mn0);  // ex2(-inf) = 0 on the first tile
+    alpha1 = ex2(m1 - mn1);
+    m0 = mn0;
+    m1 = mn1;
+#pragma unroll
+    for (int jj = 0; jj < S / 4; ++jj) {
+        sc[4 * jj] = ex2(fmaf(sc[4 * jj], scale_log2, -mn0));
+        sc[4 * jj + 1] = ex2(fmaf(sc[4 * jj + 1], scale_log2, -mn0));
+        sc[4 * jj + 2] = ex2(fmaf(sc[4 * jj + 2], scale_log2, -mn1));
+        sc[4 * jj + 3] = ex2(fmaf(sc[4 * jj + 3], scale_log2, -mn1));
+    }
+    l0 *= alpha0;
+    l1 *= alpha1;
+}
+
+__device__ __forceinline__ u32 add_f16x2(u32 a, u32 b)
+{
+    u32 r;
+    asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+__device__ __forceinline__ float f16x2_sum_f32(u32 h)
+{
+    float lo, hi;
+    asm("{ .reg .f16 a, b; mov.b32 {a, b}, %2; cvt.f32.f16 %0, a; cvt.f32.f16 %1, b; }" : "=f"(lo), "=f"(hi) : "r"(h));
+    return lo + hi;
+}
+
+// l += this thread's share of the row sums of the packed P (pack_p's layout: p[2i] holds two
+// scores of row r, p[2i + 1] two of row r + 8), by a pairwise f16x2 tree over each row's registers:
+// the sums of the fp16 values the P.V product multiplies, every partial sum at most P / 2 (P <= 1).
+template <int P>
+__device__ __forceinline__ void add_p_sums(const u32 (&p)[P], float& l0, float& l1)
+{
+    u32 r0[P / 2], r1[P / 2];
+#pragma unroll
+    for (int i = 0; i < P / 2; ++i) {
+        r0[i] = p[2 * i];
+        r1[i] = p[2 * i + 1];
+    }
+#pragma unroll
+    for (int w = 1; w < P / 2; w *= 2)
+#pragma unroll
+        for (int i = 0; i + w < P / 2; i += 2 * w) {
+            r0[i] = add_f16x2(r0[i], r0[i + w]);
+            r1[i] = add_f16x2(r1[i], r1[i + w]);
+        }
+    l0 += f16x2_sum_f32(r0[0]);
+    l1 += f16x2_sum_f32(r1[0]);
+}
+
+// v15's step (attn_sm90_kv176.cuh's consumer_step) with the sums of P_{j-1} added into l at its top,
+// while the warpgroup waits for its tiles and its turn, and the softmax without sums.
+template <int MASK>
+__device__ __forceinline__ void consumer_step_psum(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
+                                                   u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
+{
+    add_p_sums(p, l0, l1);    // P_{j-1}, relative to the max of step j - 1, before this step rescales l
+    const int s = j % STAGES, sp = (j - 1) % STAGES;
+    const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
+    mbar_wait(c.bar_full_k + 8 * s, phase);
+    proxy_fence_async();
+    mbar_wait(c.bar_full_v + 8 * sp, phase_p);
+    proxy_fence_async();
+    fence_acc(o);
+    fence_frag(p);
+    fence_acc(sc);
+    turn_sync(c.my_turn);
+    wgmma_fence();
+    issue_qk(sc, c.desc_q, c.desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: S_j
+    wgmma_commit();
+    issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));        // group: O += P_{j-1} V_{j-1}
+    wgmma_commit();
+    turn_arrive(c.other_turn);  // j < n: not the last step
+    wgmma_wait<1>();          // S_j complete, P.V may still run
+    fence_acc(sc);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * s);
+    if constexpr (MASK == 1) {
+        if (c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);  // the partial last tile only
+    } else if constexpr (MASK == 2) {
+        if (j == c.n_tiles - 1 && c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);
+    }
+    float alpha0, alpha1;
+    softmax_tile_no_sums(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
+    wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
+    fence_acc(o);
+    fence_frag(p);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
+    rescale_o(o, alpha0, alpha1);
+    pack_p(sc, p, 1.f);
+}
