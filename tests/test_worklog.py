@@ -194,3 +194,19 @@ def test_any_error_in_the_binding_is_ours_with_its_line(ctx, expr, line_text):
     with pytest.raises(WorklogError) as e:
         bind(text, ctx, Path("w.md"))
     assert str(e.value).startswith("w.md:4") and line_text in str(e.value), (expr, str(e.value))
+
+
+def test_a_run_binds_the_median_of_its_sm_clock_readings(ctx):
+    """`sm_clock_median_mhz` is the median of the SM clocks NVML read during the run's samples, between
+    the minimum and the maximum the worklogs already bind (v24's benchmark run, whose clock rose)."""
+    import statistics
+
+    from reporter import store
+
+    run_id = "20261127T104002765Z"
+    record = next(r for r in store.runs(ROOT / "logs", "flashattn") if r.run_id.startswith(run_id))
+    clocks = record.timing.gpu_state.sm_clock_mhz
+    bound = ctx["v24"].run(run_id)
+    assert float(bound.sm_clock_median_mhz) == statistics.median(clocks)
+    assert float(bound.sm_clock_min_mhz) <= float(bound.sm_clock_median_mhz) <= float(bound.sm_clock_max_mhz)
+    assert len(set(clocks)) > 1  # a run whose clock moved: the median is not the minimum or the maximum by default

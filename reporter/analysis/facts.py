@@ -205,6 +205,13 @@ class TimingFacts(_Facts):
         return Number(max(self._state().sm_clock_mhz))
 
     @property
+    def sm_clock_median_mhz(self) -> Number:
+        """The SM clock NVML read during the run's samples, their median: the clock a card at its power
+        cap settles to under the kernel, which the minimum and maximum (the dips and the first samples)
+        do not say."""
+        return Number(statistics.median(self._state().sm_clock_mhz))
+
+    @property
     def mem_clock_min_mhz(self) -> Number:
         return Number(min(self._state().mem_clock_mhz))
 
