@@ -6,6 +6,11 @@
 // same-code` proves that a version's kernel still compiles to the machine code its records ran).
 #pragma once
 
+#ifndef PSUM_AT
+#define PSUM_AT 0  // where a step adds P_{j-1}'s sums: 0 at its top (v24's first build), 1 once its products
+                   // are issued, while S_j runs (P_{j-1} is only read, as the P.V in flight reads it)
+#endif
+
 // softmax_tile without the row sums: the running max, alpha, l rescaled by alpha, and the scores
 // turned into exp2 values in place. The sums of this tile's P are added into l later (add_p_sums).
 template <int S>
@@ -81,7 +86,9 @@ template <int MASK>
 __device__ __forceinline__ void consumer_step_psum(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
                                                    u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
 {
+#if PSUM_AT == 0
     add_p_sums(p, l0, l1);    // P_{j-1}, relative to the max of step j - 1, before this step rescales l
+#endif
     const int s = j % STAGES, sp = (j - 1) % STAGES;
     const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
     mbar_wait(c.bar_full_k + 8 * s, phase);
@@ -98,6 +105,9 @@ __device__ __forceinline__ void consumer_step_psum(const int j, const StepCtx& c
     issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));        // group: O += P_{j-1} V_{j-1}
     wgmma_commit();
     turn_arrive(c.other_turn);  // j < n: not the last step
+#if PSUM_AT == 1
+    add_p_sums(p, l0, l1);    // P_{j-1}, while S_j runs, before this step rescales l
+#endif
     wgmma_wait<1>();          // S_j complete, P.V may still run
     fence_acc(sc);
     if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * s);
