@@ -497,8 +497,8 @@ def test_a_sweep_marks_the_configuration_the_version_ran_on_the_sweeps_case():
 
 def test_a_structure_cut_after_a_clause_ends_as_a_sentence():
     """The step's "how the code is structured" is the docstring's opening, cut at a sentence or a clause
-    (a ';') after about STRUCTURE_CHARS characters: a cut after a clause ends with a full stop, not the
-    semicolon that led on to the rest."""
+    (a ';' or a ':') after about STRUCTURE_CHARS characters: a cut after a clause ends with a full stop,
+    not the semicolon or colon that led on to the rest."""
     from reporter.render.html import _structure
 
     doc = ("`v25.cu` sets the tiles and the depth and holds the two kernels; `ring.cuh`, new here, holds the loop; "
@@ -507,3 +507,5 @@ def test_a_structure_cut_after_a_clause_ends_as_a_sentence():
     assert cut == "`v25.cu` sets the tiles and the depth and holds the two kernels."
     whole = "A short docstring; with a clause."
     assert _structure(whole) == whole
+    listed = "`v26.cu` holds two kernels: `transpose_a` and `product`, in that order. " + "More words follow. " * 8
+    assert _structure(listed, limit=40) == "`v26.cu` holds two kernels."

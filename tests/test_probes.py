@@ -130,3 +130,26 @@ def test_a_probe_record_holds_json_values_with_finite_numbers_only(value, why):
     with pytest.raises(ValidationError, match=why):
         ProbeRecord(run_id="20990101T000000000Z_x", name="x", created_utc=datetime.now(UTC), gpu="h100", tool="t",
                     data={"cases": {"a": [1.0, value]}})
+
+
+def test_the_attention_stall_probe_maps_rows_to_versions_in_launch_order():
+    """tools/attn_stall_probe.py reads ncu's raw CSV one kernel a version, in launch order (v24 and v25 build
+    v15's kernel, so names cannot tell them apart): on the committed CSV it gives back the record's data,
+    and a CSV with a kernel too many or too few is refused."""
+    import gzip
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("attn_stall_probe", ROOT / "tools" / "attn_stall_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    stem = ROOT / "logs" / "devices" / "h100" / "probes" / "20261127T105859424Z_flashattn_psum_stalls"
+    text = stem.with_name(stem.name + "_ncu_raw.csv").read_text()
+    record = json.loads(gzip.decompress(stem.with_name(stem.name + ".json.gz").read_bytes()))
+    versions = list(record["data"]["kernels"])
+    assert versions == ["v16_launch_plan", "v24_packed_row_sums", "v25_sums_under_s"]
+    assert probe.rows_by_version(text, versions) == record["data"]["kernels"]
+    names = {k["kernel_name"] for k in record["data"]["kernels"].values()}
+    assert names == {"attn_fwd_kv176_multicast"}  # one name for three versions: the order is the only key
+    with pytest.raises(ValueError, match="one kernel a version"):
+        probe.rows_by_version(text, versions[:2])

@@ -37,6 +37,24 @@ def _versions() -> list[str]:
     return _arg("--versions", "v16_launch_plan,v25_sums_under_s").split(",")
 
 
+def rows_by_version(text: str, versions: list[str]) -> dict[str, dict[str, float | str]]:
+    """ncu's raw CSV page (header, units row, one row a profiled kernel) as {version: {metric: value,
+    "kernel_name": its kernel}}: the i-th kernel is the i-th version's, since each version's call launches
+    one kernel and versions may share a kernel's name. Any other count of kernels is an error."""
+    rows = list(csv.reader(io.StringIO(text)))
+    header = rows[0]
+    launches = [r for r in rows[2:] if len(r) >= len(header)]
+    if len(launches) != len(versions):
+        raise ValueError(f"expected one kernel a version ({len(versions)}), ncu profiled {len(launches)}")
+    kernels: dict[str, dict[str, float | str]] = {}
+    for v, r in zip(versions, launches):
+        row: dict[str, float | str] = {m: float(r[header.index(m)].replace(",", "")) for m in METRICS
+                                       if m in header and r[header.index(m)]}
+        row["kernel_name"] = r[header.index("Kernel Name")]
+        kernels[v] = row
+    return kernels
+
+
 def workload() -> None:
     """The profiled calls (run by ncu): warm-ups outside the range, then one call of each version."""
     import importlib
@@ -75,15 +93,7 @@ def main() -> None:
            "--page", "raw", sys.executable, __file__, "--workload", "--versions", ",".join(versions), "--case", case]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     text = out.stdout[out.stdout.index('"ID"'):]
-    rows = [r for r in csv.reader(io.StringIO(text))]
-    header = rows[0]
-    launches = [r for r in rows[2:] if len(r) >= len(header)]
-    if len(launches) != len(versions):
-        raise SystemExit(f"expected one kernel a version ({len(versions)}), ncu profiled {len(launches)}")
-    kernels: dict[str, dict[str, float]] = {}
-    for v, r in zip(versions, launches):
-        kernels[v] = {m: float(r[header.index(m)].replace(",", "")) for m in METRICS if m in header and r[header.index(m)]}
-        kernels[v]["kernel_name"] = r[header.index("Kernel Name")]  # type: ignore[assignment]
+    kernels = rows_by_version(text, versions)
     path = session.write({"case": case, "kernels": kernels}, description=(
         f"Nsight Compute (--clock-control none) on one call each of flashattn {', '.join(versions)} on {case}: issued "
         "instructions, active cycles, SM clock, issue rate and the warps stalled per issued instruction by reason."),

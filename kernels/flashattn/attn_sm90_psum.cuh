@@ -7,8 +7,9 @@
 #pragma once
 
 #ifndef PSUM_AT
-#define PSUM_AT 0  // where a step adds P_{j-1}'s sums: 0 at its top (v24's first build), 1 once its products
-                   // are issued, while S_j runs (P_{j-1} is only read, as the P.V in flight reads it)
+#define PSUM_AT 0  // where a step adds P_{j-1}'s sums in the source: 0 at its top (v24's first build), 1 once
+                   // its products are issued, before the wait for S_j (v25). ptxas keeps v24's tree at the
+                   // top, but moves v25's past that wait, into the softmax's max reduction (their SASS).
 #endif
 
 // softmax_tile without the row sums: the running max, alpha, l rescaled by alpha, and the scores
@@ -59,7 +60,8 @@ __device__ __forceinline__ float f16x2_sum_f32(u32 h)
 
 // l += this thread's share of the row sums of the packed P (pack_p's layout: p[2i] holds two
 // scores of row r, p[2i + 1] two of row r + 8), by a pairwise f16x2 tree over each row's registers:
-// the sums of the fp16 values the P.V product multiplies, every partial sum at most P / 2 (P <= 1).
+// the sums of the fp16 values the P.V product multiplies: each half of a row's f16x2 sums at most
+// P_REGS / 2 scores, each at most 1.
 template <int P>
 __device__ __forceinline__ void add_p_sums(const u32 (&p)[P], float& l0, float& l1)
 {

@@ -8,8 +8,8 @@ thread's packed registers, then the two halves to fp32), and the last tile's sum
 The grid, the cluster, the launch plan and the configuration are v16's.
 
 Numerics: l is the sum of the fp16 values of P that the P·V product multiplies (v15 sums the fp32
-values before they are rounded), added in fp16 within one tile's share of a row (at most 22 additions,
-partial sums at most 44) and in fp32 across tiles.
+values before they are rounded), added in fp16 within one tile's share of a row (each half of a row's
+f16x2 sums at most 22 values of at most 1) and in fp32 across tiles.
 
 Hypothesis: at its power cap the card's clock follows the energy spent, and v15's step spends 90 of its
 611 instructions on the sums' FADDs (its machine code); the tree takes 46 (42 packed adds and 4

@@ -33,7 +33,7 @@
 #include "common/sm90/mbarrier.cuh"
 #include "common/sm90/tma.cuh"
 
-#define CONSUMER_WARPS (THREADS / 32)  // matmul_prefetch.cuh's THREADS: a warp a WM x WN region
+#define RING_WARPS (THREADS / 32)  // matmul_prefetch.cuh's THREADS: a warp a WM x WN region, every one consuming
 #define RA_FLOATS (S * BM)  // sA of a stage
 #define RING_STAGE_FLOATS (S * BM + S * BN)
 #define RING_STAGE_BYTES (RING_STAGE_FLOATS * 4)
@@ -72,7 +72,8 @@ __device__ __forceinline__ void transpose_into(const float* __restrict__ a, floa
 
 // --------------------------------------------------------------- the ring
 
-// the lane's M values of A and N of B at step k of the stage at `stage`
+// the lane's M values of A and N of B at step k of the stage at `stage` (WarpLanes::load_values' reads,
+// written out here: built through that member, the loop compiles to other machine code)
 template <int M, int N>
 __device__ __forceinline__ void ring_values(const float* stage, const WarpLanes& lanes, int k, float (&av)[M], float (&bv)[N])
 {
@@ -127,6 +128,8 @@ __device__ __forceinline__ void ring_consume(const float* smem, u32 base, u32 fu
                 if (leader) mbar_arrive(empty + 8 * st);
                 if (producer && s >= 1) {
                     if (s - 1 + STAGES < slices) {
+                        // every warp's reads of the stage happen before its arrive, which this wait acquires:
+                        // the mbarrier hand-off that TMA pipelines rely on before they copy into a slot
                         mbar_wait(empty + 8 * rst, rphase);
                         if (leader) ring_fill(base, full, rst, tm_at, tm_b, tile_row, tile_col, s - 1 + STAGES);
                     }
@@ -166,7 +169,7 @@ __device__ __forceinline__ void tma_ring_tile(const TmaDesc* tm_at, const TmaDes
 #pragma unroll
         for (int st = 0; st < STAGES; ++st) {
             mbar_init(full + 8 * st, 1);
-            mbar_init(empty + 8 * st, CONSUMER_WARPS);
+            mbar_init(empty + 8 * st, RING_WARPS);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         prefetch_tensor_map(tm_at);

@@ -8,19 +8,21 @@
 //   long scoreboard per issued instruction, v17 0.05).
 // - Here each warp, after its last read of a stage, adds one to the stage's counter in shared memory
 //   (lane 0, an acquire-release atomic, after __syncwarp); the warp whose add completes the count
-//   (the counter's old value is CONSUMER_WARPS - 1 modulo CONSUMER_WARPS: it is never reset) is the
+//   (the counter's old value is RING_WARPS - 1 modulo RING_WARPS: it is never reset) is the
 //   last one out and at once issues the copies of slice s + STAGES into that stage, after a proxy
-//   fence (the other warps' reads, generic proxy, before TMA's writes, async proxy). The refill is
+//   fence: the hand-off is a generic-proxy atomic, not the mbarrier arrive and wait that v24 and TMA
+//   pipelines rely on, so the fence orders the other warps' reads (generic proxy) before TMA's
+//   writes (async proxy). The refill is
 //   as early as it can be, STAGES - 1 slices ahead of the slowest warp, and no warp waits for
 //   another to issue it. No empty barriers; warp 0 is a warp like the others.
 //
-// Reads what matmul_tma_ring.cuh reads. CONSUMER_WARPS must be a power of two (the counter wraps at
+// Reads what matmul_tma_ring.cuh reads. RING_WARPS must be a power of two (the counter wraps at
 // 2^32).
 #pragma once
 
 #include "matmul_tma_ring.cuh"
 
-static_assert((CONSUMER_WARPS & (CONSUMER_WARPS - 1)) == 0, "the stage counters count modulo a power of two");
+static_assert((RING_WARPS & (RING_WARPS - 1)) == 0, "the stage counters count modulo a power of two");
 
 // one more warp done with the stage whose counter is at `counter`: true for the warp that completes
 // the count (lane 0 calls it)
@@ -28,7 +30,7 @@ __device__ __forceinline__ bool last_out(u32 counter)
 {
     u32 old;
     asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(counter) : "memory");
-    return (old & (CONSUMER_WARPS - 1)) == CONSUMER_WARPS - 1;
+    return (old & (RING_WARPS - 1)) == RING_WARPS - 1;
 }
 
 // A warp's sums over slices [0, slices) into acc, read out of the ring (slice j in stage j % STAGES,

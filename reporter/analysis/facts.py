@@ -196,20 +196,26 @@ class TimingFacts(_Facts):
             raise BindingError(f"{self._what} has no NVML readings (pynvml absent, or recorded before they were)")
         return g
 
+    def _sm_clocks(self) -> list[float]:
+        clocks = list(self._state().sm_clock_mhz)
+        if not clocks:
+            raise BindingError(f"{self._what} has NVML readings but no SM clock among them")
+        return clocks
+
     @property
     def sm_clock_min_mhz(self) -> Number:
-        return Number(min(self._state().sm_clock_mhz))
+        return Number(min(self._sm_clocks()))
 
     @property
     def sm_clock_max_mhz(self) -> Number:
-        return Number(max(self._state().sm_clock_mhz))
+        return Number(max(self._sm_clocks()))
 
     @property
     def sm_clock_median_mhz(self) -> Number:
         """The SM clock NVML read during the run's samples, their median: the clock a card at its power
         cap settles to under the kernel, which the minimum and maximum (the dips and the first samples)
         do not say."""
-        return Number(statistics.median(self._state().sm_clock_mhz))
+        return Number(statistics.median(self._sm_clocks()))
 
     @property
     def mem_clock_min_mhz(self) -> Number:

@@ -445,7 +445,7 @@ def _structure(doc: str, limit: int = STRUCTURE_CHARS) -> str:
                 break
             part = f"{part} {sentence}".strip()
         if part:
-            kept.append(part[:-1] + "." if part.endswith(";") else part)  # cut after a clause: end it as a sentence
+            kept.append(part[:-1] + "." if part.endswith((";", ":")) else part)  # cut after a clause: end it as a sentence
         break
     return "\n\n".join(kept)
 
