@@ -17,6 +17,9 @@
 //   after releasing it, once every warp has released it. Out-of-range rows and columns are
 //   zero-filled by TMA, so the last partial slice needs no guard.
 // - C is stored as v17 stores it (WarpLanes::store, float4 stores, guarded at the edges).
+// - The step loop (ring_steps) and the tile (ring_tile_with) take the refill policy as a class: v24's
+//   EmptyBarrierRelease here, v25's LastOutRelease in matmul_tma_ring_last.cuh. v24 ran first with its
+//   own copy of the loop; sharing it renumbered two registers of its machine code, so it was timed again.
 //
 // fp32 only (the TMA boxes and the transposition are of 4-byte elements). The host passes n % 4 == 0
 // (TMA's 16-byte row strides), padding other sizes.
@@ -97,24 +100,30 @@ __device__ __forceinline__ void ring_fill(u32 base, u32 full, int st, const TmaD
     tma_load_box_2d(dst + RA_FLOATS * 4, tm_b, tile_col, slice * S, bar);
 }
 
-// A warp's sums over slices [0, slices) into acc, read out of the ring (slice j in stage j % STAGES,
-// its barriers' phase (j / STAGES) & 1). Warp 0 is also the producer: its lane 0 issued slices
-// 0 .. STAGES-1 before the loop, and at the end of slice s >= 1 it refills slice s - 1's stage with
-// slice s - 1 + STAGES, once every warp has released that stage (one slice earlier than the one it
-// has just released itself, so the wait is for warps a slice behind it, not for the slowest warp
-// of the slice it is on).
-template <int M, int N>
-__device__ __forceinline__ void ring_consume(const float* smem, u32 base, u32 full, u32 empty, const TmaDesc* tm_at,
-                                             const TmaDesc* tm_b, int tile_row, int tile_col, int slices,
-                                             const WarpLanes& lanes, float (&acc)[M][N])
+// Where a stage's refill comes from: the copies of one slice into it, and what a version does when a
+// warp has read the last values of a stage (Release, below).
+struct RingCopies {
+    u32 base, full;  // the stages; their full barriers
+    const TmaDesc *tm_at, *tm_b;
+    int tile_row, tile_col, slices;
+
+    __device__ __forceinline__ void fill(int st, int slice) const
+    {
+        ring_fill(base, full, st, tm_at, tm_b, tile_row, tile_col, slice);
+    }
+};
+
+// The ring's step loop, the same for every refill policy: a warp's sums over slices [0, slices) into
+// acc, slice j read out of stage j % STAGES once its full barrier's phase (j / STAGES) & 1 completes.
+// At the last step of slice s, with every value of stage st in the warp's registers (after
+// __syncwarp), release(s, st) hands the stage back as the version does.
+template <int M, int N, class Release>
+__device__ __forceinline__ void ring_steps(const float* smem, u32 full, int slices, const WarpLanes& lanes,
+                                           float (&acc)[M][N], Release& release)
 {
-    const bool leader = (threadIdx.x & 31) == 0;
-    const bool producer = threadIdx.x < 32;  // warp 0
     float av[2][M], bv[2][N];  // step k's values and step k + 1's
     int st = 0;  // the stage of slice s
     u32 phase = 0;
-    int rst = 0;  // the stage of slice s - 1, which warp 0 refills
-    u32 rphase = 0;
     const float* stage = smem;
     mbar_wait(full, 0);
     ring_values(stage, lanes, 0, av[0], bv[0]);
@@ -122,22 +131,9 @@ __device__ __forceinline__ void ring_consume(const float* smem, u32 base, u32 fu
 #pragma unroll
         for (int k = 0; k < S; ++k) {
             if (k == S - 1) {
-                // every value of this stage is in registers: release it, refill the one before, and
-                // start on the next
+                // every value of this stage is in registers: release it, and start on the next
                 __syncwarp();
-                if (leader) mbar_arrive(empty + 8 * st);
-                if (producer && s >= 1) {
-                    if (s - 1 + STAGES < slices) {
-                        // every warp's reads of the stage happen before its arrive, which this wait acquires:
-                        // the mbarrier hand-off that TMA pipelines rely on before they copy into a slot
-                        mbar_wait(empty + 8 * rst, rphase);
-                        if (leader) ring_fill(base, full, rst, tm_at, tm_b, tile_row, tile_col, s - 1 + STAGES);
-                    }
-                    if (++rst == STAGES) {
-                        rst = 0;
-                        rphase ^= 1u;
-                    }
-                }
+                release(s, st);
                 if (++st == STAGES) {
                     st = 0;
                     phase ^= 1u;
@@ -155,13 +151,51 @@ __device__ __forceinline__ void ring_consume(const float* smem, u32 base, u32 fu
     }
 }
 
+// v24's release: every warp arrives on the stage's empty barrier; warp 0 is also the producer and, at
+// the end of slice s >= 1, refills slice s - 1's stage with slice s - 1 + STAGES once every warp has
+// released it (one slice earlier than the one it has just released itself, so the wait is for warps a
+// slice behind it, not for the slowest warp of the slice it is on). The empty barriers follow the full
+// ones, 8 bytes a stage.
+struct EmptyBarrierRelease {
+    RingCopies copies;
+    u32 empty;
+    bool leader, producer;  // lane 0; warp 0
+    int rst = 0;  // the stage of slice s - 1, which warp 0 refills
+    u32 rphase = 0;
+
+    static __device__ __forceinline__ void init(u32 second, int st) { mbar_init(second + 8 * st, RING_WARPS); }
+
+    __device__ __forceinline__ EmptyBarrierRelease(const RingCopies& c, u32 second)
+        : copies(c), empty(second), leader((threadIdx.x & 31) == 0), producer(threadIdx.x < 32) {}
+
+    __device__ __forceinline__ void operator()(int s, int st)
+    {
+        if (leader) mbar_arrive(empty + 8 * st);
+        if (producer && s >= 1) {
+            if (s - 1 + STAGES < copies.slices) {
+                // every warp's reads of the stage happen before its arrive, which this wait acquires:
+                // the mbarrier hand-off that TMA pipelines rely on before they copy into a slot
+                mbar_wait(empty + 8 * rst, rphase);
+                if (leader) copies.fill(rst, s - 1 + STAGES);
+            }
+            if (++rst == STAGES) {
+                rst = 0;
+                rphase ^= 1u;
+            }
+        }
+    }
+};
+
 // The CTA's BM x BN tile of C = A B from At (A transposed) and B, both as tensor maps of S x BM and
-// S x BN boxes (blockIdx.x along the columns, blockIdx.y along the rows). n % 4 == 0.
-__device__ __forceinline__ void tma_ring_tile(const TmaDesc* tm_at, const TmaDesc* tm_b, float* __restrict__ c, int n)
+// S x BN boxes (blockIdx.x along the columns, blockIdx.y along the rows), n % 4 == 0, with the refill
+// policy Release: the stages, then a full barrier a stage, then Release's word a stage at `second`
+// (Release::init sets it up; RING_SMEM_BYTES leaves 8 bytes a stage).
+template <class Release>
+__device__ __forceinline__ void ring_tile_with(const TmaDesc* tm_at, const TmaDesc* tm_b, float* __restrict__ c, int n)
 {
     extern __shared__ __align__(128) float smem[];
     const u32 base = smem_u32(smem);
-    const u32 full = base + STAGES * RING_STAGE_BYTES, empty = full + 8 * STAGES;
+    const u32 full = base + STAGES * RING_STAGE_BYTES, second = full + 8 * STAGES;
     const int tile_row = blockIdx.y * BM, tile_col = blockIdx.x * BN;
     const int slices = (n + S - 1) / S;
 
@@ -169,19 +203,27 @@ __device__ __forceinline__ void tma_ring_tile(const TmaDesc* tm_at, const TmaDes
 #pragma unroll
         for (int st = 0; st < STAGES; ++st) {
             mbar_init(full + 8 * st, 1);
-            mbar_init(empty + 8 * st, RING_WARPS);
+            Release::init(second, st);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         prefetch_tensor_map(tm_at);
         prefetch_tensor_map(tm_b);
     }
     __syncthreads();
+    const RingCopies copies{base, full, tm_at, tm_b, tile_row, tile_col, slices};
     if (threadIdx.x == 0) {
-        for (int j = 0; j < STAGES && j < slices; ++j) ring_fill(base, full, j, tm_at, tm_b, tile_row, tile_col, j);
+        for (int j = 0; j < STAGES && j < slices; ++j) copies.fill(j, j);
     }
 
     const WarpLanes lanes = warp_lanes(threadIdx.x);
     float acc[WarpLanes::M][WarpLanes::N] = {};
-    ring_consume(smem, base, full, empty, tm_at, tm_b, tile_row, tile_col, slices, lanes, acc);
+    Release release(copies, second);
+    ring_steps(smem, full, slices, lanes, acc, release);
     lanes.store(c, acc, tile_row, tile_col, n, true);
+}
+
+// v24's tile: warp 0 refills through the empty barriers
+__device__ __forceinline__ void tma_ring_tile(const TmaDesc* tm_at, const TmaDesc* tm_b, float* __restrict__ c, int n)
+{
+    ring_tile_with<EmptyBarrierRelease>(tm_at, tm_b, c, n);
 }

@@ -33,75 +33,33 @@ __device__ __forceinline__ bool last_out(u32 counter)
     return (old & (RING_WARPS - 1)) == RING_WARPS - 1;
 }
 
-// A warp's sums over slices [0, slices) into acc, read out of the ring (slice j in stage j % STAGES,
-// its full barrier's phase (j / STAGES) & 1); the last warp out of slice s's stage refills it with
-// slice s + STAGES.
-template <int M, int N>
-__device__ __forceinline__ void last_out_consume(const float* smem, u32 base, u32 full, u32 counters,
-                                                 const TmaDesc* tm_at, const TmaDesc* tm_b, int tile_row,
-                                                 int tile_col, int slices, const WarpLanes& lanes, float (&acc)[M][N])
-{
-    const bool leader = (threadIdx.x & 31) == 0;
-    float av[2][M], bv[2][N];  // step k's values and step k + 1's
-    int st = 0;  // the stage of slice s
-    u32 phase = 0;
-    const float* stage = smem;
-    mbar_wait(full, 0);
-    ring_values(stage, lanes, 0, av[0], bv[0]);
-    for (int s = 0; s < slices; ++s) {
-#pragma unroll
-        for (int k = 0; k < S; ++k) {
-            if (k == S - 1) {
-                // every value of this stage is in this warp's registers
-                __syncwarp();
-                if (leader && last_out(counters + 4 * st) && s + STAGES < slices) {
-                    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-                    ring_fill(base, full, st, tm_at, tm_b, tile_row, tile_col, s + STAGES);
-                }
-                if (++st == STAGES) {
-                    st = 0;
-                    phase ^= 1u;
-                }
-                stage = smem + st * RING_STAGE_FLOATS;
-                if (s + 1 < slices) {
-                    mbar_wait(full + 8 * st, phase);
-                    ring_values(stage, lanes, 0, av[0], bv[0]);
-                }
-            } else {
-                ring_values(stage, lanes, k + 1, av[(k + 1) & 1], bv[(k + 1) & 1]);
-            }
-            outer_product(acc, av[k & 1], bv[k & 1]);
+// v25's release: lane 0 counts its warp out of the stage; the warp that completes the count refills it
+// with slice s + STAGES at once, after the proxy fence. The counters sit where v24 kept its empty
+// barriers, 4 bytes a stage, zeroed once.
+struct LastOutRelease {
+    RingCopies copies;
+    u32 counters;
+    bool leader;  // lane 0
+
+    static __device__ __forceinline__ void init(u32 second, int st)
+    {
+        asm volatile("st.shared.u32 [%0], 0;" ::"r"(second + 4 * st) : "memory");
+    }
+
+    __device__ __forceinline__ LastOutRelease(const RingCopies& c, u32 second)
+        : copies(c), counters(second), leader((threadIdx.x & 31) == 0) {}
+
+    __device__ __forceinline__ void operator()(int s, int st) const
+    {
+        if (leader && last_out(counters + 4 * st) && s + STAGES < copies.slices) {
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            copies.fill(st, s + STAGES);
         }
     }
-}
+};
 
-// v24's tma_ring_tile with the last-out refill: the stages, then a full barrier a stage, then a counter
-// a stage where v24 kept its empty barriers (RING_SMEM_BYTES covers both).
+// v24's tile with the last-out refill
 __device__ __forceinline__ void last_out_tile(const TmaDesc* tm_at, const TmaDesc* tm_b, float* __restrict__ c, int n)
 {
-    extern __shared__ __align__(128) float smem[];
-    const u32 base = smem_u32(smem);
-    const u32 full = base + STAGES * RING_STAGE_BYTES, counters = full + 8 * STAGES;
-    const int tile_row = blockIdx.y * BM, tile_col = blockIdx.x * BN;
-    const int slices = (n + S - 1) / S;
-
-    if (threadIdx.x == 0) {
-#pragma unroll
-        for (int st = 0; st < STAGES; ++st) {
-            mbar_init(full + 8 * st, 1);
-            asm volatile("st.shared.u32 [%0], 0;" ::"r"(counters + 4 * st) : "memory");
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        prefetch_tensor_map(tm_at);
-        prefetch_tensor_map(tm_b);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int j = 0; j < STAGES && j < slices; ++j) ring_fill(base, full, j, tm_at, tm_b, tile_row, tile_col, j);
-    }
-
-    const WarpLanes lanes = warp_lanes(threadIdx.x);
-    float acc[WarpLanes::M][WarpLanes::N] = {};
-    last_out_consume(smem, base, full, counters, tm_at, tm_b, tile_row, tile_col, slices, lanes, acc);
-    lanes.store(c, acc, tile_row, tile_col, n, true);
+    ring_tile_with<LastOutRelease>(tm_at, tm_b, c, n);
 }
