@@ -96,9 +96,9 @@ __device__ __forceinline__ void issue_pv(float (&o)[64], const u32 (&p)[P], u64 
 // log2 domain of the scaled scores (scale_log2 = log2(e)/sqrt(D) > 0, so max(s)*scale ==
 // max(s*scale)): each score costs one FMA and one ex2. l keeps this thread's partial row sums
 // (reduced over the quad only in the epilogue); alpha = exp2(m_old - m_new) rescales O and l.
-template <int S>
-__device__ __forceinline__ void softmax_tile(float (&sc)[S], float& m0, float& m1, float& l0, float& l1,
-                                             float& alpha0, float& alpha1, float scale_log2)
+template <bool SUMS, int S>
+__device__ __forceinline__ void softmax_tile_with(float (&sc)[S], float& m0, float& m1, float& l0, float& l1,
+                                                  float& alpha0, float& alpha1, float scale_log2)
 {
     float mx0 = sc[0], mx1 = sc[2];
 #pragma unroll
@@ -122,11 +122,25 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[S], float& m0, float& m
         sc[4 * jj + 1] = ex2(fmaf(sc[4 * jj + 1], scale_log2, -mn0));
         sc[4 * jj + 2] = ex2(fmaf(sc[4 * jj + 2], scale_log2, -mn1));
         sc[4 * jj + 3] = ex2(fmaf(sc[4 * jj + 3], scale_log2, -mn1));
-        ls0 += sc[4 * jj] + sc[4 * jj + 1];
-        ls1 += sc[4 * jj + 2] + sc[4 * jj + 3];
+        if constexpr (SUMS) {
+            ls0 += sc[4 * jj] + sc[4 * jj + 1];
+            ls1 += sc[4 * jj + 2] + sc[4 * jj + 3];
+        }
     }
-    l0 = l0 * alpha0 + ls0;
-    l1 = l1 * alpha1 + ls1;
+    if constexpr (SUMS) {
+        l0 = l0 * alpha0 + ls0;
+        l1 = l1 * alpha1 + ls1;
+    } else {  // the sums are added elsewhere (v24's add_p_sums): l is only rescaled
+        l0 *= alpha0;
+        l1 *= alpha1;
+    }
+}
+
+template <int S>
+__device__ __forceinline__ void softmax_tile(float (&sc)[S], float& m0, float& m1, float& l0, float& l1,
+                                             float& alpha0, float& alpha1, float scale_log2)
+{
+    softmax_tile_with<true>(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);
 }
 
 // fp32 accumulator layout -> f16 A fragments of the P.V product: the accumulator columns

@@ -20,7 +20,7 @@
 #include "attn_sm90_units.cuh"
 
 // tiles + v15's K/V barriers and the four Q barriers (full and empty per buffer)
-#define V19_SMEM_BYTES (1024 + Q_BUFFERS * TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * (4 * STAGES + 2 * Q_BUFFERS))
+#define V19_SMEM_BYTES UNITS_SMEM_BYTES
 #if V19_SMEM_BYTES > 227 * 1024
 #error "two Q buffers and this K/V ring do not fit in 227 KB: use BLOCK_N 128 with STAGES 2 (or Q_BUFFERS 1)"
 #endif
@@ -51,20 +51,7 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
     const int cluster_id = (int)blockIdx.x / CLUSTER;
     const int n_clusters = (int)gridDim.x / CLUSTER;
 
-    if (threadIdx.x == 0) {
-#pragma unroll
-        for (int b = 0; b < Q_BUFFERS; ++b) {
-            mbar_init(bar_q + 8 * b, 1);
-            mbar_init(bar_q_empty + 8 * b, 8);  // the 8 consumer warps of this CTA
-        }
-        init_kv_ring(bar_full_k, bar_full_v, bar_empty_k, bar_empty_v);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-#if CLUSTER > 1
-    cluster_sync_all();
-#else
-    __syncthreads();
-#endif
+    init_units(sm);
 
     const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
 

@@ -104,15 +104,12 @@ struct StepCtx {
     float scale_log2;
 };
 
-// Step j = 1 .. n-1 of a consumer (see v08 for the schedule). MASK says how it treats the
-// partial last tile: 0 never masks, 1 masks (it is the last step), 2 tests at run time whether
-// it is the last step (v15's first build, MASK_IN_LOOP 1: inside the loop ptxas turned that
-// test into selects executed on every step, an FSEL per score).
-template <int MASK>
-__device__ __forceinline__ void consumer_step(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
-                                              u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
+// The first half of a step at ring entry j: wait until K_j and V_{j-1} are in, take the turn, issue
+// S_j = Q K_j^T and O += P_{j-1} V_{j-1} as two groups, pass the turn on. Shared by every step that
+// pairs the two products (consumer_step here, v23's boundary step, v24's step).
+__device__ __forceinline__ void issue_step(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
+                                           u32 (&p)[P_REGS])
 {
-    // ---- step j: S_j and O += P_{j-1} V_{j-1} in one turn
     const int s = j % STAGES, sp = (j - 1) % STAGES;
     const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
     mbar_wait(c.bar_full_k + 8 * s, phase);
@@ -129,6 +126,19 @@ __device__ __forceinline__ void consumer_step(const int j, const StepCtx& c, flo
     issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));        // group: O += P_{j-1} V_{j-1}
     wgmma_commit();
     turn_arrive(c.other_turn);  // j < n: not the last step
+}
+
+// Step j = 1 .. n-1 of a consumer (see v08 for the schedule). MASK says how it treats the
+// partial last tile: 0 never masks, 1 masks (it is the last step), 2 tests at run time whether
+// it is the last step (v15's first build, MASK_IN_LOOP 1: inside the loop ptxas turned that
+// test into selects executed on every step, an FSEL per score).
+template <int MASK>
+__device__ __forceinline__ void consumer_step(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
+                                              u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
+{
+    // ---- step j: S_j and O += P_{j-1} V_{j-1} in one turn
+    issue_step(j, c, sc, o, p);
+    const int s = j % STAGES, sp = (j - 1) % STAGES;
     wgmma_wait<1>();          // S_j complete, P.V may still run
     fence_acc(sc);
     if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * s);

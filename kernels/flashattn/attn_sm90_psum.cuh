@@ -18,30 +18,7 @@ template <int S>
 __device__ __forceinline__ void softmax_tile_no_sums(float (&sc)[S], float& m0, float& m1, float& l0, float& l1,
                                                      float& alpha0, float& alpha1, float scale_log2)
 {
-    float mx0 = sc[0], mx1 = sc[2];
-#pragma unroll
-    for (int jj = 0; jj < S / 4; ++jj) {
-        mx0 = fmaxf(mx0, fmaxf(sc[4 * jj], sc[4 * jj + 1]));
-        mx1 = fmaxf(mx1, fmaxf(sc[4 * jj + 2], sc[4 * jj + 3]));
-    }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    const float mn0 = fmaxf(m0, mx0 * scale_log2), mn1 = fmaxf(m1, mx1 * scale_log2);
-    alpha0 = ex2(m0 - mn0);  // ex2(-inf) = 0 on the first tile
-    alpha1 = ex2(m1 - mn1);
-    m0 = mn0;
-    m1 = mn1;
-#pragma unroll
-    for (int jj = 0; jj < S / 4; ++jj) {
-        sc[4 * jj] = ex2(fmaf(sc[4 * jj], scale_log2, -mn0));
-        sc[4 * jj + 1] = ex2(fmaf(sc[4 * jj + 1], scale_log2, -mn0));
-        sc[4 * jj + 2] = ex2(fmaf(sc[4 * jj + 2], scale_log2, -mn1));
-        sc[4 * jj + 3] = ex2(fmaf(sc[4 * jj + 3], scale_log2, -mn1));
-    }
-    l0 *= alpha0;
-    l1 *= alpha1;
+    softmax_tile_with<false>(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);
 }
 
 __device__ __forceinline__ u32 add_f16x2(u32 a, u32 b)
@@ -91,22 +68,8 @@ __device__ __forceinline__ void consumer_step_psum(const int j, const StepCtx& c
 #if PSUM_AT == 0
     add_p_sums(p, l0, l1);    // P_{j-1}, relative to the max of step j - 1, before this step rescales l
 #endif
+    issue_step(j, c, sc, o, p);
     const int s = j % STAGES, sp = (j - 1) % STAGES;
-    const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
-    mbar_wait(c.bar_full_k + 8 * s, phase);
-    proxy_fence_async();
-    mbar_wait(c.bar_full_v + 8 * sp, phase_p);
-    proxy_fence_async();
-    fence_acc(o);
-    fence_frag(p);
-    fence_acc(sc);
-    turn_sync(c.my_turn);
-    wgmma_fence();
-    issue_qk(sc, c.desc_q, c.desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: S_j
-    wgmma_commit();
-    issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));        // group: O += P_{j-1} V_{j-1}
-    wgmma_commit();
-    turn_arrive(c.other_turn);  // j < n: not the last step
 #if PSUM_AT == 1
     add_p_sums(p, l0, l1);    // P_{j-1}, while S_j runs, before this step rescales l
 #endif

@@ -29,7 +29,7 @@
 #if Q_BUFFERS < 2
 #error "the boundary step issues the next unit's first S while this unit's last P.V runs: it needs two Q buffers"
 #endif
-#if (1024 + Q_BUFFERS * TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * (4 * STAGES + 2 * Q_BUFFERS)) > 227 * 1024
+#if UNITS_SMEM_BYTES > 227 * 1024
 #error "two Q buffers and this K/V ring do not fit in 227 KB: use BLOCK_N 128 with STAGES 2"
 #endif
 
@@ -45,22 +45,8 @@ __device__ __forceinline__ void consumer_boundary_step(const int j, const StepCt
                                                        float (&o)[64], u32 (&p)[P_REGS], float& m0, float& m1,
                                                        float& l0, float& l1, float& done0, float& done1)
 {
+    issue_step(j, c, sc, o, p);  // the next unit's S_0 (c.desc_q is its Q) and this unit's last P V
     const int s = j % STAGES, sp = (j - 1) % STAGES;
-    const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
-    mbar_wait(c.bar_full_k + 8 * s, phase);
-    proxy_fence_async();
-    mbar_wait(c.bar_full_v + 8 * sp, phase_p);
-    proxy_fence_async();
-    fence_acc(o);
-    fence_frag(p);
-    fence_acc(sc);
-    turn_sync(c.my_turn);
-    wgmma_fence();
-    issue_qk(sc, c.desc_q, c.desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: the next unit's S_0
-    wgmma_commit();
-    issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));        // group: this unit's last P V
-    wgmma_commit();
-    turn_arrive(c.other_turn);
     wgmma_wait<1>();          // S_0 complete, P.V may still run
     fence_acc(sc);
     if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * s);
@@ -96,20 +82,7 @@ attn_fwd_unit_overlap(const __grid_constant__ TmaDesc tm_q, const __grid_constan
     const int cluster_id = (int)blockIdx.x / CLUSTER;
     const int n_clusters = (int)gridDim.x / CLUSTER;
 
-    if (threadIdx.x == 0) {
-#pragma unroll
-        for (int b = 0; b < Q_BUFFERS; ++b) {
-            mbar_init(sm.bar_q + 8 * b, 1);
-            mbar_init(sm.bar_q_empty + 8 * b, 8);  // the 8 consumer warps of this CTA
-        }
-        init_kv_ring(sm.bar_full_k, sm.bar_full_v, sm.bar_empty_k, sm.bar_empty_v);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-#if CLUSTER > 1
-    cluster_sync_all();
-#else
-    __syncthreads();
-#endif
+    init_units(sm);
 
     const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
 

@@ -18,6 +18,9 @@
 #include "attn_sm90_kv176.cuh"
 #include "trace.cuh"
 
+// the dynamic shared memory this layout takes: 1 KB of alignment slack, then UnitsSmem's tiles and barriers
+#define UNITS_SMEM_BYTES (1024 + Q_BUFFERS * TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * (4 * STAGES + 2 * Q_BUFFERS))
+
 // the CTA's shared memory: Q_BUFFERS Q tiles, the K/V ring, v15's K/V barriers and a full and an
 // empty barrier per Q buffer
 struct UnitsSmem {
@@ -45,6 +48,26 @@ struct UnitsSmem {
         bar_q_empty = bar_q + 8 * Q_BUFFERS;
     }
 };
+
+// The barriers' set-up, before any role starts: thread 0 initialises a full and an empty barrier per
+// Q buffer and v15's K/V ring, then the CTA (the cluster, with CLUSTER > 1) meets once.
+__device__ __forceinline__ void init_units(const UnitsSmem& sm)
+{
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int b = 0; b < Q_BUFFERS; ++b) {
+            mbar_init(sm.bar_q + 8 * b, 1);
+            mbar_init(sm.bar_q_empty + 8 * b, 8);  // the 8 consumer warps of this CTA
+        }
+        init_kv_ring(sm.bar_full_k, sm.bar_full_v, sm.bar_empty_k, sm.bar_empty_v);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+#if CLUSTER > 1
+    cluster_sync_all();
+#else
+    __syncthreads();
+#endif
+}
 
 // The producer warpgroup's work (called by its four warps after setmaxnreg): warp 0's lane loads the
 // K/V ring for every unit of the cluster, warp 1's lane loads each unit's Q once the consumers
