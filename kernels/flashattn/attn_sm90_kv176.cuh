@@ -128,16 +128,14 @@ __device__ __forceinline__ void issue_step(const int j, const StepCtx& c, float 
     turn_arrive(c.other_turn);  // j < n: not the last step
 }
 
-// Step j = 1 .. n-1 of a consumer (see v08 for the schedule). MASK says how it treats the
-// partial last tile: 0 never masks, 1 masks (it is the last step), 2 tests at run time whether
-// it is the last step (v15's first build, MASK_IN_LOOP 1: inside the loop ptxas turned that
-// test into selects executed on every step, an FSEL per score).
-template <int MASK>
-__device__ __forceinline__ void consumer_step(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
-                                              u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
+// The second half of a step at ring entry j, once issue_step has issued it: wait for S_j, release
+// K_j, mask the partial last tile as MASK says, the softmax (with the row sums when SUMS; without,
+// for v24's step, which adds them from the packed P), wait for the P.V, release V_{j-1}, rescale O
+// and pack P_j.
+template <int MASK, bool SUMS>
+__device__ __forceinline__ void finish_step(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
+                                            u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
 {
-    // ---- step j: S_j and O += P_{j-1} V_{j-1} in one turn
-    issue_step(j, c, sc, o, p);
     const int s = j % STAGES, sp = (j - 1) % STAGES;
     wgmma_wait<1>();          // S_j complete, P.V may still run
     fence_acc(sc);
@@ -148,13 +146,26 @@ __device__ __forceinline__ void consumer_step(const int j, const StepCtx& c, flo
         if (j == c.n_tiles - 1 && c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);
     }
     float alpha0, alpha1;
-    softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
+    softmax_tile_with<SUMS>(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
     wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
     fence_acc(o);
     fence_frag(p);
     if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
     rescale_o(o, alpha0, alpha1);
     pack_p(sc, p, 1.f);
+}
+
+// Step j = 1 .. n-1 of a consumer (see v08 for the schedule). MASK says how it treats the
+// partial last tile: 0 never masks, 1 masks (it is the last step), 2 tests at run time whether
+// it is the last step (v15's first build, MASK_IN_LOOP 1: inside the loop ptxas turned that
+// test into selects executed on every step, an FSEL per score).
+template <int MASK>
+__device__ __forceinline__ void consumer_step(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
+                                              u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
+{
+    // ---- step j: S_j and O += P_{j-1} V_{j-1} in one turn
+    issue_step(j, c, sc, o, p);
+    finish_step<MASK, true>(j, c, sc, o, p, m0, m1, l0, l1);
 }
 
 // Step n of a consumer (warpgroup cw): O += P_{n-1} V_{n-1} only, the last kv tile being ring

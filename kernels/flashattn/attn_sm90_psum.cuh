@@ -59,8 +59,8 @@ __device__ __forceinline__ void add_p_sums(const u32 (&p)[P], float& l0, float& 
     l1 += f16x2_sum_f32(r1[0]);
 }
 
-// v15's step (attn_sm90_kv176.cuh's consumer_step) with the sums of P_{j-1} added into l at its top,
-// while the warpgroup waits for its tiles and its turn, and the softmax without sums.
+// v15's step (attn_sm90_kv176.cuh's issue_step and finish_step) with the sums of P_{j-1} added into l
+// where PSUM_AT says, and the softmax without sums.
 template <int MASK>
 __device__ __forceinline__ void consumer_step_psum(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
                                                    u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
@@ -69,24 +69,8 @@ __device__ __forceinline__ void consumer_step_psum(const int j, const StepCtx& c
     add_p_sums(p, l0, l1);    // P_{j-1}, relative to the max of step j - 1, before this step rescales l
 #endif
     issue_step(j, c, sc, o, p);
-    const int s = j % STAGES, sp = (j - 1) % STAGES;
 #if PSUM_AT == 1
     add_p_sums(p, l0, l1);    // P_{j-1}, while S_j runs, before this step rescales l
 #endif
-    wgmma_wait<1>();          // S_j complete, P.V may still run
-    fence_acc(sc);
-    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * s);
-    if constexpr (MASK == 1) {
-        if (c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);  // the partial last tile only
-    } else if constexpr (MASK == 2) {
-        if (j == c.n_tiles - 1 && c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);
-    }
-    float alpha0, alpha1;
-    softmax_tile_no_sums(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
-    wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
-    fence_acc(o);
-    fence_frag(p);
-    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
-    rescale_o(o, alpha0, alpha1);
-    pack_p(sc, p, 1.f);
+    finish_step<MASK, false>(j, c, sc, o, p, m0, m1, l0, l1);
 }

@@ -25,6 +25,7 @@
 #define FIRST_LOADS_IN_ORDER 1   // as v19 (attn_sm90_units.cuh's producer)
 #endif
 #include "attn_sm90_units.cuh"
+#include "attn_sm90_cta.cuh"
 
 #if Q_BUFFERS < 2
 #error "the boundary step issues the next unit's first S while this unit's last P.V runs: it needs two Q buffers"
@@ -98,10 +99,7 @@ attn_fwd_unit_overlap(const __grid_constant__ TmaDesc tm_q, const __grid_constan
     // ----------------------------------------------------------------------- consumers
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
     const int cw = wg;
-    const int tid = threadIdx.x & 127;
-    const int warp = tid >> 5, lane = tid & 31;
-    const int row = cw * 64 + warp * 16 + (lane >> 2);
-    const int col = 2 * (lane & 3);
+    const auto [tid, lane, row, col] = consumer_thread(cw);
     const u32 my_turn = TURN_BAR0 + cw, other_turn = TURN_BAR0 + 1 - cw;
 
     const u64 desc_k = make_desc(sm.sK, K_LBO, K_SBO);
@@ -112,11 +110,8 @@ attn_fwd_unit_overlap(const __grid_constant__ TmaDesc tm_q, const __grid_constan
     // consumer 0 takes the first turn: consumer 1's one arrive ahead of everything
     if (cw == 1 && cluster_id < n_units) turn_arrive(TURN_BAR0);
 
-    float o[64];
-#pragma unroll
-    for (int i = 0; i < 64; ++i) o[i] = 0.f;
-    float m0 = __int_as_float(0xff800000), m1 = __int_as_float(0xff800000);
-    float l0 = 0.f, l1 = 0.f;
+    float o[64], m0, m1, l0, l1;
+    start_rows(o, m0, m1, l0, l1);
     float sc[S_REGS];
     u32 p[P_REGS];
 
@@ -167,8 +162,7 @@ attn_fwd_unit_overlap(const __grid_constant__ TmaDesc tm_q, const __grid_constan
             consumer_boundary_step(g + n_tiles, next, sc, o, p, m0, m1, l0, l1, done0, done1);
             sum_row_partials(done0, done1);
             STORE_O(o, 1.f / done0, 1.f / done1, out, lane);
-#pragma unroll
-            for (int i = 0; i < 64; ++i) o[i] = 0.f;
+            zero_acc(o);
         } else {
             // ---- the cluster's last unit: O += P_{n-1} V_{n-1} alone (consumer 1: no arrive), then O
             consumer_last_step(g + n_tiles - 1, ctx, o, p, cw, true);
