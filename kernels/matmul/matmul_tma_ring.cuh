@@ -73,6 +73,13 @@ __device__ __forceinline__ void transpose_into(const float* __restrict__ a, floa
     }
 }
 
+// the transposition as the kernel the host launches first (every version on this ring builds it)
+extern "C" __global__ void __launch_bounds__(TR_TILE * TR_ROWS)
+matmul_transpose_a(const float* __restrict__ a, float* __restrict__ at, int n, int ld)
+{
+    transpose_into(a, at, n, ld);
+}
+
 // --------------------------------------------------------------- the ring
 
 // the lane's M values of A and N of B at step k of the stage at `stage` (WarpLanes::load_values' reads,

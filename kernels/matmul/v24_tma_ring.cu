@@ -15,12 +15,6 @@
 
 #include "matmul_tma_ring.cuh"
 
-extern "C" __global__ void __launch_bounds__(TR_TILE * TR_ROWS)
-matmul_transpose_a(const float* __restrict__ a, float* __restrict__ at, int n, int ld)
-{
-    transpose_into(a, at, n, ld);
-}
-
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 matmul_tma_ring(const __grid_constant__ TmaDesc tm_at, const __grid_constant__ TmaDesc tm_b, float* __restrict__ c, int n)
 {

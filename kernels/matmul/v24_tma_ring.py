@@ -1,8 +1,8 @@
 """v17's loop fed by TMA: A transposed once by a kernel of its own, then both operands copied into
 a ring of shared-memory stages that warp 0 keeps full, with no CTA-wide barrier in the loop.
 
-``v24_tma_ring.cu`` sets the tiles and the depth and holds the two kernels; ``matmul_tma_ring.cuh``,
-new here, holds their bodies. First ``matmul_transpose_a`` writes At = Aᵀ into a scratch matrix (32 x 32
+``v24_tma_ring.cu`` sets the tiles and the depth and holds the product's kernel; ``matmul_tma_ring.cuh``,
+new here, holds its body and the transposition's kernel. First ``matmul_transpose_a`` writes At = Aᵀ into a scratch matrix (32 x 32
 tiles through shared memory). Then ``matmul_tma_ring``: v17's lanes (16 x 8 outputs, four float4s of
 sA and two of sB a step, step k + 1's values read during step k's FMAs) read a k-major slice of At and
 one of B that TMA copied as two plain boxes into a ring of STAGES stages; lane 0 of warp 0 arms each

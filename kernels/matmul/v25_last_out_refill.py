@@ -2,8 +2,8 @@
 late.
 
 ``v25_last_out_refill.cu`` sets the tiles and the depth (v24's sweep winner: 32-deep slices, three in
-the ring) and holds the two kernels; ``matmul_tma_ring_last.cuh``, new here, holds the ring's new
-loop; the transposition, the copies and the step loop are v24's (``matmul_tma_ring.cuh``), and so is
+the ring) and holds the product's kernel; ``matmul_tma_ring_last.cuh``, new here, holds the ring's
+refill by the last warp out; the transposition, the copies and the step loop are v24's (``matmul_tma_ring.cuh``), and so is
 the launch (``matmul_host_tma_ring.py``). Each warp, after its last read of a stage, adds one to the
 stage's counter in shared memory; the warp that completes the count issues the copies of the slice
 STAGES further on into that stage. No empty mbarriers, and no warp waits for another to refill.
