@@ -42,14 +42,7 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
     const u32 bar_full_k = sm.bar_full_k, bar_full_v = sm.bar_full_v, bar_empty_k = sm.bar_empty_k,
               bar_empty_v = sm.bar_empty_v, bar_q = sm.bar_q, bar_q_empty = sm.bar_q_empty;
 
-    const int n_tiles = (seqlen + BLOCK_N - 1) / BLOCK_N;
-    const int tail = seqlen - (n_tiles - 1) * BLOCK_N;
-    const int blocks_per_head = seqlen / BLOCK_M;
-    const int units_per_head = blocks_per_head / CLUSTER;
-    const int n_units = units_per_head * n_heads;
-    const u32 rank = CLUSTER > 1 ? cluster_rank() : 0u;
-    const int cluster_id = (int)blockIdx.x / CLUSTER;
-    const int n_clusters = (int)gridDim.x / CLUSTER;
+    const auto [n_tiles, tail, units_per_head, n_units, rank, cluster_id, n_clusters] = units_of(seqlen, n_heads);
 
     init_units(sm);
 

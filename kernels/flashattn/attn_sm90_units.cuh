@@ -49,6 +49,29 @@ struct UnitsSmem {
     }
 };
 
+// The work of a launch: the K/V tiles a unit walks (the last one `tail` rows long), the units of a
+// head and of the launch, and this CTA's place: its rank in its cluster, the cluster's number and how
+// many clusters the grid holds.
+//     const auto [n_tiles, tail, units_per_head, n_units, rank, cluster_id, n_clusters] = units_of(seqlen, n_heads);
+struct Units {
+    int n_tiles, tail, units_per_head, n_units;
+    u32 rank;
+    int cluster_id, n_clusters;
+};
+
+__device__ __forceinline__ Units units_of(int seqlen, int n_heads)
+{
+    const int n_tiles = (seqlen + BLOCK_N - 1) / BLOCK_N;
+    const int tail = seqlen - (n_tiles - 1) * BLOCK_N;
+    const int blocks_per_head = seqlen / BLOCK_M;
+    const int units_per_head = blocks_per_head / CLUSTER;
+    const int n_units = units_per_head * n_heads;
+    const u32 rank = CLUSTER > 1 ? cluster_rank() : 0u;
+    const int cluster_id = (int)blockIdx.x / CLUSTER;
+    const int n_clusters = (int)gridDim.x / CLUSTER;
+    return {n_tiles, tail, units_per_head, n_units, rank, cluster_id, n_clusters};
+}
+
 // The barriers' set-up, before any role starts: thread 0 initialises a full and an empty barrier per
 // Q buffer and v15's K/V ring, then the CTA (the cluster, with CLUSTER > 1) meets once.
 __device__ __forceinline__ void init_units(const UnitsSmem& sm)
