@@ -59,6 +59,27 @@ static_assert(THREADS % S == 0 && (BN / 4) % VB_TPR == 0, "B's slice rows split 
 static_assert(A_QUADS == VA_ROWS * (S / 8) && B_QUADS == (BN / 4) / VB_TPR, "the two layouts count the same quads");
 static_assert(LOAD_GROUPS == 1 || (LOAD_GROUPS == 2 && S % 4 == 0), "one group, or two half a slice apart");
 
+#ifndef B_ROTATE
+#define B_ROTATE 0  // sB's quads stored rotated by this many elements (v26); 0: as loaded
+#endif
+static_assert(B_ROTATE >= 0 && B_ROTATE < 4, "a rotation within a quad");
+
+#if B_ROTATE
+// v with its elements rotated by R: element p of the result is element (p + R) % 4 of v
+template <int R>
+__device__ __forceinline__ float4 rotate4(float4 v)
+{
+    if (R == 1) return make_float4(v.y, v.z, v.w, v.x);
+    if (R == 2) return make_float4(v.z, v.w, v.x, v.y);
+    return make_float4(v.w, v.x, v.y, v.z);
+}
+#define B_STORED(v) rotate4<B_ROTATE>(v)  // a quad of B as sB holds it
+#define B_READ(v) rotate4<4 - B_ROTATE>(v)  // and back in column order
+#else
+#define B_STORED(v) (v)  // without rotation the source is v17's exactly, and so is its machine code
+#define B_READ(v) (v)
+#endif
+
 // the swizzle of sA: columns XORed with 16 in the rows k with k % 8 >= 4
 __device__ __forceinline__ constexpr int a_swizzle(int k) { return (k & 4) ? 16 : 0; }
 
@@ -174,7 +195,7 @@ __device__ __forceinline__ void vec_values(const float* stage, const VecOffsets&
     for (int mi = 0; mi < M / 4; ++mi) put4(av, mi * 4, ld_float4(sa + mi * 32));
     const float* sb = stage + o.b_read + k * BN;
 #pragma unroll
-    for (int ni = 0; ni < N / 4; ++ni) put4(bv, ni * 4, ld_float4(sb + ni * 16));
+    for (int ni = 0; ni < N / 4; ++ni) put4(bv, ni * 4, B_READ(ld_float4(sb + ni * 16)));
 }
 
 // quad g into the stage at `stage` as fp32: A's down a column of sA, B's whole
@@ -190,7 +211,7 @@ __device__ __forceinline__ void vec_store_quad(float* stage, const VecOffsets& o
         p[2 * BM] = v.z;
         p[3 * BM] = v.w;
     } else {
-        st_float4(stage + o.b_store + (g - A_QUADS) * VB_TPR * 4, v);
+        st_float4(stage + o.b_store + (g - A_QUADS) * VB_TPR * 4, B_STORED(v));
     }
 }
 
