@@ -40,6 +40,20 @@ def test_loops_and_collisions_of_a_listing():
     # R16 = R10(cached, predicated) * R17 + R19: R17 and R19, 1 and 3 mod 4 but both odd -> mod 2 only
     # R20 = R21 * 2 + R22: the immediate fetches nothing; R21 and R22: 1 and 2 -> none
     assert r.collisions == {4: 3, 2: 4}
+    # fetched: 3 + 2 (R12 cached) + 2 (R12 still cached) + 3 + 2 (R10 cached) + 2 (an immediate) = 14 for 6 FMAs
+    assert r.fetched == {1: pytest.approx(14 / 6), 2: pytest.approx(14 / 6)}
+
+
+def test_two_reuse_entries_keep_an_operand_the_fma_after_next_reads():
+    """cuBLAS's pattern: b0 flagged, then b1 flagged, then b0 read again. With one entry a slot b1 evicts
+    b0; with two (told apart by parity) b0 is still there."""
+    sb = _tool()
+    body = [sb.Instruction(0x10, "FFMA R7, R132.reuse, R136.reuse, R7"),
+            sb.Instruction(0x20, "FFMA R11, R132, R137.reuse, R11"),
+            sb.Instruction(0x30, "LDS.128 R160, [R0+0x200]"),
+            sb.Instruction(0x40, "FFMA R6, R133.reuse, R136, R6")]
+    assert sb.fetched_per_ffma(body, 1) == pytest.approx(8 / 3)
+    assert sb.fetched_per_ffma(body, 2) == pytest.approx(7 / 3)
 
 
 def test_bad_input_is_named(tmp_path, capsys):
@@ -67,3 +81,4 @@ def test_v26_rotation_parts_the_b_registers_from_the_accumulators():
     v17, v26 = found["matmul_unguarded_loop"], found["matmul_rotated_b"]
     assert v17.instructions == v26.instructions == 1108 and v17.ffma == v26.ffma == 1024
     assert (v17.collisions[4], v26.collisions[4]) == (912, 90)
+    assert round(v17.fetched[2], 2) == 2.14  # the worklog's figure for v17's loop (cuBLAS's: 1.57)

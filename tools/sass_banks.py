@@ -8,7 +8,10 @@ registers share a bank is counted as a collision. The model is a reading of the 
 measurement: the stall probes (``tools/matmul_stall_probe.py``) say whether the warps wait on it.
 
 For every loop (a backward branch) of at least ``--min`` instructions it prints the instruction count,
-the FMAs, how many FMAs flag each slot for reuse, and the collisions under both models.
+the FMAs, how many FMAs flag each slot for reuse, the collisions under both models, and the registers an
+FMA fetches from the register file on average when each slot's reuse cache holds one register, or two
+(one even, one odd: the reading under which cuBLAS's flags, set on an operand that the FMA after next
+reads, save a fetch).
 
     python3 tools/sass_banks.py kernels/matmul/v26_rotated_b.cu matmul_rotated_b -D BM=256 -D BN=128 \\
         -D WM=128 -D WN=32 -D S=8 -D THREADS=256
@@ -59,6 +62,7 @@ class LoopBanks:
     ffma: int
     reuse_by_slot: dict[int, int] = field(default_factory=dict)
     collisions: dict[int, int] = field(default_factory=dict)  # banks (4 or 2) -> FMAs whose fetched registers share one
+    fetched: dict[int, float] = field(default_factory=dict)  # reuse-cache entries a slot (1 or 2) -> registers fetched an FMA
     opcodes: Counter = field(default_factory=Counter)
 
 
@@ -120,7 +124,28 @@ def loop_banks(body: list[Instruction], banks: tuple[int, ...] = (4, 2)) -> Loop
             reuse[slot] += flagged
         prev = srcs
     res.reuse_by_slot = dict(sorted(reuse.items()))
+    res.fetched = {e: fetched_per_ffma(body, e) for e in (1, 2)}
     return res
+
+
+def fetched_per_ffma(body: list[Instruction], entries: int) -> float:
+    """Registers an FFMA of ``body`` reads from the register file, on average, when each operand slot
+    caches the registers flagged ``.reuse`` in it, ``entries`` of them told apart by register number
+    mod ``entries``; an operand read without the flag leaves its entry empty."""
+    caches: list[dict[int, int]] = [{}, {}, {}]
+    fetched = count = 0
+    for ins in body:
+        if ins.opcode.split(".")[0] != "FFMA":
+            continue
+        count += 1
+        srcs = ffma_sources(ins.text)
+        fetched += sum(caches[slot].get(reg % entries) != reg for slot, reg, _ in srcs)
+        for slot, reg, flagged in srcs:
+            if flagged:
+                caches[slot][reg % entries] = reg
+            else:
+                caches[slot].pop(reg % entries, None)
+    return fetched / count if count else 0.0
 
 
 def disassemble(source: Path, kernel: str, defines: dict[str, str], cuobjdump: str) -> str:
@@ -170,7 +195,8 @@ def main(argv: list[str] | None = None) -> None:
             r = loop_banks(body)
             print(f"{name[:60]} loop {r.start:#x}-{r.end:#x}: {r.instructions} instructions, {r.ffma} FFMA, "
                   f"reuse flags by slot {r.reuse_by_slot}, FMAs with fetched registers in one bank: "
-                  f"{r.collisions[4]} (mod 4), {r.collisions[2]} (mod 2)")
+                  f"{r.collisions[4]} (mod 4), {r.collisions[2]} (mod 2); registers fetched an FMA: "
+                  f"{r.fetched[1]:.2f} (one reuse entry a slot), {r.fetched[2]:.2f} (two)")
 
 
 if __name__ == "__main__":
