@@ -196,8 +196,10 @@ def test_each_version_states_its_traffic_with_its_own_tiles(name):
         rows, cols = (cfg["V"], cfg["V"]) if "V" in cfg else mod.lane_outputs(cfg)
         tile_rows, tile_cols = (cfg["L"], cfg["L"]) if "L" in cfg else (cfg["BM"], cfg["BN"])
         transposition = n**2 if number in (24, 25) else 0  # v24 and v25 read A once more, to transpose it
-        assert t.global_reads == pytest.approx(n**3 / tile_rows + n**3 / tile_cols + transposition)
-        assert t.shared_reads == pytest.approx(n**3 / rows + n**3 / cols)
+        # v27: Strassen's seven half-size products, 12 operand terms of each input, 7/8 of the multiply
+        reads, shared = (1.5, 7 / 8) if number == 27 else (1, 1)
+        assert t.global_reads == pytest.approx(reads * (n**3 / tile_rows + n**3 / tile_cols) + transposition)
+        assert t.shared_reads == pytest.approx(shared * (n**3 / rows + n**3 / cols))
     for config in mod.SWEEP:  # every sweep point has a model
         assert mod.traffic(1024, config).global_reads > 0
 
@@ -277,3 +279,33 @@ def test_v17_sweep_builds_in_the_swept_dtype_without_spills(config):
     assert k.spill_stores <= allowed and k.spill_loads <= allowed and k.stack_bytes <= allowed, \
         (config, build.log[-2000:])
     assert k.shared_bytes <= 48 * 1024  # static shared memory: the launch opts in to nothing more
+
+
+def test_the_strassen_table_multiplies():
+    """matmul_strassen.cuh's table of the seven products, read from the header and run in numpy on
+    quadrants: the quadrant sums it names, multiplied and added into C's quadrants with its signs, give
+    A·B (so a wrong sign or quadrant fails here, not first on the GPU)."""
+    import re
+
+    import numpy as np
+
+    text = (ROOT / "kernels" / "matmul" / "matmul_strassen.cuh").read_text(encoding="utf-8")
+    body = text[text.index("strassen_product(int r)"):]
+    rows = re.findall(r"(?:case \d|default): return \{([^}]*)\};", body)
+    assert len(rows) == 7
+    rng = np.random.default_rng(27)
+    h = 5
+    a, b = rng.standard_normal((2 * h, 2 * h)), rng.standard_normal((2 * h, 2 * h))
+
+    def quad(m, q):
+        return m[(q >> 1) * h:(q >> 1) * h + h, (q & 1) * h:(q & 1) * h + h]
+
+    c = np.zeros((2 * h, 2 * h))
+    for row in rows:
+        f = [float(x.rstrip("f")) for x in row.split(",")]
+        a1, a2, sa, b1, b2, sb, c1, c2, s1, s2 = f
+        m = (quad(a, int(a1)) + sa * quad(a, int(a2))) @ (quad(b, int(b1)) + sb * quad(b, int(b2)))
+        quad(c, int(c1))[...] += s1 * m
+        if c2 >= 0:
+            quad(c, int(c2))[...] += s2 * m
+    assert np.allclose(c, a @ b)

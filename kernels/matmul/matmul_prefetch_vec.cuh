@@ -186,6 +186,18 @@ struct VecOffsets {
     int b_store;  // A_STAGE + its first quad of B
 };
 
+// the offsets of a lane at `lanes` that loads the quads at `places`
+__device__ __forceinline__ VecOffsets vec_offsets(const WarpLanes& lanes, const QuadPlaces& places)
+{
+    VecOffsets o;
+    o.a_read[0] = lanes.row0;
+    o.a_read[1] = lanes.row0 ^ 16;
+    o.b_read = A_STAGE + lanes.col0;
+    o.a_store = places.a_k * BM + (places.a_row ^ a_swizzle(places.a_k));
+    o.b_store = A_STAGE + places.b_k * BN + places.b_col;
+    return o;
+}
+
 // the lane's M values of A and N of B at step k of the stage at `stage` (k known at compile time)
 template <int M, int N>
 __device__ __forceinline__ void vec_values(const float* stage, const VecOffsets& o, int k, float (&av)[M], float (&bv)[N])
@@ -228,8 +240,8 @@ __device__ __forceinline__ void vec_store_group(float* stage, const VecOffsets& 
 // step S/2 once the first is stored, into the stage at `next`; the last group is stored before the
 // last step, and step 0's values of `next` are read after the barrier. `next` was last read before
 // the previous slice's barrier: it is free all slice long.
-template <bool VEC, int M, int N>
-__device__ __forceinline__ void vec_slice(const float* stage, float* next, const VecOffsets& o, SliceLoader<VEC>& ld,
+template <class Loader, int M, int N>
+__device__ __forceinline__ void vec_slice(const float* stage, float* next, const VecOffsets& o, Loader& ld,
                                           bool more, quad_t (&q)[GROUP_QUADS], float (&av)[2][M], float (&bv)[2][N],
                                           float (&acc)[M][N])
 {
@@ -256,6 +268,40 @@ __device__ __forceinline__ void vec_slice(const float* stage, float* next, const
     ld.advance();
 }
 
+// slices [s0, s1) out of the two stages at smem, slice s0 already stored into stage 0 (no barrier passed
+// since) and `ld`'s pointers at slice s0 + 1: their sums written to acc. Loader gives load_group<G>
+// and advance() (SliceLoader; v27's two-term loader), and prefetch_l2 with L2_PREFETCH.
+template <class Loader, int M, int N>
+__device__ __forceinline__ void run_slices(float* smem, const VecOffsets& o, Loader& ld, int s0, int s1,
+                                           float (&acc)[M][N]
+#if L2_PREFETCH
+                                           , bool a_owner, bool b_owner
+#endif
+)
+{
+    float av[2][M], bv[2][N];  // step k's values and step k + 1's
+    float sum[M][N] = {};
+    quad_t q[GROUP_QUADS];
+#pragma unroll
+    for (int g = 0; g < GROUP_QUADS; ++g) q[g] = zero_quad();  // what the last slice stores into the unused stage
+    u32 cur = 0;  // the stage being read, in floats from smem: 0 or STAGE_FLOATS
+    __syncthreads();
+    vec_values(smem, o, 0, av[0], bv[0]);
+    // slice s - 1 out of stage cur, slice s into the other; the last iteration loads nothing and
+    // stores what the registers hold into the stage no one reads again (one barrier more a segment)
+    for (int s = s0 + 1; s <= s1; ++s) {
+#if L2_PREFETCH
+        if (s + L2_PREFETCH < s1) ld.prefetch_l2(L2_PREFETCH, a_owner, b_owner);  // the pointers are at slice s
+#endif
+        vec_slice(smem + cur, smem + (cur ^ STAGE_FLOATS), o, ld, s < s1, q, av, bv, sum);
+        cur ^= STAGE_FLOATS;
+    }
+#pragma unroll
+    for (int i = 0; i < M; ++i)
+#pragma unroll
+        for (int j = 0; j < N; ++j) acc[i][j] = sum[i][j];
+}
+
 // slices [s0, s1) of the BM x BN tile of C at (tile_row, tile_col): their sums written to acc (the lane's
 // outputs), with the loop compiled for one path (VEC: n % 4 == 0). Slices count from the partial
 // one: slice 0 covers k in [r - S, r), slice j >= 1 covers [r + (j - 1)·S, r + j·S). Slice s0 is
@@ -266,20 +312,13 @@ __device__ __forceinline__ void sliced_segment(float* smem, const elem_t* __rest
                                                int n, int tile_row, int tile_col, int s0, int s1,
                                                float (&acc)[WarpLanes::M][WarpLanes::N])
 {
-    constexpr int M = WarpLanes::M, N = WarpLanes::N;
     const int tid = threadIdx.x;
     const int slices = (n + S - 1) / S;
     // k of slice 0 run from r - S to r - 1, from r on every slice is whole; slice s0 + 1 starts at rs
     const int rs = n - (slices - 1) * S + s0 * S;
     const WarpLanes lanes = warp_lanes(tid);
     const QuadPlaces places(tid);
-
-    VecOffsets o;
-    o.a_read[0] = lanes.row0;
-    o.a_read[1] = lanes.row0 ^ 16;
-    o.b_read = A_STAGE + lanes.col0;
-    o.a_store = places.a_k * BM + (places.a_row ^ a_swizzle(places.a_k));
-    o.b_store = A_STAGE + places.b_k * BN + places.b_col;
+    const VecOffsets o = vec_offsets(lanes, places);
 
     // slice s0, guarded, into stage 0
 #pragma unroll
@@ -296,30 +335,11 @@ __device__ __forceinline__ void sliced_segment(float* smem, const elem_t* __rest
     for (int i = 0; i < B_QUADS; ++i)  // VEC: n >= 4
         ld.pb[i] = b + at(min(rs + places.b_k, n - 1), VEC ? min(tile_col + places.b_col_of(A_QUADS + i), n - 4) : 0, n);
 
-    float av[2][M], bv[2][N];  // step k's values and step k + 1's
-    float sum[M][N] = {};
-    quad_t q[GROUP_QUADS];
-#pragma unroll
-    for (int g = 0; g < GROUP_QUADS; ++g) q[g] = zero_quad();  // what the last slice stores into the unused stage
-    u32 cur = 0;  // the stage being read, in floats from smem: 0 or STAGE_FLOATS
-    __syncthreads();
-    vec_values(smem, o, 0, av[0], bv[0]);
-    // slice s - 1 out of stage cur, slice s into the other; the last iteration loads nothing and
-    // stores what the registers hold into the stage no one reads again (one barrier more a segment)
+    run_slices(smem, o, ld, s0, s1, acc
 #if L2_PREFETCH
-    const bool a_owner = places.a_k == 0, b_owner = places.b_col % 32 == 0;
+               , places.a_k == 0, places.b_col % 32 == 0
 #endif
-    for (int s = s0 + 1; s <= s1; ++s) {
-#if L2_PREFETCH
-        if (s + L2_PREFETCH < s1) ld.prefetch_l2(L2_PREFETCH, a_owner, b_owner);  // the pointers are at slice s
-#endif
-        vec_slice(smem + cur, smem + (cur ^ STAGE_FLOATS), o, ld, s < s1, q, av, bv, sum);
-        cur ^= STAGE_FLOATS;
-    }
-#pragma unroll
-    for (int i = 0; i < M; ++i)
-#pragma unroll
-        for (int j = 0; j < N; ++j) acc[i][j] = sum[i][j];
+    );
 }
 
 // the CTA's BM x BN tile of C with the loop compiled for one path (VEC: n % 4 == 0)
