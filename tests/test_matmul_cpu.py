@@ -196,8 +196,10 @@ def test_each_version_states_its_traffic_with_its_own_tiles(name):
         rows, cols = (cfg["V"], cfg["V"]) if "V" in cfg else mod.lane_outputs(cfg)
         tile_rows, tile_cols = (cfg["L"], cfg["L"]) if "L" in cfg else (cfg["BM"], cfg["BN"])
         transposition = n**2 if number in (24, 25) else 0  # v24 and v25 read A once more, to transpose it
-        # v27: Strassen's seven half-size products, 12 operand terms of each input, 7/8 of the multiply
-        reads, shared = (1.5, 7 / 8) if number == 27 else (1, 1)
+        # v27: Strassen's seven half-size products, 12 operand terms of each input, 7/8 of the multiply;
+        # v28: the sums formed first, each product reading one term
+        reads, shared = {27: (1.5, 7 / 8), 28: (7 / 8, 7 / 8)}.get(number, (1, 1))
+        transposition += 2 * n**2 if number == 28 else 0  # v28's pass over A and B for the operand sums
         assert t.global_reads == pytest.approx(reads * (n**3 / tile_rows + n**3 / tile_cols) + transposition)
         assert t.shared_reads == pytest.approx(shared * (n**3 / rows + n**3 / cols))
     for config in mod.SWEEP:  # every sweep point has a model
@@ -308,4 +310,42 @@ def test_the_strassen_table_multiplies():
         quad(c, int(c1))[...] += s1 * m
         if c2 >= 0:
             quad(c, int(c2))[...] += s2 * m
+    assert np.allclose(c, a @ b)
+
+
+def test_the_strassen_sums_feed_the_same_products():
+    """matmul_strassen_sums.cuh's pass (the five sums of A's quadrants and of B's, as its code writes
+    them) and its feed table (which block or quadrant each product multiplies), run in numpy with v27's
+    table of where each product goes: A·B again."""
+    import re
+
+    import numpy as np
+
+    text = (ROOT / "kernels" / "matmul" / "matmul_strassen_sums.cuh").read_text(encoding="utf-8")
+    v27 = (ROOT / "kernels" / "matmul" / "matmul_strassen.cuh").read_text(encoding="utf-8")
+    targets = re.findall(r"(?:case \d|default): return \{([^}]*)\};", v27[v27.index("strassen_product(int r)"):])
+    feed = re.findall(r"(?:case \d|default): return \{(true|false), (\d), (true|false), (\d)\};", text)
+    branch_a, branch_b = text[text.index("if (!of_b)"):].split("} else {")[:2]
+    sums = [re.findall(r"s\[(\d)\] = add4\((x\d\d), (x\d\d), (-?1\.0)f\);", part) for part in (branch_a, branch_b)]
+    assert len(targets) == len(feed) == 7 and [len(s) for s in sums] == [5, 5]
+    rng = np.random.default_rng(28)
+    h = 4
+    a, b = rng.standard_normal((2 * h, 2 * h)), rng.standard_normal((2 * h, 2 * h))
+
+    def quad(m, q):
+        return m[(q >> 1) * h:(q >> 1) * h + h, (q & 1) * h:(q & 1) * h + h]
+
+    def blocks(m, formulas):
+        x = {f"x{(q >> 1) + 1}{(q & 1) + 1}": quad(m, q) for q in range(4)}
+        return {int(i): x[u] + float(s) * x[v] for i, u, v, s in formulas}
+
+    ta, tb = blocks(a, sums[0]), blocks(b, sums[1])
+    c = np.zeros((2 * h, 2 * h))
+    for (a_sum, qa, b_sum, qb), row in zip(feed, targets):
+        ma = ta[int(qa)] if a_sum == "true" else quad(a, int(qa))
+        mb = tb[int(qb)] if b_sum == "true" else quad(b, int(qb))
+        f = [float(x.rstrip("f")) for x in row.split(",")]
+        quad(c, int(f[6]))[...] += f[8] * (ma @ mb)
+        if f[7] >= 0:
+            quad(c, int(f[7]))[...] += f[9] * (ma @ mb)
     assert np.allclose(c, a @ b)

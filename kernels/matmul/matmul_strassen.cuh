@@ -55,6 +55,12 @@ __device__ __forceinline__ StrassenProduct strassen_product(int r)
 __device__ __forceinline__ int quadrant_row(int q, int h) { return (q >> 1) * h; }
 __device__ __forceinline__ int quadrant_col(int q, int h) { return (q & 1) * h; }
 
+// u + s·v, element by element (one FMA each)
+__device__ __forceinline__ float4 add4(float4 u, float4 v, float s)
+{
+    return make_float4(fmaf(s, v.x, u.x), fmaf(s, v.y, u.y), fmaf(s, v.z, u.z), fmaf(s, v.w, u.w));
+}
+
 // a slice's quads of two-term operands: term one's quad plus the sign times term two's, read at the
 // same place of the two quadrants (two SliceLoaders whose pointers advance together)
 struct SumLoader {
@@ -63,9 +69,7 @@ struct SumLoader {
 
     __device__ __forceinline__ quad_t load(int g) const
     {
-        const float s = g < A_QUADS ? sa : sb;
-        const float4 u = t1.load(g), v = t2.load(g);
-        return make_float4(fmaf(s, v.x, u.x), fmaf(s, v.y, u.y), fmaf(s, v.z, u.z), fmaf(s, v.w, u.w));
+        return add4(t1.load(g), t2.load(g), g < A_QUADS ? sa : sb);
     }
 
     __device__ __forceinline__ void advance()
@@ -124,6 +128,23 @@ __device__ __forceinline__ void add_into_quadrant(float* __restrict__ c, const f
             }
 }
 
+// product p's tile at (tile_row, tile_col) from `ld`, whose pointers are at its slice 0, added into C
+template <class Loader>
+__device__ __forceinline__ void product_tile(float* smem, Loader& ld, const WarpLanes& lanes, const VecOffsets& o,
+                                             const StrassenProduct& p, float* __restrict__ c, int tile_row, int tile_col,
+                                             int n)
+{
+    // slice 0 into stage 0 (every slice is whole), then the pointers at slice 1
+#pragma unroll
+    for (int g = 0; g < QUADS; ++g) vec_store_quad(smem, o, g, ld.load(g));
+    ld.advance();
+
+    float acc[WarpLanes::M][WarpLanes::N];
+    run_slices(smem, o, ld, 0, n / 2 / S, acc);
+    add_into_quadrant(c, acc, lanes, p.c1, p.s1, tile_row, tile_col, n);
+    if (p.c2 >= 0) add_into_quadrant(c, acc, lanes, p.c2, p.s2, tile_row, tile_col, n);
+}
+
 // the CTA's tile of product blockIdx.z, added into C (zeroed by the caller)
 __device__ __forceinline__ void strassen_tile(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
                                               int n)
@@ -140,13 +161,5 @@ __device__ __forceinline__ void strassen_tile(const float* __restrict__ a, const
     point_term(ld.t2, a, b, places, p.a2, p.b2, tile_row, tile_col, n);
     ld.sa = p.sa;
     ld.sb = p.sb;
-    // slice 0 into stage 0 (every slice is whole), then the pointers at slice 1
-#pragma unroll
-    for (int g = 0; g < QUADS; ++g) vec_store_quad(smem, o, g, ld.load(g));
-    ld.advance();
-
-    float acc[WarpLanes::M][WarpLanes::N];
-    run_slices(smem, o, ld, 0, n / 2 / S, acc);
-    add_into_quadrant(c, acc, lanes, p.c1, p.s1, tile_row, tile_col, n);
-    if (p.c2 >= 0) add_into_quadrant(c, acc, lanes, p.c2, p.s2, tile_row, tile_col, n);
+    product_tile(smem, ld, lanes, o, p, c, tile_row, tile_col, n);
 }
