@@ -211,3 +211,22 @@ def test_a_run_binds_the_median_of_its_sm_clock_readings(ctx):
     assert float(bound.sm_clock_min_mhz) <= float(bound.sm_clock_median_mhz) <= float(bound.sm_clock_max_mhz)
     # a run whose clock moved, and whose median is neither of its extremes: the binding is not min or max renamed
     assert min(clocks) < statistics.median(clocks) < max(clocks)
+
+
+def test_a_run_binds_its_checks_largest_error():
+    """`max_abs_error` is the run's own check (matmul v28's first benchmark run against v17's in the same
+    session: the two errors differ, so the binding reads the run it is given); a peer binds its own check,
+    and a run or peer without one is refused by name."""
+    from reporter import store
+    from reporter.analysis.facts import BindingError, PeerFacts
+
+    mm = binding_context(summarize(get_assignment(ROOT / "kernels", "matmul"), ROOT / "logs", "h100"))
+    runs = {r.run_id: r for r in store.runs(ROOT / "logs", "matmul")}
+    v28, v17 = "20261127T122450209Z_h100_benchmark", "20261127T122454922Z_h100_benchmark"
+    assert mm["v28"].at(v28).max_abs_error == runs[v28].check.max_abs_error
+    assert mm["v17"].at(v17).max_abs_error == runs[v17].check.max_abs_error
+    assert runs[v28].check.max_abs_error != runs[v17].check.max_abs_error
+    cublas = next(p for p in runs[v28].peers if p.name == "cublas")  # a peer's result is checked in the run too
+    assert PeerFacts(cublas).max_abs_error == cublas.check.max_abs_error
+    with pytest.raises(BindingError, match="no check"):
+        PeerFacts(cublas.model_copy(update={"check": None})).max_abs_error

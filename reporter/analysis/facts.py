@@ -265,6 +265,19 @@ class TimingFacts(_Facts):
         return Number(self._t().mean_ms / float(self.floor_ms), 3)
 
 
+    def _check(self):
+        run = self.__dict__.get("_run")
+        return run.check if run is not None else None
+
+    @property
+    def max_abs_error(self) -> float:
+        """The check of the run (a peer: of its result in the run): the largest absolute difference from
+        the reference on the run's input."""
+        check = self._check()
+        if check is None or check.max_abs_error is None:
+            raise BindingError(f"{self._what}: no check with an error recorded")
+        return check.max_abs_error
+
     @property
     def registers(self) -> int:
         """Registers a thread of the run's CUDA kernel as ptxas gave them (the most of its kernels' builds)."""
@@ -279,6 +292,9 @@ class PeerFacts(TimingFacts):
     def __init__(self, peer: PeerResult) -> None:
         self._peer = peer
         self._what = f"peer '{peer.name}'"
+
+    def _check(self):
+        return self._peer.check
 
     def _key(self) -> str | None:
         return None  # which run timed it is not known here
