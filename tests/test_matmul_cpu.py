@@ -198,8 +198,9 @@ def test_each_version_states_its_traffic_with_its_own_tiles(name):
         transposition = n**2 if number in (24, 25) else 0  # v24 and v25 read A once more, to transpose it
         # v27: Strassen's seven half-size products, 12 operand terms of each input, 7/8 of the multiply;
         # v28: the sums formed first, each product reading one term
-        reads, shared = {27: (1.5, 7 / 8), 28: (7 / 8, 7 / 8)}.get(number, (1, 1))
-        transposition += 2 * n**2 if number == 28 else 0  # v28's pass over A and B for the operand sums
+        reads, shared = {27: (1.5, 7 / 8), 28: (7 / 8, 7 / 8), 29: (7 / 8, 7 / 8)}.get(number, (1, 1))
+        transposition += 2 * n**2 if number in (28, 29) else 0  # v28's pass over A and B for the operand sums
+        transposition += 7 * n**2 / 4 if number == 29 else 0  # v29's pass over the seven products
         assert t.global_reads == pytest.approx(reads * (n**3 / tile_rows + n**3 / tile_cols) + transposition)
         assert t.shared_reads == pytest.approx(shared * (n**3 / rows + n**3 / cols))
     for config in mod.SWEEP:  # every sweep point has a model

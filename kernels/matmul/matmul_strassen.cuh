@@ -128,11 +128,10 @@ __device__ __forceinline__ void add_into_quadrant(float* __restrict__ c, const f
             }
 }
 
-// product p's tile at (tile_row, tile_col) from `ld`, whose pointers are at its slice 0, added into C
-template <class Loader>
-__device__ __forceinline__ void product_tile(float* smem, Loader& ld, const WarpLanes& lanes, const VecOffsets& o,
-                                             const StrassenProduct& p, float* __restrict__ c, int tile_row, int tile_col,
-                                             int n)
+// a product's tile from `ld`, whose pointers are at its slice 0, over `slices` slices: the lane's sums
+// handed to `epilogue`
+template <class Loader, class Epilogue>
+__device__ __forceinline__ void product_tile(float* smem, Loader& ld, const VecOffsets& o, int slices, Epilogue epilogue)
 {
     // slice 0 into stage 0 (every slice is whole), then the pointers at slice 1
 #pragma unroll
@@ -140,7 +139,15 @@ __device__ __forceinline__ void product_tile(float* smem, Loader& ld, const Warp
     ld.advance();
 
     float acc[WarpLanes::M][WarpLanes::N];
-    run_slices(smem, o, ld, 0, n / 2 / S, acc);
+    run_slices(smem, o, ld, 0, slices, acc);
+    epilogue(acc);
+}
+
+// a product's tile added into its one or two quadrants of C
+template <int M, int N>
+__device__ __forceinline__ void add_products(float* __restrict__ c, const float (&acc)[M][N], const WarpLanes& lanes,
+                                             const StrassenProduct& p, int tile_row, int tile_col, int n)
+{
     add_into_quadrant(c, acc, lanes, p.c1, p.s1, tile_row, tile_col, n);
     if (p.c2 >= 0) add_into_quadrant(c, acc, lanes, p.c2, p.s2, tile_row, tile_col, n);
 }
@@ -161,5 +168,7 @@ __device__ __forceinline__ void strassen_tile(const float* __restrict__ a, const
     point_term(ld.t2, a, b, places, p.a2, p.b2, tile_row, tile_col, n);
     ld.sa = p.sa;
     ld.sb = p.sb;
-    product_tile(smem, ld, lanes, o, p, c, tile_row, tile_col, n);
+    product_tile(smem, ld, o, n / 2 / S, [&](const float (&acc)[WarpLanes::M][WarpLanes::N]) {
+        add_products(c, acc, lanes, p, tile_row, tile_col, n);
+    });
 }

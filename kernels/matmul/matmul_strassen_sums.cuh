@@ -69,10 +69,12 @@ __device__ __forceinline__ void strassen_sums_of(const float* __restrict__ a, co
     }
 }
 
-// product blockIdx.z's tile, its operands read from the inputs' quadrants and the sums' blocks
-__device__ __forceinline__ void strassen_fed_tile(const float* __restrict__ a, const float* __restrict__ ta,
-                                                  const float* __restrict__ b, const float* __restrict__ tb,
-                                                  float* __restrict__ c, int n)
+// product blockIdx.z's tile, its operands read from the inputs' quadrants and the sums' blocks, handed
+// to `epilogue(acc, lanes, product, tile_row, tile_col)`
+template <class Epilogue>
+__device__ __forceinline__ void strassen_fed_tile_with(const float* __restrict__ a, const float* __restrict__ ta,
+                                                       const float* __restrict__ b, const float* __restrict__ tb, int n,
+                                                       Epilogue epilogue)
 {
     __shared__ __align__(16) float smem[2 * STAGE_FLOATS];
     const StrassenProduct p = strassen_product(blockIdx.z);
@@ -84,5 +86,18 @@ __device__ __forceinline__ void strassen_fed_tile(const float* __restrict__ a, c
 
     SliceLoader<true> ld;
     point_term(ld, f.a_sum ? ta : a, f.b_sum ? tb : b, places, f.qa, f.qb, tile_row, tile_col, n);
-    product_tile(smem, ld, lanes, o, p, c, tile_row, tile_col, n);
+    product_tile(smem, ld, o, n / 2 / S, [&](const float (&acc)[WarpLanes::M][WarpLanes::N]) {
+        epilogue(acc, lanes, p, tile_row, tile_col);
+    });
+}
+
+// v28: the tile added into its quadrants of C (zeroed by the caller)
+__device__ __forceinline__ void strassen_fed_tile(const float* __restrict__ a, const float* __restrict__ ta,
+                                                  const float* __restrict__ b, const float* __restrict__ tb,
+                                                  float* __restrict__ c, int n)
+{
+    strassen_fed_tile_with(a, ta, b, tb, n, [&](const float (&acc)[WarpLanes::M][WarpLanes::N], const WarpLanes& lanes,
+                                                const StrassenProduct& p, int tile_row, int tile_col) {
+        add_products(c, acc, lanes, p, tile_row, tile_col, n);
+    });
 }
