@@ -95,6 +95,7 @@ def test_sweep_bindings_name_a_configuration_and_a_sweep(ctx):
     assert text == "1 2 True"
     ms = bind("{{ v14.sweep_ms('STAGES=3 CLUSTER=2 RELEASE_CLUSTER=1') }}", ctx, Path("w.md"))
     assert float(ms) > 20  # the first build's cluster-scope releases
+
     with pytest.raises(WorklogError, match="no such configuration"):
         bind("{{ v14.sweep_ms('STAGES=9') }}", ctx, Path("w.md"))
     with pytest.raises(WorklogError, match="matches 0 sweeps"):
@@ -211,6 +212,19 @@ def test_a_run_binds_the_median_of_its_sm_clock_readings(ctx):
     assert float(bound.sm_clock_min_mhz) <= float(bound.sm_clock_median_mhz) <= float(bound.sm_clock_max_mhz)
     # a run whose clock moved, and whose median is neither of its extremes: the binding is not min or max renamed
     assert min(clocks) < statistics.median(clocks) < max(clocks)
+
+
+def test_a_sweep_point_binds_its_mean():
+    """A swept configuration's time is the mean of its samples, the statistic the sweep ranks by and its
+    table prints (matmul v29's sweep, whose 8-deep point's mean and median differ in the third digit)."""
+    import gzip
+    import json
+
+    mm = binding_context(summarize(get_assignment(ROOT / "kernels", "matmul"), ROOT / "logs", "h100"))
+    path = ROOT / "logs" / "matmul" / "v29_strassen_combine" / "sweeps" / "20261127T124124833Z_h100_benchmark.json.gz"
+    point = next(p for p in json.loads(gzip.decompress(path.read_bytes()))["points"] if p["config"]["S"] == 8)
+    bound = mm["v29"].sweep_ms("BM=128 BN=128 WM=64 WN=32 S=8")
+    assert float(bound) == point["timing"]["mean_ms"] != point["timing"]["median_ms"]
 
 
 def test_a_run_binds_its_checks_largest_error():

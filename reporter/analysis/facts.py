@@ -588,8 +588,9 @@ class VersionFacts(TimingFacts):
         return decision(self._sweep(at, f"{self.short}.sweep_decision()"))
 
     def sweep_ms(self, config: str, at: str | None = None) -> Number:
-        """The median of one swept configuration, named as 'STAGES=3 CLUSTER=2' (every key, in the
-        sweep's order), in the newest sweep or the one whose id starts with ``at``."""
+        """The time of one swept configuration, named as 'STAGES=3 CLUSTER=2' (every key, in the
+        sweep's order), in the newest sweep or the one whose id starts with ``at``: the mean of its
+        samples, the statistic the sweep ranks by and its table prints (:data:`reporter.standing.STATISTIC`)."""
         label = f"{self.short}.sweep_ms({config!r}{'' if at is None else ', ' + repr(at)})"
         sw = self._sweep(at, label)
         names = _config_names(sw)
@@ -597,7 +598,7 @@ class VersionFacts(TimingFacts):
             if name == config:
                 if p.timing is None:
                     raise BindingError(f"{label}: that configuration was not timed ({p.error or 'no timing'})")
-                return Number(p.timing.median_ms)
+                return Number(p.timing.mean_ms)
         raise BindingError(f"{label}: no such configuration (have: {'; '.join(names)})")
 
     def sweep_order(self, config: str, at: str | None = None) -> int:
