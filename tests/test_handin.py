@@ -257,6 +257,22 @@ def test_a_kernel_header_a_version_introduced_shows_its_marked_step():
     assert c10.against == "kernels/flashattn/v08_overlap.cu" and any("__all_sync" in t for _, t in c10.lines)
 
 
+def test_a_header_new_in_a_version_shows_its_marked_region():
+    """matmul v28's own .cu only declares its kernels; its idea, the pass that forms the ten operand sums, is
+    in matmul_strassen_sums.cuh, new with it, which marks that region: the step shows the region, not a diff
+    of the header against v27's .cu. v26, which brings no header, is still a diff."""
+    from reporter.render.code import key_change
+
+    a = get_assignment(ROOT / "kernels", "matmul")
+    vs = a.versions()
+    v28 = next(v for v in vs if v.short == "v28")
+    c = key_change(v28, [v for v in vs if v.number < 28], ROOT)
+    assert c.excerpt is not None and c.path == "kernels/matmul/matmul_strassen_sums.cuh"
+    assert "strassen_sums_of" in c.excerpt.code and "product_tile" not in c.excerpt.code
+    v26 = next(v for v in vs if v.short == "v26")
+    assert key_change(v26, [v for v in vs if v.number < 26], ROOT).excerpt is None
+
+
 def test_chart_labels_never_overlap():
     from reporter.analysis.hroofline import hierarchical_roofline
     from reporter.render import charts

@@ -61,6 +61,7 @@ __device__ __forceinline__ float4 add4(float4 u, float4 v, float s)
     return make_float4(fmaf(s, v.x, u.x), fmaf(s, v.y, u.y), fmaf(s, v.z, u.z), fmaf(s, v.w, u.w));
 }
 
+// region key: v27's loader: the quads of a two-term operand added as a slice loads
 // a slice's quads of two-term operands: term one's quad plus the sign times term two's, read at the
 // same place of the two quadrants (two SliceLoaders whose pointers advance together)
 struct SumLoader {
@@ -85,6 +86,8 @@ struct SumLoader {
         for (int g = GROUP * GROUP_QUADS; g < QUADS && g < (GROUP + 1) * GROUP_QUADS; ++g) q[g - GROUP * GROUP_QUADS] = load(g);
     }
 };
+
+// endregion
 
 // term (quadrants qa of A and qb of B) of the CTA's tile at (tile_row, tile_col) of a product: its
 // pointers at slice 0 (k from 0)

@@ -26,6 +26,7 @@ __device__ __forceinline__ void strassen_stored_tile(const float* __restrict__ a
     });
 }
 
+// region key: v29's pass: C written once from the seven stored products
 // C's four quadrants from the seven products in m
 __device__ __forceinline__ void strassen_combine_of(const float* __restrict__ m, float* __restrict__ c, int n)
 {
@@ -42,3 +43,4 @@ __device__ __forceinline__ void strassen_combine_of(const float* __restrict__ m,
         st_float4(c + at(row + h, col + h, n), add4(add4(add4(p[0], p[1], -1.0f), p[2], 1.0f), p[5], 1.0f));
     }
 }
+// endregion

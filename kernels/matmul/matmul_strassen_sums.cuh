@@ -37,6 +37,7 @@ __device__ __forceinline__ StrassenFeed strassen_feed(int r)
     }
 }
 
+// region key: v28's pass: the ten operand sums, each position of the quadrants read once
 // the ten operand sums into ta and tb (3h x n each)
 __device__ __forceinline__ void strassen_sums_of(const float* __restrict__ a, const float* __restrict__ b,
                                                  float* __restrict__ ta, float* __restrict__ tb, int n)
@@ -68,6 +69,8 @@ __device__ __forceinline__ void strassen_sums_of(const float* __restrict__ a, co
         for (int q = 0; q < 5; ++q) st_float4(t + at(quadrant_row(q, h) + row, quadrant_col(q, h) + col, n), s[q]);
     }
 }
+
+// endregion
 
 // product blockIdx.z's tile, its operands read from the inputs' quadrants and the sums' blocks, handed
 // to `epilogue(acc, lanes, product, tile_row, tile_col)`

@@ -589,6 +589,14 @@ def key_change(v: Version, earlier: list[Version], repo_root: Path) -> Change:
             ex = Excerpt(path=rel(own), first_line=first, code="\n".join(lines[:MAX_LINES]), language="cuda",
                          truncated=len(lines) > MAX_LINES)
             return Change(path=ex.path, against=None, lines=[], shown=0, total=0, excerpt=ex)
+    for header in introduced_headers(v, earlier):
+        # a header new in this version that marks its key code: that region, as the version compiles it
+        if header != kernel_source and (m := _marked(_as_compiled_by(v, earlier, header) or "")):
+            first, code = m
+            lines = [line for line in code.rstrip().splitlines() if line.strip()]
+            ex = Excerpt(path=rel(header), first_line=first, code="\n".join(lines[:MAX_LINES]), language="cuda",
+                         truncated=len(lines) > MAX_LINES)
+            return Change(path=ex.path, against=None, lines=[], shown=0, total=0, excerpt=ex)
     sources = [(kernel_source, ".cu", "cuda")]
     sources += [(h, ".cu", "cuda") for h in introduced_headers(v, earlier) if h != kernel_source]
     sources.append((v.path, ".py", "python"))
