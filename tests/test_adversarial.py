@@ -426,6 +426,34 @@ def _build_stopped(tmp_path: Path, sig: int) -> Path:
     return tmpdir
 
 
+def test_an_interrupt_while_the_book_folder_is_made_waits_until_it_is_registered(tmp_path):
+    """The race behind a book folder left by SIGTERM: a signal that comes while the folder is being made is
+    raised only once the folder (and its cleanup) exists. Here the signal is sent from inside the making, as a
+    job runner's kill can land: without the hold, the interrupt would unwind before the folder was made."""
+    import tempfile
+
+    from reporter.commands.build import _interrupted
+    from reporter.render import book
+
+    made = []
+
+    def make():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # the handler would run here, at the next bytecode, were it not held
+        made.append(tempfile.TemporaryDirectory(dir=tmp_path))
+        return made[-1]
+
+    previous = signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            book._held_interrupts(make)
+        assert signal.getsignal(signal.SIGTERM) is _interrupted  # the build's handler is back
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert len(made) == 1
+    made[0].cleanup()
+
+
 def test_a_build_stopped_with_sigterm_leaves_no_book_folder(tmp_path):
     tmpdir = _build_stopped(tmp_path, signal.SIGTERM)
     assert not list(tmpdir.glob("report-book-*"))

@@ -25,6 +25,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -243,6 +244,31 @@ def remove_stale_folders(tmp: Path | None = None) -> list[Path]:
     return removed
 
 
+def _held_interrupts(make: Callable[[], Any]) -> Any:
+    """``make()`` with SIGTERM and SIGINT held: a signal that comes while it runs is raised as its handler
+    raises it (reporter.commands.build's interrupt) once ``make`` has returned, so that what it made (a
+    temporary folder) has its cleanup registered before any interrupt unwinds. Masking the signal is not
+    enough: another thread of the process can receive it, and Python then runs the handler in the main
+    thread at once. Off the main thread, where handlers cannot be set, ``make()`` as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        return make()
+    came: list[tuple[int, Any]] = []
+    held = (signal.SIGTERM, signal.SIGINT)
+    before = {s: signal.signal(s, lambda signum, frame: came.append((signum, frame))) for s in held}
+    try:
+        made = make()
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+    for signum, frame in came[:1]:
+        handler = before[signum]
+        if callable(handler):
+            handler(signum, frame)  # raises: the caller's interrupt, now that `made` is registered
+        elif handler == signal.SIG_DFL:
+            signal.raise_signal(signum)
+    return made
+
+
 class Book:
     """Parts given as they are ready (:meth:`add`: laid out at once on a free worker, or taken from
     the cache), then the contents and the binding (:meth:`finish`). ``workers``: those started
@@ -250,14 +276,7 @@ class Book:
 
     def __init__(self, workers: list[Worker], cache: PartCache, base_url: Path, most: int = 2) -> None:
         remove_stale_folders()
-        # SIGTERM held while the folder is made: delivered between mkdtemp and the cleanup's registration,
-        # the interrupt it raises (reporter.commands.build) would leave the folder with nothing to remove it
-        held = {signal.SIGTERM}
-        signal.pthread_sigmask(signal.SIG_BLOCK, held)
-        try:
-            self._tmp = tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+        self._tmp = _held_interrupts(lambda: tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-"))
         self.cache = cache
         self.pool = _Pool(workers, cache, Path(self._tmp.name), base_url, max(most, len(workers)))
         self.parts: list[Part] = []
