@@ -18,7 +18,8 @@ reads, save a fetch).
     python3 tools/sass_banks.py --sass cublas.sass --function sm80_xmma_gemm_..._execute_kernel__5x_cublas
 
 The first form builds the source as ``report run`` does (the offline NVRTC) and disassembles it with
-``cuobjdump`` (``--cuobjdump PATH`` or ``$CUOBJDUMP``; pip's ``nvidia-cuda-cuobjdump`` has one). The
+``cuobjdump`` (``--cuobjdump PATH``, ``$CUOBJDUMP``, the PATH, or pip's ``nvidia-cuda-cuobjdump``, a test
+dependency). The
 second reads a listing already written by ``cuobjdump -sass`` (for a library's kernel: ``cuobjdump
 -xelf all`` on the library, then ``-sass`` on the cubin that holds it).
 """
@@ -40,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 _LINE = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 _PRED = re.compile(r"^@!?U?P\w+\s+")
-_BRANCH = re.compile(r"\bBRA\s+(?:!?U?P\w+,\s*)?0x([0-9a-f]+)")
+_BRANCH = re.compile(r"\bBRA(?:\.\w+)*\s+(?:!?U?P\w+,\s*)?0x([0-9a-f]+)")
 _REG = re.compile(r"-?\|?R(\d+)(\.reuse)?\|?")
 
 
@@ -148,6 +149,23 @@ def fetched_per_ffma(body: list[Instruction], entries: int) -> float:
     return fetched / count if count else 0.0
 
 
+def _wheel_binary(name: str) -> str | None:
+    """``name`` as pip's nvidia-cuda-* wheels install it (nvidia/cu13/bin, ...), or None."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("nvidia")
+    for root in (Path(p) for p in (spec.submodule_search_locations or [])) if spec else []:
+        for sub in ("cu13/bin", "cu12/bin", f"cuda_{name}/bin"):
+            if (root / sub / name).is_file():
+                return str(root / sub / name)
+    return None
+
+
+def find_cuobjdump() -> str | None:
+    """``$CUOBJDUMP``, else ``cuobjdump`` on the PATH, else the one pip's ``nvidia-cuda-cuobjdump`` installs."""
+    return os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump") or _wheel_binary("cuobjdump")
+
+
 def disassemble(source: Path, kernel: str, defines: dict[str, str], cuobjdump: str) -> str:
     sys.path.insert(0, str(ROOT))
     from reporter import cuda
@@ -156,7 +174,11 @@ def disassemble(source: Path, kernel: str, defines: dict[str, str], cuobjdump: s
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "k.cubin"
         path.write_bytes(cubin)
-        out = subprocess.run([cuobjdump, "-sass", "-fun", kernel, str(path)], capture_output=True, text=True)
+        env = dict(os.environ)
+        nvdisasm = shutil.which("nvdisasm") or _wheel_binary("nvdisasm")  # cuobjdump -sass runs it
+        if nvdisasm:
+            env["PATH"] = os.pathsep.join([str(Path(nvdisasm).parent), env.get("PATH", "")])
+        out = subprocess.run([cuobjdump, "-sass", "-fun", kernel, str(path)], capture_output=True, text=True, env=env)
     if out.returncode != 0 or "Function" not in out.stdout:
         raise SystemExit(f"sass_banks: cuobjdump found no kernel {kernel!r} in {source}: {out.stderr.strip()}")
     return out.stdout
@@ -169,7 +191,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--sass", type=Path, help="a cuobjdump -sass listing to read instead of building")
     p.add_argument("--function", help="with --sass: the function to read (default: every one)")
-    p.add_argument("--cuobjdump", default=os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump"))
+    p.add_argument("--cuobjdump", default=None, help="the disassembler (default: $CUOBJDUMP, the PATH, or pip's "
+                   "nvidia-cuda-cuobjdump)")
     p.add_argument("--min", type=int, default=500, help="shortest loop reported, in instructions (default 500)")
     args = p.parse_args(argv)
     if args.sass:
@@ -177,8 +200,9 @@ def main(argv: list[str] | None = None) -> None:
     else:
         if not (args.source and args.kernel):
             p.error("give a source and its kernel, or --sass LISTING")
+        args.cuobjdump = args.cuobjdump or find_cuobjdump()
         if not args.cuobjdump:
-            p.error("no cuobjdump: pass --cuobjdump PATH or set $CUOBJDUMP (pip download nvidia-cuda-cuobjdump)")
+            p.error("no cuobjdump: pass --cuobjdump PATH or set $CUOBJDUMP (pip install nvidia-cuda-cuobjdump)")
         bad = [d for d in args.defines if "=" not in d]
         if bad:
             p.error(f"-D wants NAME=VALUE, got {bad[0]!r}")
@@ -186,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     funcs = functions(listing)
     if args.function:
         if args.function not in funcs:
-            raise SystemExit(f"sass_banks: no function {args.function!r} in {args.sass}")
+            raise SystemExit(f"sass_banks: no function {args.function!r} in {args.sass or args.source}")
         funcs = {args.function: funcs[args.function]}
     for name, code in funcs.items():
         for body in loops(code):
