@@ -27,6 +27,9 @@
 #if ELEM_FP16
 #error "matmul_strassen.cuh: fp32 only (build with ELEM_FP16=0)"
 #endif
+#if L2_PREFETCH
+#error "matmul_strassen.cuh: product_tile runs the slices without v19's L2 prefetch (build with L2_PREFETCH=0)"
+#endif
 
 // which quadrants (0: X11, 1: X12, 2: X21, 3: X22) a product multiplies and where it adds its result
 struct StrassenProduct {
