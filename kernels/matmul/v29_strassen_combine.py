@@ -8,11 +8,11 @@ tiles and slices, ``matmul_strassen_whole``, v17's kernel. ``matmul_strassen.cuh
 now takes the epilogue as a callable, v27's and v28's the reductions they had.
 
 Hypothesis: v28 adds each product into C with vector reductions into a C zeroed first, 12 quadrants of
-reductions through L2 and a 4 N²-byte memset a call; the order the reductions land in changes C's last
-bits from call to call, and some of its calls run up to a tenth slower than the rest. Storing the
+reductions through L2 and a 4 N²-byte memset a call; the order the reductions land in can change C's last
+bits from call to call, and its calls under our timer spread upwards from a floor near do_bench's median. Storing the
 seven products (7 N²/4 floats written) and combining them in one pass (7 N²/4 read, N² written) moves
 about as many bytes without a read-modify-write in L2 and without the memset, so it should take v28's
-time or less, with one result for one input and calls that do not fall into two groups.
+time or less, with one result for one input and calls that do not spread.
 """
 
 from __future__ import annotations
