@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -82,8 +83,9 @@ def merge(source: Path, logs: Path) -> MergeOutcome:
     blobs = {k: v for k, v in files.items() if PurePosixPath(k).parts[0] == sources.FOLDER}
     records: dict[str, bytes] = {}  # by the path the record is kept at (``.json.gz``): its JSON bytes
     taken: set[str] = set()  # the shipped files read as records (kept or refused)
+    attached = _attachments(files, blobs)
     for k, v in files.items():
-        if k in blobs or not store.is_record_name(k):
+        if k in blobs or not store.is_record_name(k) or k in attached:
             continue
         try:
             raw = store.record_bytes(v, Path("logs") / k)
@@ -117,6 +119,25 @@ def merge(source: Path, logs: Path) -> MergeOutcome:
             continue
         _place_record(logs, rel, raw, out)
     return out
+
+
+def _attachments(files: dict[str, bytes], blobs: dict[str, bytes]) -> set[str]:
+    """The shipped files that a shipped record names as its attachments (a probe's raw output, kept beside
+    it under the names in its ``attachments``): copied as they are, never read as records, whatever JSON
+    they hold (a trace's stamps are a list)."""
+    out: set[str] = set()
+    for k, v in files.items():
+        if k in blobs or not store.is_record_name(k):
+            continue
+        try:
+            data = json.loads(store.record_bytes(v, Path("logs") / k))
+        except (store.RecordError, ValueError, RecursionError):
+            continue
+        names = data.get("attachments") if isinstance(data, dict) and "schema_version" in data else None
+        if isinstance(names, list):
+            folder = PurePosixPath(k).parent
+            out.update((folder / n).as_posix() for n in names if isinstance(n, str) and "/" not in n)
+    return out - {k for k in files if k in blobs}
 
 
 def _refusal(rel: str, data: bytes, logs: Path, incoming_texts: set[str]) -> str | None:
