@@ -262,10 +262,16 @@ def _held_interrupts(make: Callable[[], Any]) -> Any:
             signal.signal(s, handler)
     for signum, frame in came[:1]:
         handler = before[signum]
-        if callable(handler):
-            handler(signum, frame)  # raises: the caller's interrupt, now that `made` is registered
-        elif handler == signal.SIG_DFL:
-            signal.raise_signal(signum)
+        try:
+            if callable(handler):
+                handler(signum, frame)  # raises: the caller's interrupt, now that `made` is registered
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(signum)
+        except BaseException:
+            cleanup = getattr(made, "cleanup", None)  # the caller never gets it: remove it now, not at exit
+            if callable(cleanup):
+                cleanup()
+            raise
     return made
 
 
