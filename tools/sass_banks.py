@@ -38,6 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from reporter.cuda.nvrtc import nvidia_wheel_file  # noqa: E402
 
 _LINE = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
 _PRED = re.compile(r"^@!?U?P\w+\s+")
@@ -151,14 +154,8 @@ def fetched_per_ffma(body: list[Instruction], entries: int) -> float:
 
 def _wheel_binary(name: str) -> str | None:
     """``name`` as pip's nvidia-cuda-* wheels install it (nvidia/cu13/bin, ...), or None."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("nvidia")
-    for root in (Path(p) for p in (spec.submodule_search_locations or [])) if spec else []:
-        for sub in ("cu13/bin", "cu12/bin", f"cuda_{name}/bin"):
-            if (root / sub / name).is_file():
-                return str(root / sub / name)
-    return None
+    found = nvidia_wheel_file("bin", name, f"cuda_{name}")
+    return str(found) if found is not None else None
 
 
 def find_cuobjdump() -> str | None:
@@ -167,7 +164,6 @@ def find_cuobjdump() -> str | None:
 
 
 def disassemble(source: Path, kernel: str, defines: dict[str, str], cuobjdump: str) -> str:
-    sys.path.insert(0, str(ROOT))
     from reporter import cuda
 
     cubin = cuda.nvrtc_cubin_offline(source, defines=defines)

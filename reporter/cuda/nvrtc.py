@@ -26,13 +26,20 @@ def find_nvrtc_library() -> Path | None:
     env = os.environ.get(NVRTC_LIBRARY_ENV)
     if env:
         return Path(env) if Path(env).is_file() else None
+    return nvidia_wheel_file("lib", "libnvrtc.so.*", "cuda_nvrtc")
+
+
+def nvidia_wheel_file(folder: str, pattern: str, package: str) -> Path | None:
+    """The first file named by ``pattern`` in ``folder`` (``lib``, ``bin``) of pip's NVIDIA CUDA wheels:
+    ``nvidia/cu13/<folder>``, then ``nvidia/cu12/<folder>``, then the older wheels' ``nvidia/<package>/<folder>``
+    (``cuda_nvrtc``); None where no such wheel is installed."""
     import importlib.util
 
     spec = importlib.util.find_spec("nvidia")
     roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
     for root in roots:
-        for sub in ("cu13/lib", "cu12/lib", "cuda_nvrtc/lib"):
-            found = sorted((root / sub).glob("libnvrtc.so.*"))
+        for sub in (f"cu13/{folder}", f"cu12/{folder}", f"{package}/{folder}"):
+            found = sorted((root / sub).glob(pattern))
             if found:
                 return found[0]
     return None
