@@ -178,3 +178,15 @@ __device__ __forceinline__ void strassen_tile(const float* __restrict__ a, const
         add_products(c, acc, lanes, p, tile_row, tile_col, n);
     });
 }
+
+// the versions' kernels: 128 x 128 tiles two CTAs an SM, larger ones one (as v17's)
+#ifndef CTAS_PER_SM
+#define CTAS_PER_SM (BM * BN <= 128 * 128 ? 2 : 1)
+#endif
+
+// v17's kernel on the whole matrix: what v27-v29 launch for sizes that do not split into whole tiles and slices
+extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
+matmul_strassen_whole(const elem_t* __restrict__ a, const elem_t* __restrict__ b, elem_t* __restrict__ c, int n)
+{
+    vec_tile(a, b, c, n);
+}

@@ -72,6 +72,14 @@ __device__ __forceinline__ void strassen_sums_of(const float* __restrict__ a, co
 
 // endregion
 
+// the sums' pass as v28's and v29's hosts launch it: (h²/4 / 256, 2) blocks of 256 threads
+extern "C" __global__ void __launch_bounds__(256)
+strassen_sums(const elem_t* __restrict__ a, const elem_t* __restrict__ b, float* __restrict__ ta, float* __restrict__ tb,
+              int n)
+{
+    strassen_sums_of(a, b, ta, tb, n);
+}
+
 // product blockIdx.z's tile, its operands read from the inputs' quadrants and the sums' blocks, handed
 // to `epilogue(acc, lanes, product, tile_row, tile_col)`
 template <class Epilogue>

@@ -2,7 +2,8 @@
 // h x h quadrant sums (h = n / 2) instead of eight, so 7/8 of v17's FMAs; the operand sums are formed
 // as each slice is loaded, the products added into C's quadrants by vector reductions at the end.
 // The grid is (h / BN, h / BM, 7), a product a z. For n that does not split into whole tiles and
-// slices the host launches matmul_strassen_whole instead: v17's kernel on the whole matrix.
+// slices the host launches matmul_strassen_whole instead: v17's kernel on the whole matrix, defined in
+// matmul_strassen.cuh for v27-v29.
 
 #include "matmul.cuh"
 
@@ -14,16 +15,8 @@
 #include "matmul_prefetch_vec.cuh"
 #include "matmul_strassen.cuh"
 
-#define CTAS_PER_SM (BM * BN <= 128 * 128 ? 2 : 1)
-
 extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
 matmul_strassen(const elem_t* __restrict__ a, const elem_t* __restrict__ b, elem_t* __restrict__ c, int n)
 {
     strassen_tile(a, b, c, n);
-}
-
-extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
-matmul_strassen_whole(const elem_t* __restrict__ a, const elem_t* __restrict__ b, elem_t* __restrict__ c, int n)
-{
-    vec_tile(a, b, c, n);
 }

@@ -1,7 +1,7 @@
 // v29: v28's sums and products, each product stored into a block of its own, then C written once by
 // strassen_combine (matmul_strassen_combine.cuh): no reductions, no zeroed C, the same bits every call.
-// matmul_strassen_whole is v17's kernel on the whole matrix, for sizes that do not split into whole
-// tiles and slices.
+// The headers define v28's strassen_sums and matmul_strassen_whole (v17's kernel on the whole matrix, for
+// sizes that do not split into whole tiles and slices).
 
 #include "matmul.cuh"
 
@@ -12,15 +12,6 @@
 
 #include "matmul_prefetch_vec.cuh"
 #include "matmul_strassen_combine.cuh"
-
-#define CTAS_PER_SM (BM * BN <= 128 * 128 ? 2 : 1)
-
-extern "C" __global__ void __launch_bounds__(256)
-strassen_sums(const elem_t* __restrict__ a, const elem_t* __restrict__ b, float* __restrict__ ta, float* __restrict__ tb,
-              int n)
-{
-    strassen_sums_of(a, b, ta, tb, n);
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
 matmul_strassen_stored(const elem_t* __restrict__ a, const float* __restrict__ ta, const elem_t* __restrict__ b,
@@ -33,10 +24,4 @@ extern "C" __global__ void __launch_bounds__(256)
 strassen_combine(const float* __restrict__ m, elem_t* __restrict__ c, int n)
 {
     strassen_combine_of(m, c, n);
-}
-
-extern "C" __global__ void __launch_bounds__(THREADS, CTAS_PER_SM)
-matmul_strassen_whole(const elem_t* __restrict__ a, const elem_t* __restrict__ b, elem_t* __restrict__ c, int n)
-{
-    vec_tile(a, b, c, n);
 }
