@@ -7,7 +7,9 @@ order over ``--rounds`` rounds: ``--warm-s`` seconds of back-to-back calls to br
 the cap, a synchronise, then ``--measure-s`` seconds of back-to-back calls between two readings of
 NVML's total energy counter (``nvmlDeviceGetTotalEnergyConsumption``, millijoules). It records per
 window the calls, the wall time per call, the joules per call, the mean power and the SM clocks
-NVML reported while the window ran (sampled between launches, without synchronising). No L2 flush
+NVML reported while the window ran (sampled between launches). At most two calls are in flight (the
+host waits for call i - 2 before it queues call i), so a window's calls are the calls its time
+covers, and no deep queue keeps the card loaded past it. No L2 flush
 between calls: the cases' calls take a millisecond or more, and the probe asks what the card
 spends on the work, not how long one cold call takes. On the GPU node, from the repository root::
 
@@ -37,6 +39,21 @@ def abba(names: list[str], rounds: int) -> list[str]:
     return out
 
 
+_in_flight: list = []
+
+
+def run_bounded(fn, data) -> None:
+    """One call of ``fn``, queued once at most one earlier call is still running."""
+    import torch
+
+    if len(_in_flight) >= 2:
+        _in_flight.pop(0).synchronize()
+    fn(data)
+    e = torch.cuda.Event()
+    e.record()
+    _in_flight.append(e)
+
+
 def window(fn, data, seconds: float, nvml, handle) -> dict[str, float]:
     """Back-to-back calls of ``fn`` for about ``seconds`` (the card already at its cap): calls, ms a
     call, joules a call, mean watts, the SM clocks seen."""
@@ -47,7 +64,7 @@ def window(fn, data, seconds: float, nvml, handle) -> dict[str, float]:
     t0 = time.perf_counter()
     calls, clocks = 0, []
     while time.perf_counter() - t0 < seconds:
-        fn(data)
+        run_bounded(fn, data)
         calls += 1
         if calls % 4 == 0:
             clocks.append(float(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)))
@@ -55,6 +72,7 @@ def window(fn, data, seconds: float, nvml, handle) -> dict[str, float]:
     t1 = time.perf_counter()
     e1 = nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
     joules = (e1 - e0) / 1000.0
+    _in_flight.clear()
     return {"calls": calls, "ms_per_call": 1000.0 * (t1 - t0) / calls, "joules_per_call": joules / calls,
             "watts": joules / (t1 - t0), "sm_clock_median_mhz": statistics.median(clocks) if clocks else float("nan"),
             "sm_clock_min_mhz": min(clocks) if clocks else float("nan")}
@@ -90,7 +108,7 @@ def main() -> None:
         for i, n in enumerate(abba(names, rounds)):
             t0 = time.perf_counter()
             while time.perf_counter() - t0 < warm_s:
-                fns[n](data)
+                run_bounded(fns[n], data)
             w = window(fns[n], data, measure_s, pynvml, handle)
             rows.append({"contender": n, "window": i, **w})
             print(f"{case:12} {n[:22]:22} {w['ms_per_call']:8.4f} ms {w['joules_per_call']:8.4f} J "
