@@ -14,7 +14,12 @@ between calls: the cases' calls take a millisecond or more, and the probe asks w
 spends on the work, not how long one cold call takes. On the GPU node, from the repository root::
 
     python3 tools/attn_energy_probe.py --cases benchmark,test_medium \\
-        --contenders v16_launch_plan,v26_split_q,sdpa_cudnn --name flashattn_energy
+        --contenders v16_launch_plan,v26_split_q,sdpa_cudnn,gemm_same_flops --name flashattn_energy
+
+The contender ``gemm_same_flops`` is a reference, not attention: cuBLAS's fp16 product of two square
+N x N matrices (fp32 accumulation, torch.matmul), N the cube root of half the case's flops, so that
+its tensor-core work is the case's (N = 16384 for the benchmark, 8192 for test_medium): what a call of
+that much tensor work alone spends at the cap.
 """
 
 from __future__ import annotations
@@ -78,6 +83,29 @@ def window(fn, data, seconds: float, nvml, handle) -> dict[str, float]:
             "sm_clock_min_mhz": min(clocks) if clocks else float("nan")}
 
 
+_gemm: dict[int, tuple] = {}
+
+
+def gemm_n(case: dict) -> int:
+    """The side of the square product whose 2 N^3 flops are the case's 4 B H S^2 D (rounded to 128)."""
+    flops = 4.0 * case["batch_size"] * case["num_heads"] * case["seq_len"] ** 2 * case["head_dim"]
+    return int(round((flops / 2) ** (1 / 3) / 128)) * 128
+
+
+def gemm_same_flops(data) -> object:
+    """cuBLAS fp16 A @ B (N x N, fp32 accumulation) with the tensor-core work of the case of ``data``."""
+    import torch
+
+    b, h, s, d = data[0].shape
+    n = gemm_n({"batch_size": b, "num_heads": h, "seq_len": s, "head_dim": d})
+    if n not in _gemm:
+        _gemm.clear()
+        g = torch.Generator(device="cuda").manual_seed(5)
+        _gemm[n] = tuple(torch.randn(n, n, device="cuda", dtype=torch.float16, generator=g) for _ in range(2))
+    a, bm = _gemm[n]
+    return a @ bm
+
+
 def main() -> None:
     sys.path[:0] = [str(ROOT), str(ROOT / "kernels" / "flashattn")]
     import importlib
@@ -93,7 +121,8 @@ def main() -> None:
     names = _arg("--contenders", "v16_launch_plan,sdpa_cudnn").split(",")
     rounds = int(_arg("--rounds", "2"))
     warm_s, measure_s = float(_arg("--warm-s", "2")), float(_arg("--measure-s", "3"))
-    fns = {n: fa.PEERS[n].fn if n in fa.PEERS else importlib.import_module(n).custom_kernel for n in names}
+    fns = {n: fa.PEERS[n].fn if n in fa.PEERS else gemm_same_flops if n == "gemm_same_flops"
+           else importlib.import_module(n).custom_kernel for n in names}
     session = ProbeSession(_arg("--name", "flashattn_energy"), __file__)
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(_nvml_index_of_current_device(pynvml))
@@ -118,7 +147,8 @@ def main() -> None:
         del data
         torch.cuda.empty_cache()
     path = session.write(
-        {"cases": results, "warm_s": warm_s, "measure_s": measure_s, "rounds": rounds},
+        {"cases": results, "warm_s": warm_s, "measure_s": measure_s, "rounds": rounds,
+         "gemm_n": {c: gemm_n(fa.CASES[c]) for c in cases} if "gemm_same_flops" in names else {}},
         description=(f"Energy per call at the power cap (NVML's total energy counter over {measure_s} s of "
                      f"back-to-back calls after {warm_s} s of warm-up, ABBA order, {rounds} rounds) of flashattn "
                      f"{', '.join(names)} on {', '.join(cases)}: calls, ms and joules per call, mean power, SM clock."))

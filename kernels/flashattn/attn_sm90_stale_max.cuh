@@ -1,0 +1,97 @@
+// v27's step: v15's step (attn_sm90_kv176.cuh's issue_step, then the softmax and the rescale) with a
+// running max that moves only when some row of the warp grew by more than RESCALE_LOG2 since it
+// last moved (FlashAttention-4's conditional rescaling). What it does and why is in
+// v27_stale_max.cu. Include it after attn_sm90_kv176.cuh.
+//
+// Append-only: once a recorded version builds it, a helper here is never changed in place (`report
+// same-code` proves that a version's kernel still compiles to the machine code its records ran).
+#pragma once
+
+#ifndef RESCALE_LOG2
+#define RESCALE_LOG2 8     // the growth (log2 of the scaled scores) a row's max may have before the max
+                           // moves: P stays <= 2^8, which fp16 holds with its full precision
+#endif
+
+// region key: the running max moves only when a row of the warp outgrew it by RESCALE_LOG2
+// The online softmax of one S tile against a stale running max. The tile's row maxima are taken as
+// in softmax_tile; the warp votes on whether any of its 16 rows exceeds its running max by more than
+// RESCALE_LOG2. Only then does every row's max move to its new value, with alpha = exp2(m_old - m_new)
+// for l here and for O in the caller; otherwise m, l and O stay as they are and the tile's exp2 values
+// are taken against the old max (each at most 2^RESCALE_LOG2). Returns whether the max moved (the same
+// in every lane of the warp).
+template <int S>
+__device__ __forceinline__ bool softmax_tile_stale(float (&sc)[S], float& m0, float& m1, float& l0, float& l1,
+                                                   float& alpha0, float& alpha1, float scale_log2)
+{
+    float mx0 = sc[0], mx1 = sc[2];
+#pragma unroll
+    for (int jj = 0; jj < S / 4; ++jj) {
+        mx0 = fmaxf(mx0, fmaxf(sc[4 * jj], sc[4 * jj + 1]));
+        mx1 = fmaxf(mx1, fmaxf(sc[4 * jj + 2], sc[4 * jj + 3]));
+    }
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    const float t0 = mx0 * scale_log2, t1 = mx1 * scale_log2;
+    constexpr float grow = (float)RESCALE_LOG2;
+    const bool moved = __any_sync(0xffffffffu, t0 > m0 + grow || t1 > m1 + grow);
+    alpha0 = alpha1 = 1.f;
+    if (moved) {
+        const float mn0 = fmaxf(m0, t0), mn1 = fmaxf(m1, t1);
+        alpha0 = ex2(m0 - mn0);
+        alpha1 = ex2(m1 - mn1);
+        m0 = mn0;
+        m1 = mn1;
+        l0 *= alpha0;
+        l1 *= alpha1;
+    }
+    float ls0 = 0.f, ls1 = 0.f;
+#pragma unroll
+    for (int jj = 0; jj < S / 4; ++jj) {
+        sc[4 * jj] = ex2(fmaf(sc[4 * jj], scale_log2, -m0));
+        sc[4 * jj + 1] = ex2(fmaf(sc[4 * jj + 1], scale_log2, -m0));
+        sc[4 * jj + 2] = ex2(fmaf(sc[4 * jj + 2], scale_log2, -m1));
+        sc[4 * jj + 3] = ex2(fmaf(sc[4 * jj + 3], scale_log2, -m1));
+        ls0 += sc[4 * jj] + sc[4 * jj + 1];
+        ls1 += sc[4 * jj + 2] + sc[4 * jj + 3];
+    }
+    l0 += ls0;
+    l1 += ls1;
+    return moved;
+}
+
+// The second half of a step (finish_step's, attn_sm90_kv176.cuh) with the stale max: O is rescaled
+// only when the max moved.
+template <int MASK>
+__device__ __forceinline__ void finish_step_stale(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
+                                                  u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
+{
+    const int s = j % STAGES, sp = (j - 1) % STAGES;
+    wgmma_wait<1>();          // S_j complete, P.V may still run
+    fence_acc(sc);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * s);
+    if constexpr (MASK == 1) {
+        if (c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);
+    } else if constexpr (MASK == 2) {
+        if (j == c.n_tiles - 1 && c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);
+    }
+    float alpha0, alpha1;
+    const bool moved = softmax_tile_stale(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
+    wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
+    fence_acc(o);
+    fence_frag(p);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
+    if (moved) rescale_o(o, alpha0, alpha1);
+    pack_p(sc, p, 1.f);
+}
+// endregion
+
+// v15's step j = 1 .. n-1 with the stale max (the kernel's KV176_STEP hook).
+template <int MASK>
+__device__ __forceinline__ void consumer_step_stale(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
+                                                    u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
+{
+    issue_step(j, c, sc, o, p);
+    finish_step_stale<MASK>(j, c, sc, o, p, m0, m1, l0, l1);
+}

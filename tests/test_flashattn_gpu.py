@@ -1,0 +1,53 @@
+"""flashattn on the GPU beyond the per-version checks: v27's running max, which moves only when a row
+outgrew it by 2^8, gives the reference's softmax on scores whose maxima keep growing along the keys
+(so the max moves on many steps) and on scores whose maxima grow by less than the threshold every
+step (so it never moves after the first tile and P approaches 2^8), as well as on the cases' random
+scores."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from conftest import ROOT
+from reporter.assignments import get_assignment
+
+pytestmark = pytest.mark.gpu
+
+
+def _inputs(kind: str, torch, s: int = 2048):
+    """(q, k, v) of shape (1, 16, s, 128) fp16 whose scores grow along the keys: "ramp" scales the keys
+    from 0.2 to 3 times their size (the row maxima grow well past 2^8 over the sequence), "creep" raises
+    every score by 7 log2 units each 176-key tile, so the stale max moves every second tile, after P
+    came close to 2^8 against it."""
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    shape = (1, 16, s, 128)
+    q, k, v = (torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3))
+    if kind == "ramp":
+        k = k * torch.linspace(0.2, 3.0, s, device="cuda", dtype=torch.float16)[:, None]
+    elif kind == "creep":
+        # the last feature: q's is 8 and k's 8 * c * (j // 176), so the scaled score q.k / sqrt(128) of
+        # key j gains 7 log2 units (7 / log2(e) natural ones) with each 176-key tile
+        c = 7.0 * math.sqrt(128) / (8.0 * 8.0 * math.log2(math.e))
+        q, k = q.clone(), k.clone()
+        q[..., -1] = 8.0
+        k[..., -1] = (8.0 * c * (torch.arange(s, device="cuda") // 176)).to(torch.float16)
+    return q.contiguous(), k.contiguous(), v.contiguous()
+
+
+@pytest.mark.parametrize("kind", ["ramp", "creep", "random"])
+def test_v27_stale_max_gives_the_softmax(kind):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    a = get_assignment(ROOT / "kernels", "flashattn")
+    v27 = a.load(next(v for v in a.versions() if v.short == "v27"))
+    data = _inputs(kind, torch)
+    out = v27.custom_kernel(data)
+    ref = a.spec.ref_kernel(data)
+    torch.cuda.synchronize()
+    assert torch.isfinite(out).all()
+    err = (out.float() - ref.float()).abs()
+    tol = a.spec.TOLERANCE
+    assert (err <= tol.atol + tol.rtol * ref.float().abs()).all(), f"{kind}: largest error {err.max().item():.3g}"
