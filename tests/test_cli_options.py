@@ -39,6 +39,8 @@ def test_finite_options_in_range_still_work():
 
 @pytest.mark.parametrize("args,says", [
     (["crosscheck", "transform", "v10", "-c", "nope"], "--case: no case 'nope' in"),
+    (["crosscheck", "transform", "v10", "--no-course", "--do-bench-rep-ms", "0"],
+     "--do-bench-rep-ms: 0.0 is not a positive number of milliseconds"),
     (["crosscheck", "transform", "v10", "-c", "benchmark", "--course-root", "."],
      "--case: a course harness run times the course's cases; give --case with --no-course"),
 ])

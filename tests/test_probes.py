@@ -120,6 +120,21 @@ def test_a_key_of_the_results_wins_over_a_helper_of_the_same_name():
     assert (d.mean, d.count, d.x.mean, d.x.count, d.x.median) == (3.0, 7, 7 / 3, 3, 2.0)
 
 
+def test_rows_of_one_contender_are_picked_and_their_field_averaged():
+    from reporter.analysis.facts import BindingError, DataFacts
+
+    rows = [{"contender": "a", "j": 2.0}, {"contender": "b", "j": 5.0}, {"contender": "a", "j": 4.0}]
+    d = DataFacts({"rows": rows}, "data")
+    assert d.rows.where("contender", "a").pluck("j").mean == 3.0
+    assert d.rows.where("contender", "b").count == 1
+    with pytest.raises(BindingError, match="no item whose 'contender' is 'c' \\(have: a, b\\)"):
+        d.rows.where("contender", "c")
+    with pytest.raises(BindingError, match="item 0 has no 'w'"):
+        d.rows.pluck("w")
+    with pytest.raises(BindingError, match="not a list of mappings"):
+        d.rows.pluck("j").pluck("j")
+
+
 @pytest.mark.parametrize("value,why", [(float("nan"), "records hold finite numbers only"),
                                        (b"bytes", "not a JSON value")])
 def test_a_probe_record_holds_json_values_with_finite_numbers_only(value, why):

@@ -771,6 +771,29 @@ class DataFacts(_Facts):
             raise BindingError(f"{self._what}.quantile({q}): q is a fraction from 0 to 1")
         return Number(xs[min(len(xs) - 1, int(q * len(xs)))])
 
+    def where(self, key: str, value: Any) -> DataFacts:
+        """The items of a list of mappings whose ``key`` is ``value``, as a list: a probe's rows of one
+        contender, ``.cases.benchmark.where('contender', 'v16_launch_plan')``. None is an error."""
+        v = self._value
+        if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+            raise BindingError(f"{self._what} is not a list of mappings")
+        found = [x for x in v if x.get(key) == value]
+        if not found:
+            have = sorted({str(x.get(key)) for x in v})
+            raise BindingError(f"{self._what} has no item whose {key!r} is {value!r} (have: {', '.join(have)})")
+        return DataFacts(found, f"{self._what}.where({key!r}, {value!r})")
+
+    def pluck(self, key: str) -> DataFacts:
+        """Each item's ``key`` of a list of mappings, as a list (``.where(...).pluck('joules_per_call').mean``);
+        an item without it is an error."""
+        v = self._value
+        if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+            raise BindingError(f"{self._what} is not a list of mappings")
+        missing = [i for i, x in enumerate(v) if key not in x]
+        if missing:
+            raise BindingError(f"{self._what}: item {missing[0]} has no {key!r}")
+        return DataFacts([x[key] for x in v], f"{self._what}.pluck({key!r})")
+
     @property
     def count(self) -> int:
         if not isinstance(self._value, list | dict):

@@ -30,6 +30,10 @@ def command(
         "--case", "-c", help="with --no-course: the case(s) to time (default the benchmark case)")] = None,
     rest_s: Annotated[float, typer.Option("--rest-s", callback=finite(), help="seconds of idle GPU before each of our timings and "
                                                            "each do_bench call")] = 3.0,
+    do_bench_rep_ms: Annotated[float, typer.Option(
+        "--do-bench-rep-ms", callback=finite(),
+        help="do_bench's repetition budget a call, milliseconds (triton's default 100; a card at its power cap "
+             "settles about a second into back-to-back calls)")] = 100.0,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Time a version by the course's own harness (its eval.py, test and benchmark, on the export), by
@@ -49,7 +53,8 @@ def command(
         a = get_assignment(kernels, assignment)
         v = a.version(version)
         root_dir = None if no_course else require_course_root(a, course_root, repo)
-        opts = CrossCheckOptions(course_root=root_dir, peers=peer or (), rest_s=rest_s, cases=case or ())
+        opts = CrossCheckOptions(course_root=root_dir, peers=peer or (), rest_s=rest_s, cases=case or (),
+                                 do_bench_rep_ms=do_bench_rep_ms)
         check_options(a, opts)
         require_cuda()
         info = device_info()
@@ -77,13 +82,13 @@ def command(
 
 
 
-def _do_bench_median(fn, data) -> float:  # type: ignore[no-untyped-def]
+def _do_bench_median(fn, data, rep_ms) -> float:  # type: ignore[no-untyped-def]
     import torch
     import triton.testing
 
-    from ..harness.crosscheck import DO_BENCH_REP_MS, DO_BENCH_WARMUP_MS
+    from ..harness.crosscheck import DO_BENCH_WARMUP_MS
 
     fn(data)
     torch.cuda.synchronize()
-    return float(triton.testing.do_bench(lambda: fn(data), warmup=DO_BENCH_WARMUP_MS, rep=DO_BENCH_REP_MS,
+    return float(triton.testing.do_bench(lambda: fn(data), warmup=DO_BENCH_WARMUP_MS, rep=rep_ms,
                                          return_mode="median"))

@@ -10,7 +10,8 @@ after another and each from a rested card:
    session does not favour either side;
 2. our own harness: ``report run``'s rested timing of the version and the peers on every case
    of ours that matches a line of the course's test file (recorded as ordinary runs);
-3. ``triton.testing.do_bench`` with its defaults and ``return_mode='median'`` on the same cases.
+3. ``triton.testing.do_bench`` with ``return_mode='median'`` on the same cases: its default warm-up, and
+   its default repetition budget (100 ms) unless ``--do-bench-rep-ms`` gives another (recorded as ``rep_ms``).
 
 The harness's printed output is kept whole in the :class:`~reporter.records.CrossCheck`
 record, with the sha256 of the course files that ran.
@@ -31,6 +32,8 @@ on the course's machines.
 """
 
 from __future__ import annotations
+
+import math
 
 import hashlib
 import os
@@ -272,10 +275,13 @@ class CrossCheckOptions:
     do_bench: bool = True
     ours: bool = True
     cases: Sequence[str] = ()  # without a course harness: the cases to time (default the benchmark case)
+    do_bench_rep_ms: float = DO_BENCH_REP_MS  # do_bench's repetition budget a call (its own units, ms)
 
 
 def check_options(a: Assignment, opts: CrossCheckOptions) -> None:
     """Refuse, naming the option, what ``opts`` asks of ``a`` that a session could not do."""
+    if not (math.isfinite(opts.do_bench_rep_ms) and opts.do_bench_rep_ms > 0):
+        raise CrossCheckError(f"--do-bench-rep-ms: {opts.do_bench_rep_ms} is not a positive number of milliseconds")
     if opts.cases and opts.course_root is not None:
         raise CrossCheckError("--case: a course harness run times the course's cases; give --case with --no-course")
     for c in opts.cases:
@@ -285,7 +291,7 @@ def check_options(a: Assignment, opts: CrossCheckOptions) -> None:
 
 def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossCheckOptions,
                submission: str | None, run_ours: Callable[[list[str]], list[Path]],
-               do_bench: Callable[[Callable[[Any], Any], Any], float] | None,
+               do_bench: Callable[[Callable[[Any], Any], Any, float], float] | None,
                info: DeviceInfo, rest: Callable[[float], None],
                events: Events | None = None) -> tuple[Path, CrossCheck]:
     """The session described in the module's docstring; returns the record's path and the record.
@@ -293,8 +299,8 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
     ``submission`` is the version's export (``report export``'s text), which the course harness
     imports as its submission.py; needed when ``opts.course_root`` is set.
     ``run_ours(cases)`` runs our harness on the version and the peers for those cases and returns
-    the records written; ``do_bench(fn, data)`` returns ``triton.testing.do_bench``'s median (None:
-    skip it); ``rest(seconds)`` leaves the GPU idle. ``events`` hears each step as it starts.
+    the records written; ``do_bench(fn, data, rep_ms)`` returns ``triton.testing.do_bench``'s median
+    over ``opts.do_bench_rep_ms`` of repetitions (None: skip it); ``rest(seconds)`` leaves the GPU idle. ``events`` hears each step as it starts.
     """
     say = (events or Silent()).say
     check_options(a, opts)
@@ -373,9 +379,9 @@ def crosscheck(repo: Path, logs: Path, a: Assignment, v: Version, opts: CrossChe
             for name, fn in fns.items():
                 rest(opts.rest_s)
                 started = time.time() - t0
-                median = do_bench(fn, data)
+                median = do_bench(fn, data, opts.do_bench_rep_ms)
                 entries[name].do_bench.append(DoBenchResult(
-                    case_name=case, median_ms=median, warmup_ms=DO_BENCH_WARMUP_MS, rep_ms=DO_BENCH_REP_MS,
+                    case_name=case, median_ms=median, warmup_ms=DO_BENCH_WARMUP_MS, rep_ms=opts.do_bench_rep_ms,
                     rest_s=opts.rest_s, started_s=round(started, 3)))
                 say(f"do_bench: {name} on {case}: median {median:.5g} ms")
             del data
