@@ -1,5 +1,5 @@
-"""flashattn on the GPU beyond the per-version checks: v27's running max, which moves only when a row
-outgrew it by 2^8, gives the reference's softmax on scores whose maxima keep growing along the keys
+"""flashattn on the GPU beyond the per-version checks: the running max of v27 and v28, which moves only
+when a row outgrew it by 2^8, gives the reference's softmax on scores whose maxima keep growing along the keys
 (so the max moves on many steps) and on scores whose maxima grow by less than the threshold every
 step (so it never moves after the first tile and P approaches 2^8), as well as on the cases' random
 scores."""
@@ -36,18 +36,19 @@ def _inputs(kind: str, torch, s: int = 2048):
     return q.contiguous(), k.contiguous(), v.contiguous()
 
 
+@pytest.mark.parametrize("short", ["v27", "v28"])
 @pytest.mark.parametrize("kind", ["ramp", "creep", "random"])
-def test_v27_stale_max_gives_the_softmax(kind):
+def test_a_stale_running_max_gives_the_softmax(kind, short):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     a = get_assignment(ROOT / "kernels", "flashattn")
-    v27 = a.load(next(v for v in a.versions() if v.short == "v27"))
+    version = a.load(next(v for v in a.versions() if v.short == short))
     data = _inputs(kind, torch)
-    out = v27.custom_kernel(data)
+    out = version.custom_kernel(data)
     ref = a.spec.ref_kernel(data)
     torch.cuda.synchronize()
     assert torch.isfinite(out).all()
     err = (out.float() - ref.float()).abs()
     tol = a.spec.TOLERANCE
-    assert (err <= tol.atol + tol.rtol * ref.float().abs()).all(), f"{kind}: largest error {err.max().item():.3g}"
+    assert (err <= tol.atol + tol.rtol * ref.float().abs()).all(), f"{short} on {kind}: largest error {err.max().item():.3g}"
