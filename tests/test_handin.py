@@ -525,3 +525,7 @@ def test_a_structure_cut_after_a_clause_ends_as_a_sentence():
     assert _structure(whole) == whole
     listed = "`v26.cu` holds two kernels: `transpose_a` and `product`, in that order. " + "More words follow. " * 8
     assert _structure(listed, limit=40) == "`v26.cu` holds two kernels."
+    labelled = "First paragraph, long enough to take most of the budget.\n\nStructure: `v28.cu` builds it; More words."
+    assert _structure(labelled, limit=90) == ("First paragraph, long enough to take most of the budget.\n\n"
+                                              "Structure: `v28.cu` builds it.")
+    assert _structure(labelled, limit=70) == "First paragraph, long enough to take most of the budget."  # no bare label

@@ -2,7 +2,7 @@
 moves by a select after its own warp vote, and only O's rescale is skipped, after P is packed.
 
 Structure: ``v28_stale_rows.cu`` builds v15's kernel (``attn_sm90_kv176_kernel.cuh``) through its step
-hook with ``attn_sm90_stale_max.cuh``'s ``consumer_step_stale_rows``: v15's step whose softmax
+hook with ``attn_sm90_stale_rows.cuh``'s ``consumer_step_stale_rows``: v15's step whose softmax
 (``softmax_tile_stale_rows``) votes once per row, right after that row's max is reduced, moves the
 row's max by a select when some row of the warp outgrew it by more than ``RESCALE_LOG2`` (8), and
 rescales l by alpha every step (alpha is exactly 1 when the max stays); after the P·V's wait, P is

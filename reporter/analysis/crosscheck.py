@@ -114,6 +114,42 @@ def agreements(check: CrossCheck, runs: dict[str, Run] | None = None) -> list[Ag
     return [a for e in check.entries for a in _entry_agreements(e, runs or {})]
 
 
+@dataclass(frozen=True)
+class AgainstPeer:
+    """One case of a cross-check: the version and a peer by the course harness's mean (its full-window
+    runs, :attr:`Agreement.course_ms`) and by do_bench's median, and how many times faster the version
+    ran by each (the peer's time over the version's). The one place these ratios are computed: page 1
+    and the worklog bindings both print them from here."""
+
+    case: str
+    course_ms: float | None
+    do_bench_ms: float | None
+    peer_course_ms: float | None
+    peer_do_bench_ms: float | None
+
+    @property
+    def course_ratio(self) -> float | None:
+        return self.peer_course_ms / self.course_ms if self.course_ms and self.peer_course_ms else None
+
+    @property
+    def do_bench_ratio(self) -> float | None:
+        return self.peer_do_bench_ms / self.do_bench_ms if self.do_bench_ms and self.peer_do_bench_ms else None
+
+
+def against_peer(check: CrossCheck, peer: str, runs: dict[str, Run] | None = None) -> list[AgainstPeer]:
+    """The cross-check's version against ``peer``, case by case in the order the version was timed;
+    a case the peer was not timed on has no ratios."""
+    rows = agreements(check, runs)
+    mine = [a for a in rows if a.name == check.version and not a.peer]
+    theirs = {a.case: a for a in rows if a.name == peer}
+    out = []
+    for a in mine:
+        p = theirs.get(a.case)
+        out.append(AgainstPeer(case=a.case, course_ms=a.course_ms, do_bench_ms=a.do_bench_ms,
+                               peer_course_ms=p.course_ms if p else None, peer_do_bench_ms=p.do_bench_ms if p else None))
+    return out
+
+
 def runs_of(check: CrossCheck, logs) -> dict[str, Run]:  # type: ignore[no-untyped-def]
     """The runs a cross-check made, by id, read from ``logs`` (missing ones are left out)."""
     from .. import store

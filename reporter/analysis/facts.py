@@ -70,10 +70,10 @@ class _Facts:
         return sorted(n for n in dir(type(self)) if not n.startswith("_") and n != "known")
 
 
-def _need(value: float | None, what: str) -> Number:
+def _need(value: float | None, what: str, key: str | None = None, unit: str = "") -> Number:
     if value is None:
         raise BindingError(f"{what} is not recorded")
-    return Number(value)
+    return Number(value, key=key, unit=unit)
 
 
 class TimingFacts(_Facts):
@@ -618,6 +618,7 @@ class CrossCheckFacts(_Facts):
         from .crosscheck import agreements
 
         self._check = check
+        self._runs = runs
         self._rows = agreements(check, runs)
         self._what = label
 
@@ -642,6 +643,28 @@ class CrossCheckFacts(_Facts):
         if not 0 <= which < len(means):
             raise BindingError(f"{self._what}.course_ms('{case}', {which}): {len(means)} course run(s)")
         return Number(means[which])
+
+    def course_mean(self, case: str, peer: str | None = None) -> Number:
+        """The course harness's mean on the case over its runs that cover our figure's window (all of them
+        when none does): the statistic page 1 prints for the hand-in."""
+        name = peer or self._check.version
+        return _need(self._row(case, peer).course_ms, f"{self._what}.course_mean('{case}')",
+                     key=keys.xc(self._check.run_id, name, case, "course"), unit="ms")
+
+    def faster_than(self, peer: str, case: str, timer: str = "course") -> Number:
+        """How many times faster the version ran than ``peer`` on the case (the peer's time over its own),
+        by the course harness's mean (``timer='course'``) or do_bench's median ('do_bench'):
+        :func:`reporter.analysis.crosscheck.against_peer`, as page 1 prints it."""
+        from .crosscheck import against_peer
+
+        if timer not in ("course", "do_bench"):
+            raise BindingError(f"{self._what}.faster_than('{peer}', '{case}', '{timer}'): timer is 'course' or 'do_bench'")
+        row = next((r for r in against_peer(self._check, peer, self._runs) if r.case == case), None)
+        ratio = None if row is None else row.course_ratio if timer == "course" else row.do_bench_ratio
+        if ratio is None:
+            raise BindingError(f"{self._what}.faster_than('{peer}', '{case}', '{timer}'): not timed by both")
+        return Number(ratio, 4, key=keys.xc_ratio(self._check.run_id, self._check.version, peer, case, timer),
+                      unit="speedup")
 
     def course_calls(self, case: str, which: int = 0, peer: str | None = None) -> int:
         calls = self._row(case, peer).course_calls

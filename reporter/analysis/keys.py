@@ -37,3 +37,14 @@ def tone(mine: str, theirs: str, case: str) -> str:
 def course(version: str, case: str) -> str:
     """A version's mean under the course's own harness (its full-window runs)."""
     return f"course:{version}:{case}"
+
+
+def xc(check_id: str, name: str, case: str, timer: str) -> str:
+    """What one timer of a cross-check measured for a callable on a case: ``timer`` is 'course' (the course
+    harness's mean over its full-window runs) or 'do_bench' (do_bench's median)."""
+    return f"xc:{check_id}:{name}:{case}:{timer}"
+
+
+def xc_ratio(check_id: str, name: str, peer: str, case: str, timer: str) -> str:
+    """How many times faster a callable ran than a peer by one timer of a cross-check."""
+    return f"xcratio:{check_id}:{name}:{peer}:{case}:{timer}"

@@ -26,6 +26,19 @@ from .numbers import ms, pct, signed_pct
 
 
 @dataclass
+class HandinRow:
+    """One case of the hand-in's cross-check against a peer, as page 1 prints it (every cell marked)."""
+
+    case: str
+    course: Markup
+    peer_course: Markup
+    course_ratio: Markup
+    do_bench: Markup
+    peer_do_bench: Markup
+    do_bench_ratio: Markup
+
+
+@dataclass
 class Cover:
     best: str | None
     figure: Markup | str = ""
@@ -34,11 +47,15 @@ class Cover:
     facts: list[Markup | str] = field(default_factory=list)  # 'against what', one sentence each
     roof: str = ""
     other_bests: list[str] = field(default_factory=list)  # the fastest on each other headline case (CASES_WHERE)
+    handin: str | None = None  # the version handed in (the worklog's front matter 'handin')
+    handin_intro: Markup | str = ""  # the sentence before its table, or why there is no table
+    handin_rows: list[HandinRow] = field(default_factory=list)
 
 
-def cover(s: AssignmentSummary) -> Cover:
+def cover(s: AssignmentSummary, handin: str | None = None) -> Cover:
     """Page 1: the best figure, and each 'against what' from the one comparison (reporter.analysis.compare),
-    with every figure and ratio marked for the consistency check."""
+    with every figure and ratio marked for the consistency check; with ``handin`` (the version handed in),
+    its newest cross-check against a peer on every case, and the leaderboard's rank taken on it."""
     best = s.best
     fig = best.figure if best is not None else None
     others, other_bests = other_headline_facts(s)
@@ -64,7 +81,7 @@ def cover(s: AssignmentSummary) -> Cover:
                             f"{row.label} ({row.times})."))
     if not peers:
         facts.append("No peer was timed in the same run, so none is compared here.")
-    facts += leaderboard_facts(s)
+    facts += leaderboard_facts(s, handin)
     facts += others
     roof = ""
     if d.floor_ms and d.ceiling_value and fig.ms < d.floor_ms:  # faster than the model allows: the roof is not its bound
@@ -74,8 +91,53 @@ def cover(s: AssignmentSummary) -> Cover:
         roof = (f"It reaches {pct(d.fraction_of_ceiling)} of the measured ceiling ({d.ceiling}: "
                 f"{fmt_number(d.ceiling_value, 4)} {d.ceiling_unit or ''}): the work model's floor is {ms(d.floor_ms)}, "
                 f"so at most {ms(fig.ms - d.floor_ms)} ({pct(1 - d.floor_ms / fig.ms)} of its time) remain to be won.")
+    intro, rows = handin_table(s, handin) if handin else ("", [])
     return Cover(best=best.name, figure=ledger.mark(keys.fig(best.name, best.benchmark_case), ms(fig.ms)), how=fig.how,
-                 rate=rate, facts=facts, roof=roof, other_bests=other_bests)
+                 rate=rate, facts=facts, roof=roof, other_bests=other_bests, handin=handin, handin_intro=intro,
+                 handin_rows=rows)
+
+
+def handin_table(s: AssignmentSummary, handin: str) -> tuple[Markup | str, list[HandinRow]]:
+    """The hand-in on every case of its newest cross-check, beside the first peer submitted with it:
+    the course harness's mean and do_bench's median of each, and the ratio of each timer
+    (:func:`reporter.analysis.crosscheck.against_peer`, which the worklog bindings print too)."""
+    from ..analysis.crosscheck import against_peer
+
+    checks = s.crosschecks_of(handin)
+    if not checks:
+        return (f"Our hand-in is {handin}; no cross-check of it on this GPU yet (`report crosscheck "
+                f"{s.assignment.name} {handin.split('_')[0]} --peer NAME` times it with the course's harness and "
+                "do_bench beside a peer)."), []
+    check = checks[-1]
+    peer = next((e.name for e in check.entries if e.peer), None)
+    if peer is None:
+        return (f"Our hand-in is {handin}; its newest cross-check ({check.run_id}) submitted no peer beside it, "
+                "so no case is compared here."), []
+    runs = {r.run_id: r for v in s.versions for r in v.all_runs}
+    rows = []
+
+    def cell(value: float | None, key: str) -> Markup:
+        return ledger.mark(key, ms(value)) if value is not None else Markup("—")
+
+    def ratio(value: float | None, key: str) -> Markup:
+        return ledger.mark(key, f"{fmt_number(value, 4)}×") if value is not None else Markup("—")
+
+    for r in against_peer(check, peer, runs):
+        c = check.run_id
+        rows.append(HandinRow(
+            case=r.case, course=cell(r.course_ms, keys.xc(c, handin, r.case, "course")),
+            peer_course=cell(r.peer_course_ms, keys.xc(c, peer, r.case, "course")),
+            course_ratio=ratio(r.course_ratio, keys.xc_ratio(c, handin, peer, r.case, "course")),
+            do_bench=cell(r.do_bench_ms, keys.xc(c, handin, r.case, "do_bench")),
+            peer_do_bench=cell(r.peer_do_bench_ms, keys.xc(c, peer, r.case, "do_bench")),
+            do_bench_ratio=ratio(r.do_bench_ratio, keys.xc_ratio(c, handin, peer, r.case, "do_bench"))))
+    rep = next((d.rep_ms for e in check.entries for d in e.do_bench), None)
+    over = f", do_bench over {fmt_number(rep, 4)} ms of calls a case" if rep is not None else ""
+    intro = Markup(f"Our hand-in, <a href=\"#{escape(handin)}\">{escape(handin)}</a> (one submission for every case), "
+                   f"against {escape(peer)} submitted the same way, in one session (cross-check {escape(check.run_id)}"
+                   f"{escape(over)}): the course harness's mean, do_bench's median, and how many times faster the "
+                   "hand-in ran by each.")
+    return intro, rows
 
 
 def _rate(fig: Figure, s: AssignmentSummary) -> str:
@@ -121,10 +183,11 @@ def course_mean(s: AssignmentSummary, version: str) -> tuple[float, CrossCheck] 
                  if a.name == version and a.case == s.benchmark_case and a.full_window_means()), None)
 
 
-def leaderboard_facts(s: AssignmentSummary) -> list[Markup | str]:
-    """Where the best version stands against the public results: ranked by the course harness's mean
-    (the leaderboard's own measure), with one sentence on how that mean relates to our figure."""
-    best = s.best
+def leaderboard_facts(s: AssignmentSummary, handin: str | None = None) -> list[Markup | str]:
+    """Where our hand-in (``handin``; without one, the best version) stands against the public results:
+    ranked by the course harness's mean (the leaderboard's own measure), with one sentence on how that
+    mean relates to its figure."""
+    best = next((v for v in s.versions if v.name == handin), None) if handin else s.best
     if best is None or best.figure is None or not s.case_references:
         return []
     fig = best.figure.ms

@@ -144,6 +144,20 @@ class Phase:
         return self.steps[0].short if len(self.steps) == 1 else f"{self.steps[0].short}–{self.steps[-1].short}"
 
 
+def handin_of(meta: dict[str, Any], versions: list[str], path: Path) -> str | None:
+    """The version the team hands in (front matter ``handin``: a version's name or vNN), or None."""
+    spec = meta.get("handin")
+    if spec is None:
+        return None
+    if not isinstance(spec, str) or not spec.strip():
+        raise WorklogError(f"{path}: front matter 'handin' must name one version (its name or vNN), got {spec!r}")
+    found = [v for v in versions if v == spec or v.split("_")[0] == spec]
+    if len(found) != 1:
+        raise WorklogError(f"{path}: front matter 'handin': no version '{spec}' in this assignment "
+                           f"(have: {', '.join(versions)})")
+    return found[0]
+
+
 def phases_of(meta: dict[str, Any], steps: list[Step], versions: list[str], path: Path) -> list[Phase]:
     """The steps grouped by the worklog's front matter ``phases`` (version -> title, in order).
     ``versions``: every version of the assignment in order, shown or not (a phase whose opening
@@ -439,6 +453,10 @@ def _structure(doc: str, limit: int = STRUCTURE_CHARS) -> str:
             used += len(p)
             continue
         sentences = re.split(r"(?<=[.:;])\s+(?=[A-Z(`*])", p)
+        # a paragraph's label ("Structure:") is not a clause of its own: it stays with what it introduces
+        for i in range(len(sentences) - 2, -1, -1):
+            if re.fullmatch(r"[\w ]{1,24}:", sentences[i]):
+                sentences[i:i + 2] = [f"{sentences[i]} {sentences[i + 1]}"]
         part = ""
         for sentence in sentences:
             if used + len(part) + len(sentence) > limit and (part or kept):
@@ -587,7 +605,7 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
     hooks = hooks or Hooks()
     ctx = steps_ctx if steps_ctx is not None else steps_context(s, wl, repo_root, hooks, anonymous=anonymous,
                                                                 appendix_ctx=appendix_ctx)
-    c = cover(s)
+    c = cover(s, handin_of(wl.meta, [v.name for v in s.versions], wl.path))
     stop_summary = ""
     if wl.stopped is not None:
         stop_summary = first_sentences(wl.stopped.markdown, at_least=120)
