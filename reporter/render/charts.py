@@ -323,6 +323,8 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
         above_prev = i == 0 or y >= py[i - 1] or i == d.best  # the best's time above it: the floor and
         # the peers it is compared with lie below
         last = i == len(py) - 1 and i != 0
+        if last and d.best is not None and i == d.best + 1:
+            above_prev = False  # right beside the best's time, above: below its point instead
         first = i == 0  # beside its point, inward: centred, it would sit on the y axis
         dx, dy = (-5 if last else 5 if first else 0), (2 if first else 7 if above_prev else -8)
         ax.annotate(_fmt_ms(y), (px[i], y), xytext=(dx, dy),

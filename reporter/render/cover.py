@@ -105,9 +105,9 @@ def handin_table(s: AssignmentSummary, handin: str) -> tuple[Markup | str, list[
 
     checks = s.crosschecks_of(handin)
     if not checks:
-        return (f"Our hand-in is {handin}; no cross-check of it on this GPU yet (`report crosscheck "
-                f"{s.assignment.name} {handin.split('_')[0]} --peer NAME` times it with the course's harness and "
-                "do_bench beside a peer)."), []
+        cmd = f"report crosscheck {s.assignment.name} {handin.split('_')[0]} --peer NAME"
+        return Markup(f"Our hand-in is {escape(handin)}; no cross-check of it on this GPU yet (<code>{escape(cmd)}</code> "
+                      "times it with the course's harness and do_bench beside a peer)."), []
     check = checks[-1]
     peer = next((e.name for e in check.entries if e.peer), None)
     if peer is None:
@@ -227,9 +227,10 @@ def leaderboard_facts(s: AssignmentSummary, handin: str | None = None) -> list[M
     return out
 
 
-def stopping_facts(s: AssignmentSummary) -> list[Markup | str]:
+def stopping_facts(s: AssignmentSummary, handin: str | None = None) -> list[Markup | str]:
     """Computed sentences for Part 2, beside what page 1 says (the roof, the peers of the run, the
-    leaderboard): the best figure's spread and what the cross-checks measured."""
+    leaderboard): the best figure's spread and what the cross-checks of the hand-in (``handin``; without
+    one, of the best version) measured."""
     best = s.best
     fig = best.figure if best is not None else None
     if best is None or fig is None:
@@ -242,7 +243,7 @@ def stopping_facts(s: AssignmentSummary) -> list[Markup | str]:
         f"The fastest version, {escape(best.name)}, runs {escape(s.case_words)} in {figure}, the {escape(fig.how)} "
         f"(standard error {ms(t.stderr_ms)}; its median, which the dips of a card at its power cap move less, "
         f"{ms(t.median_ms)}).")]
-    out += _crosscheck_sentences(s, best.name)
+    out += _crosscheck_sentences(s, handin or best.name)
     return out
 
 
@@ -259,8 +260,9 @@ def _crosscheck_sentences(s: AssignmentSummary, version: str) -> list[str]:
 
     checks = s.crosschecks_of(version)
     if not checks:
-        return [(f"No cross-check of {version} on this GPU yet (`report crosscheck {s.assignment.name} "
-                 f"{version.split('_')[0]}` times it with the course's harness and do_bench beside ours).")]
+        cmd = f"report crosscheck {s.assignment.name} {version.split('_')[0]}"
+        return [Markup(f"No cross-check of {escape(version)} on this GPU yet (<code>{escape(cmd)}</code> times it with "
+                       "the course's harness and do_bench beside ours).")]
     runs = {r.run_id: r for v in s.versions for r in v.all_runs}
 
     def full(c: Any) -> bool:
@@ -299,7 +301,8 @@ def _one_crosscheck(check: Any, runs: dict[str, Run], s: AssignmentSummary, vers
             bits.append(f"triton's do_bench a median of {ms(mine.do_bench_ms)} ({signed_pct(mine.gap_pct(mine.do_bench_ms))})")
         if bits:
             verdict = ("within" if mine.agrees else "NOT within") + f" {AGREEMENT_PCT:g} %"
-            out.append(f"In one session on this card (cross-check {check.run_id}), ours measured {ms(mine.ours_ms)}, "
+            out.append(f"In one session on this card (cross-check {check.run_id}, of {version}), ours measured "
+                       f"{ms(mine.ours_ms)}, "
                        + "; ".join(bits) + f": {verdict}.")
     tests = [r for e in check.entries if e.name == version for r in e.course if r.mode == "test"]
     if tests:

@@ -605,7 +605,9 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
     hooks = hooks or Hooks()
     ctx = steps_ctx if steps_ctx is not None else steps_context(s, wl, repo_root, hooks, anonymous=anonymous,
                                                                 appendix_ctx=appendix_ctx)
-    c = cover(s, handin_of(wl.meta, [v.name for v in s.versions], wl.path))
+    handin = handin_of(wl.meta, [v.name for v in s.assignment.versions()], wl.path)
+    handin = handin if any(v.name == handin for v in s.versions) else None  # left out by --only: not shown
+    c = cover(s, handin)
     stop_summary = ""
     if wl.stopped is not None:
         stop_summary = first_sentences(wl.stopped.markdown, at_least=120)
@@ -629,7 +631,7 @@ def build_context(s: AssignmentSummary, wl: Worklog, repo_root: Path, hooks: Hoo
         "trajectory_zoomed": charts.zoomed(traj),
         "stopped_html": markdown_to_html(wl.stopped.markdown) if wl.stopped else "",
         "llms_html": markdown_to_html(wl.llms.markdown) if wl.llms else "",
-        "stop": stopping_facts(s),
+        "stop": stopping_facts(s, handin),
         "overview": overview,
     }
 
