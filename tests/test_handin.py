@@ -529,3 +529,42 @@ def test_a_structure_cut_after_a_clause_ends_as_a_sentence():
     assert _structure(labelled, limit=90) == ("First paragraph, long enough to take most of the budget.\n\n"
                                               "Structure: `v28.cu` builds it.")
     assert _structure(labelled, limit=70) == "First paragraph, long enough to take most of the budget."  # no bare label
+
+
+def test_page_one_shows_the_hand_in_on_every_case_against_its_peer(report):
+    """The worklog names its hand-in (front matter 'handin'): page 1 prints its newest cross-check on every
+    case, the course harness's mean and do_bench's median beside the peer's, and the ratios
+    analysis.crosscheck.against_peer computes, the ones the worklog's bindings print."""
+    from reporter.analysis.crosscheck import against_peer
+    from reporter.render.cover import cover
+
+    name, _, _, pages, _ = report
+    if name != "flashattn":
+        pytest.skip("only flashattn's worklog names a hand-in")
+    s = _summary(name)
+    c = cover(s, "v29_rows_dispatch")
+    check = s.crosschecks_of("v29_rows_dispatch")[-1]
+    runs = {r.run_id: r for v in s.versions for r in v.all_runs}
+    rows = against_peer(check, "sdpa_cudnn", runs)
+    assert [r.case for r in c.handin_rows] == [r.case for r in rows] == ["test_small", "test_medium", "benchmark"]
+    one = pages[0]
+    assert f"Our hand-in, v29_rows_dispatch" in one and check.run_id in one
+    for r in rows:
+        assert r.course_ratio and r.do_bench_ratio and r.course_ratio > 1 and r.do_bench_ratio > 1
+        assert f"{r.course_ratio:.3f}×" in one and f"{r.do_bench_ratio:.3f}×" in one, r.case
+    # the leaderboard's rank is claimed on the hand-in, by its course-harness mean
+    assert "v29_rows_dispatch took" in one and "would place #1" in one
+
+
+@pytest.mark.parametrize("spec,says", [
+    ("v99", "front matter 'handin': no version 'v99' in this assignment"),
+    ("", "front matter 'handin' must name one version"),
+    (["v29"], "front matter 'handin' must name one version")])
+def test_a_hand_in_that_names_no_version_is_refused_with_the_field(spec, says):
+    from reporter.render.html import handin_of
+    from reporter.render.worklog import WorklogError
+
+    with pytest.raises(WorklogError, match=re.escape(says)):
+        handin_of({"handin": spec}, ["v28_stale_rows", "v29_rows_dispatch"], Path("worklog.md"))
+    assert handin_of({"handin": "v29"}, ["v28_stale_rows", "v29_rows_dispatch"], Path("w.md")) == "v29_rows_dispatch"
+    assert handin_of({}, ["v29_rows_dispatch"], Path("w.md")) is None
