@@ -168,3 +168,25 @@ def test_the_attention_stall_probe_maps_rows_to_versions_in_launch_order():
     assert names == {"attn_fwd_kv176_multicast"}  # one name for three versions: the order is the only key
     with pytest.raises(ValueError, match="one kernel a version"):
         probe.rows_by_version(text, versions[:2])
+
+
+def test_the_energy_probe_alternates_its_contenders_and_sizes_the_product_by_the_case_s_flops():
+    """tools/attn_energy_probe.py runs its windows in ABBA order, and its reference product has the case's
+    tensor work: 2 N^3 = 4 B H S^2 D, N rounded to 128 (16384 for the benchmark, 8192 for test_medium);
+    its committed record says which N it ran."""
+    import gzip
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("attn_energy_probe", ROOT / "tools" / "attn_energy_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    assert probe.abba(["a", "b", "c"], 3) == ["a", "b", "c", "c", "b", "a", "a", "b", "c"]
+    case = {"batch_size": 4, "num_heads": 64, "seq_len": 8192, "head_dim": 128}
+    assert probe.gemm_n(case) == 16384 and 2 * 16384**3 == 4 * 4 * 64 * 8192**2 * 128
+    assert probe.gemm_n({**case, "batch_size": 2, "seq_len": 4096}) == 8192
+    rec = json.loads(gzip.decompress((ROOT / "logs" / "devices" / "h100" / "probes" /
+                                      "20261127T140811581Z_flashattn_energy_stale_max.json.gz").read_bytes()))
+    assert rec["data"]["gemm_n"] == {"benchmark": 16384}
+    order = [r["contender"] for r in rec["data"]["cases"]["benchmark"]]
+    assert order == probe.abba(["v16_launch_plan", "v27_stale_max", "sdpa_cudnn", "gemm_same_flops"], 2)
