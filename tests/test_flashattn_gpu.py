@@ -18,9 +18,9 @@ pytestmark = pytest.mark.gpu
 
 def _inputs(kind: str, torch, s: int = 2048):
     """(q, k, v) of shape (1, 16, s, 128) fp16 whose scores grow along the keys: "ramp" scales the keys
-    from 0.2 to 3 times their size (the row maxima grow well past 2^8 over the sequence), "creep" raises
-    every score by 7 log2 units each 176-key tile, so the stale max moves every second tile, after P
-    came close to 2^8 against it."""
+    from 0.2 to 3 times their size (the row maxima grow past the threshold over the sequence, so the max
+    moves after its first tiles), "creep" raises every score by 7 log2 units each 176-key tile, so the
+    stale max moves every second tile, after P reached about 2^7 against it."""
     gen = torch.Generator(device="cuda").manual_seed(7)
     shape = (1, 16, s, 128)
     q, k, v = (torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3))

@@ -552,6 +552,18 @@ def test_page_one_shows_the_hand_in_on_every_case_against_its_peer(report):
     for r in rows:
         assert r.course_ratio and r.do_bench_ratio and r.course_ratio > 1 and r.do_bench_ratio > 1
         assert f"{r.course_ratio:.3f}×" in one and f"{r.do_bench_ratio:.3f}×" in one, r.case
+    # the same ratios from the record itself: the means of the course's 100-call runs and do_bench's medians
+    def course(name, case):
+        means = [c.mean_ms for e in check.entries if e.name == name for run in e.course if run.mode == "benchmark"
+                 for c in run.cases if c.case_name == case and c.runs == 100]
+        return sum(means) / len(means)
+
+    def bench(name, case):
+        return next(d.median_ms for e in check.entries if e.name == name for d in e.do_bench if d.case_name == case)
+
+    for case in ("test_small", "test_medium", "benchmark"):
+        assert f"{course('sdpa_cudnn', case) / course('v29_rows_dispatch', case):.3f}×" in one, case
+        assert f"{bench('sdpa_cudnn', case) / bench('v29_rows_dispatch', case):.3f}×" in one, case
     # the leaderboard's rank is claimed on the hand-in, by its course-harness mean
     assert "v29_rows_dispatch took" in one and "would place #1" in one
 

@@ -6,7 +6,6 @@ cross-checks (the course's harness, do_bench) measured beside it.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,17 +97,17 @@ def cover(s: AssignmentSummary, handin: str | None = None) -> Cover:
 
 
 def handin_table(s: AssignmentSummary, handin: str) -> tuple[Markup | str, list[HandinRow]]:
-    """The hand-in on every case of its newest cross-check, beside the first peer submitted with it:
+    """The hand-in on every case of its cross-check (:func:`course_check`: the one the leaderboard's rank is
+    taken from), beside the first peer submitted with it:
     the course harness's mean and do_bench's median of each, and the ratio of each timer
     (:func:`reporter.analysis.crosscheck.against_peer`, which the worklog bindings print too)."""
     from ..analysis.crosscheck import against_peer
 
-    checks = s.crosschecks_of(handin)
-    if not checks:
+    check = course_check(s, handin)
+    if check is None:
         cmd = f"report crosscheck {s.assignment.name} {handin.split('_')[0]} --peer NAME"
         return Markup(f"Our hand-in is {escape(handin)}; no cross-check of it on this GPU yet (<code>{escape(cmd)}</code> "
                       "times it with the course's harness and do_bench beside a peer)."), []
-    check = checks[-1]
     peer = next((e.name for e in check.entries if e.peer), None)
     if peer is None:
         return (f"Our hand-in is {handin}; its newest cross-check ({check.run_id}) submitted no peer beside it, "
@@ -173,14 +172,27 @@ def other_headline_facts(s: AssignmentSummary) -> tuple[list[Markup | str], list
     return out, bests
 
 
-def course_mean(s: AssignmentSummary, version: str) -> tuple[float, CrossCheck] | None:
-    """The course harness's mean of a version on the report's case, over its full runs, from the newest
-    cross-check that has one (the figure a course leaderboard ranks by), with that cross-check."""
+def course_check(s: AssignmentSummary, version: str) -> CrossCheck | None:
+    """The cross-check page 1 reads for a version: the newest whose course-harness runs on the report's case
+    covered our figure's window (the figure a course leaderboard ranks by), else the newest; None without one."""
+    checks = s.crosschecks_of(version)
     all_runs = {r.run_id: r for v in s.versions for r in v.all_runs}
-    return next(((statistics.fmean(a.full_window_means()), check)
-                 for check in reversed(s.crosschecks_of(version))
-                 for a in agreements_of(check, all_runs)
+    full = next((check for check in reversed(checks) for a in agreements_of(check, all_runs)
                  if a.name == version and a.case == s.benchmark_case and a.full_window_means()), None)
+    return full or (checks[-1] if checks else None)
+
+
+def course_mean(s: AssignmentSummary, version: str) -> tuple[float, CrossCheck] | None:
+    """The course harness's mean of a version on the report's case over its full-window runs
+    (:attr:`Agreement.course_ms`), from :func:`course_check`, with that cross-check; None when no
+    cross-check has full-window runs there."""
+    check = course_check(s, version)
+    if check is None:
+        return None
+    all_runs = {r.run_id: r for v in s.versions for r in v.all_runs}
+    return next(((a.course_ms, check) for a in agreements_of(check, all_runs)
+                 if a.name == version and a.case == s.benchmark_case and a.full_window_means()
+                 and a.course_ms is not None), None)
 
 
 def leaderboard_facts(s: AssignmentSummary, handin: str | None = None) -> list[Markup | str]:
@@ -221,7 +233,7 @@ def leaderboard_facts(s: AssignmentSummary, handin: str | None = None) -> list[M
         where = ("taken by two timers in one session, the cross-check that also took our figure" if one_session else
                  "taken by two timers in different sessions; Part 2 sets the two timers side by side in one session")
         out.append(Markup(
-            f"That course-harness mean is {side} our figure "
+            f"That course-harness mean is {side} {escape(best.name)}'s figure "
             f"({ledger.mark(keys.fig(best.name, best.benchmark_case), ms(fig))}): both are means of the same calls, "
             f"{where}."))
     return out
@@ -309,13 +321,22 @@ def _one_crosscheck(check: Any, runs: dict[str, Run], s: AssignmentSummary, vers
         out.append(f"The course's harness in test mode: {tests[-1].verdict or 'no verdict'} on "
                    f"{len(tests[-1].cases)} case{'' if len(tests[-1].cases) == 1 else 's'}" + (f" ({check.course_repo}, commit {check.course_commit[:10]})"
                                                        if check.course_repo and check.course_commit else "") + ".")
+    from ..analysis.crosscheck import against_peer
+
     for a in rows:
-        theirs, ours_full = a.full_window_means(), mine.full_window_means() if mine is not None else []
-        if a.peer and theirs and ours_full:
-            rel = statistics.fmean(theirs) / statistics.fmean(ours_full)
-            out.append(f"Submitted the same way (through a shim), peer {a.name} had a course-harness mean of "
-                       f"{ms(statistics.fmean(theirs))} over its full runs: {version} is "
-                       f"{ratio_words(rel)} under the course's own timer.")
+        if not a.peer:
+            continue
+        row = next((r for r in against_peer(check, a.name, runs) if r.case == s.benchmark_case), None)
+        if row is None or row.course_ratio is None or row.peer_course_ms is None:
+            continue
+        c = check.run_id
+        peer_ms = ledger.mark(keys.xc(c, a.name, s.benchmark_case, "course"), ms(row.peer_course_ms))
+        ratio = ledger.mark(keys.xc_ratio(c, version, a.name, s.benchmark_case, "course"),
+                            f"{fmt_number(row.course_ratio, 4)}×")
+        how = (f"{escape(version)} is {ratio} faster by the course's own timer" if row.course_ratio >= 1 else
+               f"{escape(version)} is slower by the course's own timer: the peer's mean is {ratio} its own")
+        out.append(Markup(f"Submitted the same way (through a shim), peer {escape(a.name)} had a course-harness mean of "
+                          f"{peer_ms}: {how}."))
     return out
 
 
