@@ -192,3 +192,24 @@ def test_the_energy_probe_alternates_its_contenders_and_sizes_the_product_by_the
     assert rec["data"]["gemm_n"] == {"benchmark": 16384}
     order = [r["contender"] for r in rec["data"]["cases"]["benchmark"]]
     assert order == probe.abba(["v16_launch_plan", "v27_stale_max", "sdpa_cudnn", "gemm_same_flops"], 2)
+
+
+def test_a_cross_check_figure_binds_in_ms_or_us_under_one_key():
+    """crosscheck(...).course_mean and .do_bench_ms print in 'ms' or 'µs' under the key page 1 marks the
+    same figure with; any other unit is refused with the binding's name."""
+    from conftest import LOGS
+
+    from reporter.analysis.facts import BindingError, CrossCheckFacts
+    from reporter.analysis.summary import summarize
+    from reporter.assignments import get_assignment
+
+    s = summarize(get_assignment(ROOT / "kernels", "flashattn"), LOGS, "h100")
+    check = s.crosschecks_of("v29_rows_dispatch")[-1]
+    runs = {r.run_id: r for v in s.versions for r in v.all_runs}
+    c = CrossCheckFacts(check, runs, "v29.crosscheck")
+    ms, us = c.course_mean("test_small"), c.course_mean("test_small", unit="µs")
+    assert abs(float(us) - 1e3 * float(ms)) < 1e-9 and us.key == ms.key and (ms.unit, us.unit) == ("ms", "µs")
+    assert c.do_bench_ms("test_small", "sdpa_cudnn", "µs").unit == "µs"
+    with pytest.raises(BindingError, match="unit is 'ms' or 'µs'"):
+        c.course_mean("test_small", unit="ns")
+

@@ -70,6 +70,13 @@ class _Facts:
         return sorted(n for n in dir(type(self)) if not n.startswith("_") and n != "known")
 
 
+def _in_unit(ms_value: float, unit: str, key: str, what: str) -> Number:
+    """A time in milliseconds as a marked Number in ``unit`` ('ms' or 'µs')."""
+    if unit not in ("ms", "µs"):
+        raise BindingError(f"{what}: unit is 'ms' or 'µs', not {unit!r}")
+    return Number(ms_value * (1e3 if unit == "µs" else 1.0), key=key, unit=unit)
+
+
 def _need(value: float | None, what: str, key: str | None = None, unit: str = "") -> Number:
     if value is None:
         raise BindingError(f"{what} is not recorded")
@@ -644,12 +651,12 @@ class CrossCheckFacts(_Facts):
             raise BindingError(f"{self._what}.course_ms('{case}', {which}): {len(means)} course run(s)")
         return Number(means[which])
 
-    def course_mean(self, case: str, peer: str | None = None) -> Number:
+    def course_mean(self, case: str, peer: str | None = None, unit: str = "ms") -> Number:
         """The course harness's mean on the case over its runs that cover our figure's window (all of them
-        when none does): the statistic page 1 prints for the hand-in."""
+        when none does): the statistic page 1 prints for the hand-in; ``unit`` 'ms' or 'µs'."""
         name = peer or self._check.version
-        return _need(self._row(case, peer).course_ms, f"{self._what}.course_mean('{case}')",
-                     key=keys.xc(self._check.run_id, name, case, "course"), unit="ms")
+        value = _need(self._row(case, peer).course_ms, f"{self._what}.course_mean('{case}')")
+        return _in_unit(value, unit, keys.xc(self._check.run_id, name, case, "course"), f"{self._what}.course_mean")
 
     def faster_than(self, peer: str, case: str, timer: str = "course") -> Number:
         """How many times faster the version ran than ``peer`` on the case (the peer's time over its own),
@@ -672,8 +679,11 @@ class CrossCheckFacts(_Facts):
             raise BindingError(f"{self._what}.course_calls('{case}', {which}): not recorded")
         return int(calls[which])  # type: ignore[arg-type]
 
-    def do_bench_ms(self, case: str, peer: str | None = None) -> Number:
-        return _need(self._row(case, peer).do_bench_ms, f"{self._what}.do_bench_ms('{case}')")
+    def do_bench_ms(self, case: str, peer: str | None = None, unit: str = "ms") -> Number:
+        """do_bench's median on the case; ``unit`` 'ms' (the default) or 'µs'."""
+        name = peer or self._check.version
+        value = _need(self._row(case, peer).do_bench_ms, f"{self._what}.do_bench_ms('{case}')")
+        return _in_unit(value, unit, keys.xc(self._check.run_id, name, case, "do_bench"), f"{self._what}.do_bench_ms")
 
     @property
     def course_test(self) -> str:

@@ -110,7 +110,7 @@ def handin_table(s: AssignmentSummary, handin: str) -> tuple[Markup | str, list[
                       "times it with the course's harness and do_bench beside a peer)."), []
     peer = next((e.name for e in check.entries if e.peer), None)
     if peer is None:
-        return (f"Our hand-in is {handin}; its newest cross-check ({check.run_id}) submitted no peer beside it, "
+        return (f"Our hand-in is {handin}; its cross-check {check.run_id} submitted no peer beside it, "
                 "so no case is compared here."), []
     runs = {r.run_id: r for v in s.versions for r in v.all_runs}
     rows = []
