@@ -65,15 +65,15 @@ __device__ __forceinline__ void wgmma_qk(float (&d)[S], u64 desc_a, u64 desc_b, 
 
 // S (64 x N fp32) = Q_wg (64 x 128) . K_tile^T: 8 k16 steps; within a 64-column half a step
 // is +32 B on the start address (inside the 128-byte swizzle row), the second half is
-// HALF_BYTES further for Q and N * 128 B further for K. The first step ignores the old
-// accumulator (scale-d = 0).
-template <int S>
+// Q_HALF further for Q (HALF_BYTES, a 128-row tile's, unless a version holds Q otherwise: v26's
+// 64-row pieces) and N * 128 B further for K. The first step ignores the old accumulator (scale-d = 0).
+template <int S, int Q_HALF = HALF_BYTES>
 __device__ __forceinline__ void issue_qk(float (&sc)[S], u64 desc_q, u64 desc_k_stage)
 {
     constexpr int k_half_bytes = S * 256;  // N rows x 128 B, N = 2 S
 #pragma unroll
     for (int kk = 0; kk < 8; ++kk) {
-        const u64 qoff = (u64)(((kk >> 2) * HALF_BYTES + (kk & 3) * 32) >> 4);
+        const u64 qoff = (u64)(((kk >> 2) * Q_HALF + (kk & 3) * 32) >> 4);
         const u64 koff = (u64)(((kk >> 2) * k_half_bytes + (kk & 3) * 32) >> 4);
         wgmma_qk(sc, desc_q + qoff, desc_k_stage + koff, kk > 0 ? 1u : 0u);
     }

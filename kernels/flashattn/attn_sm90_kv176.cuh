@@ -106,7 +106,9 @@ struct StepCtx {
 
 // The first half of a step at ring entry j: wait until K_j and V_{j-1} are in, take the turn, issue
 // S_j = Q K_j^T and O += P_{j-1} V_{j-1} as two groups, pass the turn on. Shared by every step that
-// pairs the two products (consumer_step here, v23's boundary step, v24's step).
+// pairs the two products (consumer_step here, v23's boundary step, v24's step; v26's, whose Q pieces put
+// the two column halves Q_HALF bytes apart: issue_qk's).
+template <int Q_HALF = HALF_BYTES>
 __device__ __forceinline__ void issue_step(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
                                            u32 (&p)[P_REGS])
 {
@@ -121,7 +123,7 @@ __device__ __forceinline__ void issue_step(const int j, const StepCtx& c, float 
     fence_acc(sc);
     turn_sync(c.my_turn);
     wgmma_fence();
-    issue_qk(sc, c.desc_q, c.desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: S_j
+    issue_qk<S_REGS, Q_HALF>(sc, c.desc_q, c.desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: S_j
     wgmma_commit();
     issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));        // group: O += P_{j-1} V_{j-1}
     wgmma_commit();
@@ -132,25 +134,37 @@ __device__ __forceinline__ void issue_step(const int j, const StepCtx& c, float 
 // K_j, mask the partial last tile as MASK says, the softmax (with the row sums when SUMS; without,
 // for v24's step, which adds them from the packed P), wait for the P.V, release V_{j-1}, rescale O
 // and pack P_j.
-template <int MASK, bool SUMS>
-__device__ __forceinline__ void finish_step(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
-                                            u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
+// Its parts around the softmax, shared with the steps whose softmax differs (v27's, v28's): await_scores
+// waits for S_j, releases K_j and masks; await_pv waits for the P.V and releases V_{j-1}.
+template <int MASK>
+__device__ __forceinline__ void await_scores(const int j, const StepCtx& c, float (&sc)[S_REGS])
 {
-    const int s = j % STAGES, sp = (j - 1) % STAGES;
     wgmma_wait<1>();          // S_j complete, P.V may still run
     fence_acc(sc);
-    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * s);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * (j % STAGES));
     if constexpr (MASK == 1) {
         if (c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);  // the partial last tile only
     } else if constexpr (MASK == 2) {
         if (j == c.n_tiles - 1 && c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);
     }
-    float alpha0, alpha1;
-    softmax_tile_with<SUMS>(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
+}
+
+__device__ __forceinline__ void await_pv(const int j, const StepCtx& c, float (&o)[64], u32 (&p)[P_REGS])
+{
     wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
     fence_acc(o);
     fence_frag(p);
-    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
+    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * ((j - 1) % STAGES));
+}
+
+template <int MASK, bool SUMS>
+__device__ __forceinline__ void finish_step(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
+                                            u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
+{
+    await_scores<MASK>(j, c, sc);
+    float alpha0, alpha1;
+    softmax_tile_with<SUMS>(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
+    await_pv(j, c, o, p);
     rescale_o(o, alpha0, alpha1);
     pack_p(sc, p, 1.f);
 }

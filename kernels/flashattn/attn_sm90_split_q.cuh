@@ -53,20 +53,7 @@ __device__ __forceinline__ UnitsSmem split_q_smem(const unsigned char* smem_raw)
     return sm;
 }
 
-// region key: the pieces, loaded by the Q warp into three slots, and S from a piece
-// S = Q_piece K_tile^T with the piece's second column half PIECE_HALF_BYTES after its first (v15's
-// issue_qk has the 128-row tile's HALF_BYTES there).
-__device__ __forceinline__ void issue_qk_piece(float (&sc)[S_REGS], u64 desc_q, u64 desc_k_stage)
-{
-    constexpr int k_half_bytes = S_REGS * 256;  // N rows x 128 B
-#pragma unroll
-    for (int kk = 0; kk < 8; ++kk) {
-        const u64 qoff = (u64)(((kk >> 2) * PIECE_HALF_BYTES + (kk & 3) * 32) >> 4);
-        const u64 koff = (u64)(((kk >> 2) * k_half_bytes + (kk & 3) * 32) >> 4);
-        wgmma_qk(sc, desc_q + qoff, desc_k_stage + koff, kk > 0 ? 1u : 0u);
-    }
-}
-
+// region key: the pieces, loaded by the Q warp into three slots
 // The Q warp (producer warp 1): every piece of the CTA's units, in the order the consumers need them.
 __device__ __forceinline__ void produce_pieces(const UnitsSmem& sm, const TmaDesc* tm_q, int units_per_head,
                                                int n_units, int cluster_id, int n_clusters, u32 rank)
@@ -96,34 +83,11 @@ __device__ __forceinline__ void produce_pieces(const UnitsSmem& sm, const TmaDes
 }
 // endregion
 
-// v15's issue_step (wait for K_j and V_{j-1}, take the turn, issue S_j and O += P_{j-1} V_{j-1},
-// pass the turn on) with S_j taken from a piece.
-__device__ __forceinline__ void issue_step_piece(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
-                                                 u32 (&p)[P_REGS])
-{
-    const int s = j % STAGES, sp = (j - 1) % STAGES;
-    const u32 phase = (u32)(j / STAGES) & 1u, phase_p = (u32)((j - 1) / STAGES) & 1u;
-    mbar_wait(c.bar_full_k + 8 * s, phase);
-    proxy_fence_async();
-    mbar_wait(c.bar_full_v + 8 * sp, phase_p);
-    proxy_fence_async();
-    fence_acc(o);
-    fence_frag(p);
-    fence_acc(sc);
-    turn_sync(c.my_turn);
-    wgmma_fence();
-    issue_qk_piece(sc, c.desc_q, c.desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: S_j
-    wgmma_commit();
-    issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));               // group: O += P_{j-1} V_{j-1}
-    wgmma_commit();
-    turn_arrive(c.other_turn);
-}
-
 template <int MASK>
 __device__ __forceinline__ void consumer_step_piece(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
                                                     u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
 {
-    issue_step_piece(j, c, sc, o, p);
+    issue_step<PIECE_HALF_BYTES>(j, c, sc, o, p);
     finish_step<MASK, true>(j, c, sc, o, p, m0, m1, l0, l1);
 }
 
@@ -137,20 +101,7 @@ attn_fwd_split_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ T
     const UnitsSmem sm = split_q_smem(smem_raw);
     const auto [n_tiles, tail, units_per_head, n_units, rank, cluster_id, n_clusters] = units_of(seqlen, n_heads);
 
-    if (threadIdx.x == 0) {
-#pragma unroll
-        for (int s = 0; s < Q_SLOTS; ++s) {
-            mbar_init(sm.bar_q + 8 * s, 1);
-            mbar_init(sm.bar_q_empty + 8 * s, 4);  // the 4 warps of the warpgroup whose piece it holds
-        }
-        init_kv_ring(sm.bar_full_k, sm.bar_full_v, sm.bar_empty_k, sm.bar_empty_v);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-#if CLUSTER > 1
-    cluster_sync_all();
-#else
-    __syncthreads();
-#endif
+    init_units<Q_SLOTS, 4>(sm);  // a slot is emptied by the 4 warps of the warpgroup whose piece it holds
 
     const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
 
@@ -212,7 +163,7 @@ attn_fwd_split_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ T
             proxy_fence_async();
             turn_sync(my_turn);
             wgmma_fence();
-            issue_qk_piece(sc, desc_q, desc_k + (u64)((s * KV_TILE_BYTES) >> 4));
+            issue_qk<S_REGS, PIECE_HALF_BYTES>(sc, desc_q, desc_k + (u64)((s * KV_TILE_BYTES) >> 4));
             wgmma_commit();
             turn_arrive(other_turn);
             wgmma_wait<0>();

@@ -67,21 +67,10 @@ template <int MASK>
 __device__ __forceinline__ void finish_step_stale(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
                                                   u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
 {
-    const int s = j % STAGES, sp = (j - 1) % STAGES;
-    wgmma_wait<1>();          // S_j complete, P.V may still run
-    fence_acc(sc);
-    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * s);
-    if constexpr (MASK == 1) {
-        if (c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);
-    } else if constexpr (MASK == 2) {
-        if (j == c.n_tiles - 1 && c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);
-    }
+    await_scores<MASK>(j, c, sc);
     float alpha0, alpha1;
     const bool moved = softmax_tile_stale(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
-    wgmma_wait<0>();          // P_{j-1} V_{j-1} landed: O and P are ours again
-    fence_acc(o);
-    fence_frag(p);
-    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
+    await_pv(j, c, o, p);
     if (moved) rescale_o(o, alpha0, alpha1);
     pack_p(sc, p, 1.f);
 }

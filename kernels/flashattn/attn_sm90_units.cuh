@@ -73,14 +73,17 @@ __device__ __forceinline__ Units units_of(int seqlen, int n_heads)
 }
 
 // The barriers' set-up, before any role starts: thread 0 initialises a full and an empty barrier per
-// Q buffer and v15's K/V ring, then the CTA (the cluster, with CLUSTER > 1) meets once.
+// Q buffer (Q_BARS of them, each emptied by Q_WARPS consumer warps: by default Q_BUFFERS tiles that
+// all 8 consumer warps read; v26's three slots each hold one warpgroup's piece) and v15's K/V ring,
+// then the CTA (the cluster, with CLUSTER > 1) meets once.
+template <int Q_BARS = Q_BUFFERS, unsigned Q_WARPS = 8>
 __device__ __forceinline__ void init_units(const UnitsSmem& sm)
 {
     if (threadIdx.x == 0) {
 #pragma unroll
-        for (int b = 0; b < Q_BUFFERS; ++b) {
+        for (int b = 0; b < Q_BARS; ++b) {
             mbar_init(sm.bar_q + 8 * b, 1);
-            mbar_init(sm.bar_q_empty + 8 * b, 8);  // the 8 consumer warps of this CTA
+            mbar_init(sm.bar_q_empty + 8 * b, Q_WARPS);  // the consumer warps that read the buffer
         }
         init_kv_ring(sm.bar_full_k, sm.bar_full_v, sm.bar_empty_k, sm.bar_empty_v);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");

@@ -8,9 +8,9 @@
 // of u + 1 goes into consumer 0's slot when consumer 0's last S of u lands, about one and a half
 // steps before consumer 1 needs it. Q 48 KB + the ring 176 KB + barriers: 225 KB.
 //
-// A piece's two column halves are 8 KB apart (a 128-row tile's are 16 KB apart), so S is issued from
-// a piece by issue_qk_piece; the steps are otherwise v15's (issue_step_piece is v15's issue_step
-// with it; finish_step, the softmax, the last P.V are v15's). The Q map's box is 64 rows.
+// A piece's two column halves are 8 KB apart (a 128-row tile's are 16 KB apart): S is issued from a
+// piece by v15's issue_qk and issue_step with that distance (their Q_HALF); finish_step, the softmax
+// and the last P.V are v15's too. The Q map's box is 64 rows.
 //
 // There is no room left for v21's 32 KB of staging buffers: the epilogue is v17's, f16x2 pairs
 // stored straight from the accumulators (STORE_O, store_o_pairs).
