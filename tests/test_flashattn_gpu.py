@@ -52,3 +52,47 @@ def test_a_stale_running_max_gives_the_softmax(kind, short):
     err = (out.float() - ref.float()).abs()
     tol = a.spec.TOLERANCE
     assert (err <= tol.atol + tol.rtol * ref.float().abs()).all(), f"{short} on {kind}: largest error {err.max().item():.3g}"
+
+
+def _version(short: str):
+    a = get_assignment(ROOT / "kernels", "flashattn")
+    return a.load(next(v for v in a.versions() if v.short == short))
+
+
+def test_v28_takes_the_stale_path_on_random_scores():
+    """v28 at its threshold (2^8) computes other bits than v16 on the cases' random scores, and v28 built with a
+    threshold of 0 (its max moves whenever a row's grows, v15's rule) the same bits as v16: so the stale max is
+    what changes v28's arithmetic, and it is taken (an always-move kernel would pass the softmax checks above)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    v16, v28 = _version("v16"), _version("v28")
+    data = _inputs("random", torch)
+    base = v16.custom_kernel(data)
+    stale = v28.custom_kernel(data)
+    always = v28.make_kernel({**v28.CONFIG, "RESCALE_LOG2": 0})(data)
+    torch.cuda.synchronize()
+    differ = (stale.view(torch.int16) != base.view(torch.int16)).float().mean().item()
+    assert differ > 0.01, f"v28 gives v16's bits on {1 - differ:.1%} of the outputs: the stale path was not taken"
+    assert torch.equal(always.view(torch.int16), base.view(torch.int16)), "v28 with threshold 0 is not v16 bit for bit"
+
+
+def test_v30_rounds_q_and_k_as_torch_does():
+    """v30's rounding pass writes the e4m3 bits torch's float8_e4m3fn conversion gives (round to nearest even),
+    on values across e4m3's range (normals, subnormals, up to 400), and the attention launch reads those buffers."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    v30 = _version("v30")
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    shape = (1, 4, 1024, 128)
+    scale = torch.logspace(-3, math.log10(400), 128, device="cuda", dtype=torch.float32)
+    q, k, v = ((torch.randn(*shape, device="cuda", generator=gen) * scale).to(torch.float16) for _ in range(3))
+    plan = v30.plan(q, k, v, v30.CONFIG)
+    plan.first.launch(torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    q8, k8 = plan.buffers
+    for name, mine, src in (("q", q8, q), ("k", k8, k)):
+        want = src.to(torch.float8_e4m3fn).view(torch.uint8)
+        bad = (mine != want).sum().item()
+        assert bad == 0, f"{name}: {bad} of {want.numel()} e4m3 bytes differ from torch's rounding"

@@ -36,6 +36,7 @@
 #include "common/sm90/tma.cuh"
 #include "common/sm90/cluster.cuh"
 #include "common/sm90/wgmma.cuh"
+#include "common/sm90/wgmma_e4m3.cuh"
 #include "attn_sm90.cuh"
 #include "attn_sm90_cluster.cuh"
 
@@ -104,11 +105,26 @@ struct StepCtx {
     float scale_log2;
 };
 
+// S (64 x N fp32) = Q_wg (64 x 128 e4m3) . K_tile^T (N x 128 e4m3), v30's scores: both tiles are N or 128
+// rows of 128 bytes in the 128-byte swizzle, one swizzle row per row, so the four k32 steps are +32 B on
+// both start addresses (issue_qk's steps inside one 64-column half). The first ignores the old S.
+template <int S>
+__device__ __forceinline__ void issue_qk_e4m3(float (&sc)[S], u64 desc_q, u64 desc_k_stage)
+{
+    static_assert(S == 88, "e4m3 scores are written for 176-row kv tiles");
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+        const u64 off = (u64)((kk * 32) >> 4);
+        wgmma_m64n176k32_e4m3_ss(sc, desc_q + off, desc_k_stage + off, kk > 0 ? 1u : 0u);
+    }
+}
+
 // The first half of a step at ring entry j: wait until K_j and V_{j-1} are in, take the turn, issue
 // S_j = Q K_j^T and O += P_{j-1} V_{j-1} as two groups, pass the turn on. Shared by every step that
 // pairs the two products (consumer_step here, v23's boundary step, v24's step; v26's, whose Q pieces put
-// the two column halves Q_HALF bytes apart: issue_qk's).
-template <int Q_HALF = HALF_BYTES>
+// the two column halves Q_HALF bytes apart: issue_qk's; v30's, whose Q and K are e4m3: E4M3 issues
+// issue_qk_e4m3 instead of issue_qk).
+template <int Q_HALF = HALF_BYTES, bool E4M3 = false>
 __device__ __forceinline__ void issue_step(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
                                            u32 (&p)[P_REGS])
 {
@@ -123,7 +139,10 @@ __device__ __forceinline__ void issue_step(const int j, const StepCtx& c, float 
     fence_acc(sc);
     turn_sync(c.my_turn);
     wgmma_fence();
-    issue_qk<S_REGS, Q_HALF>(sc, c.desc_q, c.desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: S_j
+    if constexpr (E4M3)
+        issue_qk_e4m3(sc, c.desc_q, c.desc_k + (u64)((s * KV_TILE_BYTES) >> 4));         // group: S_j
+    else
+        issue_qk<S_REGS, Q_HALF>(sc, c.desc_q, c.desc_k + (u64)((s * KV_TILE_BYTES) >> 4));   // group: S_j
     wgmma_commit();
     issue_pv(o, p, c.desc_v + (u64)((sp * KV_TILE_BYTES) >> 4));        // group: O += P_{j-1} V_{j-1}
     wgmma_commit();

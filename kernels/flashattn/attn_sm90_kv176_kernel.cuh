@@ -7,6 +7,10 @@
 //   KV176_SOFTMAX_FIRST  the softmax of step 0 (softmax_tile)
 //   KV176_STEP           the step template of steps 1 .. n-1 (consumer_step)
 //   KV176_AFTER_LAST     a statement on (p, l0, l1) after the last P.V (nothing)
+//   KV176_Q_BYTES        the bytes of Q's tile the producer arms its barrier with (TILE_BYTES)
+//   KV176_LOAD_Q         the copy of Q's tile, (dst, map, row0, head, bar) (load_tile_own)
+//   KV176_PRODUCE_K      the producer's K tile, produce_kv_tile's arguments (produce_kv_tile)
+//   KV176_ISSUE_QK       step 0's S = Q K^T, (sc, desc_q, desc_k) (issue_qk)
 //
 // Append-only: once a recorded version builds it, the kernel is never changed in place (`report
 // same-code` proves that a version's kernel still compiles to the machine code its records ran).
@@ -20,6 +24,18 @@
 #endif
 #ifndef KV176_AFTER_LAST
 #define KV176_AFTER_LAST(p, l0, l1)
+#endif
+#ifndef KV176_Q_BYTES
+#define KV176_Q_BYTES TILE_BYTES
+#endif
+#ifndef KV176_LOAD_Q
+#define KV176_LOAD_Q load_tile_own
+#endif
+#ifndef KV176_PRODUCE_K
+#define KV176_PRODUCE_K produce_kv_tile
+#endif
+#ifndef KV176_ISSUE_QK
+#define KV176_ISSUE_QK issue_qk
 #endif
 
 #include "attn_sm90_kv176.cuh"
@@ -59,11 +75,11 @@ attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_cons
                 prefetch_tensor_map(&tm_q);
                 prefetch_tensor_map(&tm_k);
                 prefetch_tensor_map(&tm_v);
-                mbar_arrive_expect_tx(bar_q, TILE_BYTES);
-                load_tile_own(sQ, &tm_q, q0, head, bar_q);
+                mbar_arrive_expect_tx(bar_q, KV176_Q_BYTES);
+                KV176_LOAD_Q(sQ, &tm_q, q0, head, bar_q);
             }
             for (int j = 0; j < n_tiles; ++j) {
-                produce_kv_tile(j, j, sK, bar_full_k, bar_empty_k, &tm_k, head, rank, leader);
+                KV176_PRODUCE_K(j, j, sK, bar_full_k, bar_empty_k, &tm_k, head, rank, leader);
                 produce_kv_tile(j, j, sV, bar_full_v, bar_empty_v, &tm_v, head, rank, leader);
             }
         }
@@ -98,7 +114,7 @@ attn_fwd_kv176_multicast(const __grid_constant__ TmaDesc tm_q, const __grid_cons
         proxy_fence_async();
         turn_sync(my_turn);
         wgmma_fence();
-        issue_qk(sc, desc_q, desc_k);
+        KV176_ISSUE_QK(sc, desc_q, desc_k);
         wgmma_commit();
         turn_arrive(other_turn);  // n >= 1, so step 0 is never consumer 1's last step
         wgmma_wait<0>();
