@@ -91,3 +91,27 @@ def atomics_only(kernel: str) -> Callable[[tuple[Any, int]], None]:
           shared_mem=ATOMS_SMEM_BYTES)
 
     return probe
+
+
+BULK_PIECE = 32768  # probes.cu's BULK_PIECE
+
+
+def read_bulk(kernel: str, stages: int) -> Callable[[tuple[Any, int]], None]:
+    """Read only, whole rows: one block of one warp per SM copies its contiguous slice of rows with the copy
+    engine, ``stages`` pieces of 32 KB in flight."""
+
+    def probe(data: tuple[Any, int]) -> None:
+        import numpy as np
+        import torch
+
+        array, num_bins = data
+        length, channels = array.shape
+        if (length * channels) % 16 or channels % 16:
+            raise ValueError(f"bulk copies move 16-byte multiples: {channels} channels a row")
+        sms = torch.cuda.get_device_properties(array.device).multi_processor_count
+        smem = stages * BULK_PIECE + 8 * stages
+        k = load_module(SOURCE).kernel(kernel, max_dynamic_shared_memory=smem)
+        sink = _sink(array.device, sms * 32)
+        k((sms,), (32,), array, sink, np.uint32(length), np.uint32(channels), shared_mem=smem)
+
+    return probe

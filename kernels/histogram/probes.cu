@@ -14,6 +14,13 @@
 //   probe_atoms_bin_major       v05's atomics without any global load: values from a
 //                               xorshift generator, v05's conflict-free layout.
 //   probe_atoms_channel_major   the same with v03's channel-major layout (bank = value % 32).
+//   probe_read_w16_t512         read only, as probe_read_w16 with twice the threads: 64 KB per SM in
+//                               flight instead of 32. Does the reading go faster with more in flight?
+//   probe_read_bulk4 / _bulk6   read only, whole rows: block b copies its contiguous slice of rows
+//                               (chunk_rows over the grid, one block per SM) with the copy engine, in
+//                               32 KB pieces into a ring of 4 or 6 stages (128 or 192 KB per SM in
+//                               flight), one warp waiting on each piece. The fastest the input can be
+//                               read, with no loads issued by threads.
 
 #define THREADS 1024
 #define WARPS (THREADS / 32)
@@ -157,4 +164,69 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 probe_atoms_channel_major(u32* __restrict__ sink, u32 length, u32 groups, u32 chunks)
 {
     atoms_only<4096, 1024, 2>(sink, length, groups, chunks);
+}
+
+// read only, twice the threads of probe_read_w16 (64 KB per SM in flight)
+extern "C" __global__ void __launch_bounds__(512, 1)
+probe_read_w16_t512(const u8* __restrict__ data, u32* __restrict__ sink, u32 length, u32 channels, u32 groups,
+                    u32 chunks)
+{
+    read_strip<uint4, 512>(data, sink, length, channels, groups, chunks);
+}
+
+#include "common/sm90/bulk.cuh"
+#include "common/sm90/mbarrier.cuh"
+
+#define BULK_PIECE 32768u
+
+// Read only, whole rows: the block's contiguous slice of rows in BULK_PIECE copies through a ring of
+// S stages, one warp (the block's only one) waiting on each piece, folding a word of it into the sink,
+// and refilling its stage with the piece S on.
+template <u32 S>
+__device__ __forceinline__ void read_bulk(const u8* __restrict__ data, u32* __restrict__ sink, u32 length,
+                                          u32 channels)
+{
+    extern __shared__ __align__(128) u8 bulk_ring[];
+    const u32 lane = threadIdx.x & 31;
+    const u32 bars = smem_u32(bulk_ring + S * BULK_PIECE);
+    const Slice sl = chunk_rows(length, blockIdx.x, gridDim.x);
+    const u64 begin = (u64)sl.row_begin * channels, bytes = (u64)(sl.row_end - sl.row_begin) * channels;
+    const u32 pieces = (u32)((bytes + BULK_PIECE - 1) / BULK_PIECE);
+    if (lane == 0) {
+#pragma unroll
+        for (u32 s = 0; s < S; ++s) mbar_init(bars + 8 * s, 1);
+        fence_mbarrier_init();
+    }
+    __syncwarp();
+    auto issue = [&](u32 i) {
+        if (lane == 0) {
+            const u32 s = i % S;
+            const u32 n = (u32)min((u64)BULK_PIECE, bytes - (u64)i * BULK_PIECE);
+            mbar_arrive_expect_tx(bars + 8 * s, n);
+            bulk_load(smem_u32(bulk_ring + s * BULK_PIECE), data + begin + (u64)i * BULK_PIECE, n, bars + 8 * s);
+        }
+        __syncwarp();
+    };
+    for (u32 i = 0; i < S && i < pieces; ++i) issue(i);
+    u32 acc = 0;
+    for (u32 i = 0; i < pieces; ++i) {
+        const u32 s = i % S;
+        mbar_wait(bars + 8 * s, (i / S) & 1u);
+        acc ^= reinterpret_cast<const volatile u32*>(bulk_ring + s * BULK_PIECE)[lane];
+        __syncwarp();
+        if (i + S < pieces) issue(i + S);
+    }
+    sink[blockIdx.x * 32 + lane] = acc;
+}
+
+extern "C" __global__ void __launch_bounds__(32, 1)
+probe_read_bulk4(const u8* __restrict__ data, u32* __restrict__ sink, u32 length, u32 channels)
+{
+    read_bulk<4>(data, sink, length, channels);
+}
+
+extern "C" __global__ void __launch_bounds__(32, 1)
+probe_read_bulk6(const u8* __restrict__ data, u32* __restrict__ sink, u32 length, u32 channels)
+{
+    read_bulk<6>(data, sink, length, channels);
 }
