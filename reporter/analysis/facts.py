@@ -286,6 +286,22 @@ class TimingFacts(_Facts):
         return check.max_abs_error
 
     @property
+    def mismatches(self) -> int:
+        """The check of the run: how many elements fell outside the tolerance (0 when it passed)."""
+        check = self._check()
+        if check is None or check.mismatches is None:
+            raise BindingError(f"{self._what}: no check with its mismatches recorded")
+        return check.mismatches
+
+    @property
+    def n_elements(self) -> int:
+        """The check of the run: how many elements it compared."""
+        check = self._check()
+        if check is None or check.n_elements is None:
+            raise BindingError(f"{self._what}: no check with its element count recorded")
+        return check.n_elements
+
+    @property
     def registers(self) -> int:
         """Registers a thread of the run's CUDA kernel as ptxas gave them (the most of its kernels' builds)."""
         run = getattr(self, "_run", None)  # a peer's or a probe's facts have no run of their own
