@@ -48,6 +48,7 @@ __device__ __forceinline__ void load_q_e4m3(u32 dst, const TmaDesc* map, int row
     tma_load_box_3d(dst, map, 0, row0, head, bar);
 }
 
+// region key: K's e4m3 tiles and the step that multiplies them
 // K tile j into ring entry `it` (KV176_PRODUCE_K), as produce_kv_tile does with f16 tiles but in the
 // first K8_TILE_BYTES of the slot. In a cluster of two, CTA rank r copies the tile's r-th half of rows
 // (a row is one swizzle row, so the halves cannot be column halves) to both CTAs; a box past the end of
@@ -78,3 +79,4 @@ __device__ __forceinline__ void consumer_step_e4m3(const int j, const StepCtx& c
     issue_step<HALF_BYTES, true>(j, c, sc, o, p);
     finish_step_stale_rows<MASK>(j, c, sc, o, p, m0, m1, l0, l1);
 }
+// endregion

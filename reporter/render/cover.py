@@ -71,13 +71,20 @@ def cover(s: AssignmentSummary, handin: str | None = None) -> Cover:
         where = f", {escape(c.where)}" if c.where else ", both figures of one session"
         facts.append(Markup(f"Against the first version, {escape(c.theirs)}: {row.label} ({row.times}{where})."))
     peers = timed_peers(r)
+    against = []
     for p in sorted(peers, key=lambda p: peer_ms(p) or 0.0):
         pc = compare_peer(r, p)
         if pc is None:
             continue
         row = Against("peer, same run", pc)
+        against.append((p, row))
+    if len(against) == 1:
+        p, row = against[0]
         facts.append(Markup(f"Against {escape(p.name)} ({escape(p.description)}), timed in the same run the same way: "
                             f"{row.label} ({row.times})."))
+    elif against:  # one sentence for every peer of the run (what each is: appendix B)
+        facts.append(Markup("Against the peers timed in the same run the same way: "
+                            + "; ".join(f"{escape(p.name)}, {row.label} ({row.times})" for p, row in against) + "."))
     if not peers:
         facts.append("No peer was timed in the same run, so none is compared here.")
     facts += leaderboard_facts(s, handin)

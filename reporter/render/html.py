@@ -412,8 +412,10 @@ def _step(v: VersionSummary, s: AssignmentSummary, wl: Worklog, repo_root: Path,
                   f"{v.cases_where!r} in {v.version.path.name}")
     elif bench is None:
         failed = f"no run on {_case_words(s, v)} recorded for this GPU"
-    elif not bench.ok:
-        failed = bench.error or bench.check.message
+    elif not bench.ok:  # a failed check says so once (the run's error repeats "not timed" before the message)
+        check = bench.check
+        failed = (f"the check failed, {check.message}" if check is not None and not check.passed
+                  else bench.error or "the run recorded no timing")
     comps = compared
     vs_prev = comps[0] if comps and comps[0].kind == "previous version" else None
     doc = _structure(v.version.docstring() or "")
