@@ -1,0 +1,93 @@
+// v31's step: v28's stale running max without the tile's row maxima. Each row's exp2 values are taken
+// against the running max at once, and the row's partial sum guards them: a sum at most
+// 2^RESCALE_LOG2 means every value under it is too. What it does and why is in v31_sum_guard.cu.
+// Include it after attn_sm90_kv176.cuh.
+//
+// Append-only: once a recorded version builds it, a helper here is never changed in place (`report
+// same-code` proves that a version's kernel still compiles to the machine code its records ran).
+#pragma once
+
+#include "attn_sm90_stale_rows.cuh"  // finish_step's halves, RESCALE_LOG2, rescale_o, pack_p
+
+// region key: exp2 against the running max at once, the row sums as the guard
+// The online softmax of one S tile against the running max, with no max taken first: every score
+// becomes exp2(s * scale_log2 - m) and is summed into its row's partial sum. If some lane's partial sum
+// of a row passed 2^RESCALE_LOG2 (one vote for the warp), the warp takes the rare path: each row's
+// largest exp2 value mx over its quad, and a row with mx > 1 moves its max by log2(mx), its values and
+// sums scaled by alpha = exp2(m_old - m_new), which the caller applies to O. Otherwise m stays and
+// alpha is 1: each value is at most its partial sum, so at most 2^RESCALE_LOG2. Returns whether the
+// rare path was taken (the same in every lane of the warp). A row's first value past 2^128 overflows
+// (its score more than 128 log2 units above the running max): the step does not recover from that.
+template <int S>
+__device__ __forceinline__ bool softmax_tile_sum_guard(float (&sc)[S], float& m0, float& m1, float& l0, float& l1,
+                                                       float& alpha0, float& alpha1, float scale_log2)
+{
+    constexpr float guard = (float)(1u << RESCALE_LOG2);
+    float ls0 = 0.f, ls1 = 0.f;
+#pragma unroll
+    for (int jj = 0; jj < S / 4; ++jj) {
+        sc[4 * jj] = ex2(fmaf(sc[4 * jj], scale_log2, -m0));
+        sc[4 * jj + 1] = ex2(fmaf(sc[4 * jj + 1], scale_log2, -m0));
+        sc[4 * jj + 2] = ex2(fmaf(sc[4 * jj + 2], scale_log2, -m1));
+        sc[4 * jj + 3] = ex2(fmaf(sc[4 * jj + 3], scale_log2, -m1));
+        ls0 += sc[4 * jj] + sc[4 * jj + 1];
+        ls1 += sc[4 * jj + 2] + sc[4 * jj + 3];
+    }
+    alpha0 = 1.f;
+    alpha1 = 1.f;
+    const bool rare = __any_sync(0xffffffffu, fmaxf(ls0, ls1) > guard);
+    if (rare) {
+        float mx0 = 1.f, mx1 = 1.f;  // a row whose values all stay at or below 1 keeps its max
+#pragma unroll
+        for (int jj = 0; jj < S / 4; ++jj) {
+            mx0 = fmaxf(mx0, fmaxf(sc[4 * jj], sc[4 * jj + 1]));
+            mx1 = fmaxf(mx1, fmaxf(sc[4 * jj + 2], sc[4 * jj + 3]));
+        }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float mn0 = m0 + __log2f(mx0), mn1 = m1 + __log2f(mx1);
+        alpha0 = ex2(m0 - mn0);  // 1 where the max stays
+        alpha1 = ex2(m1 - mn1);
+        m0 = mn0;
+        m1 = mn1;
+#pragma unroll
+        for (int jj = 0; jj < S / 4; ++jj) {
+            sc[4 * jj] *= alpha0;
+            sc[4 * jj + 1] *= alpha0;
+            sc[4 * jj + 2] *= alpha1;
+            sc[4 * jj + 3] *= alpha1;
+        }
+        ls0 *= alpha0;
+        ls1 *= alpha1;
+    }
+    l0 = l0 * alpha0 + ls0;
+    l1 = l1 * alpha1 + ls1;
+    return rare;
+}
+// endregion
+
+// The second half of a step with v31's softmax: P packed first, then O rescaled on the rare path only.
+template <int MASK>
+__device__ __forceinline__ void finish_step_sum_guard(const int j, const StepCtx& c, float (&sc)[S_REGS],
+                                                      float (&o)[64], u32 (&p)[P_REGS], float& m0, float& m1,
+                                                      float& l0, float& l1)
+{
+    await_scores<MASK>(j, c, sc);
+    float alpha0, alpha1;
+    const bool moved = softmax_tile_sum_guard(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
+    await_pv(j, c, o, p);
+    pack_p(sc, p, 1.f);
+    if (moved) rescale_o(o, alpha0, alpha1);
+}
+
+// v15's step j = 1 .. n-1 with v31's softmax (the kernel's KV176_STEP hook).
+template <int MASK>
+__device__ __forceinline__ void consumer_step_sum_guard(const int j, const StepCtx& c, float (&sc)[S_REGS],
+                                                        float (&o)[64], u32 (&p)[P_REGS], float& m0, float& m1,
+                                                        float& l0, float& l1)
+{
+    issue_step(j, c, sc, o, p);
+    finish_step_sum_guard<MASK>(j, c, sc, o, p, m0, m1, l0, l1);
+}
