@@ -1,5 +1,5 @@
-"""flashattn on the GPU beyond the per-version checks: the running max of v27, v28 and v31, which moves only
-when a row outgrew it by 2^8 (v31: when a row's sum of exp2 values passed 2^8), gives the reference's softmax on scores whose maxima keep growing along the keys
+"""flashattn on the GPU beyond the per-version checks: the running max of v27, v28, v31 and v32, which moves
+only when a row outgrew it by 2^8 (v31, v32: when a row's sum of exp2 values passed 2^8), gives the reference's softmax on scores whose maxima keep growing along the keys
 (so the max moves on many steps) and on scores whose maxima grow by less than the threshold every
 step (so it never moves after the first tile and P approaches 2^8), as well as on the cases' random
 scores."""
@@ -36,7 +36,7 @@ def _inputs(kind: str, torch, s: int = 2048):
     return q.contiguous(), k.contiguous(), v.contiguous()
 
 
-@pytest.mark.parametrize("short", ["v27", "v28", "v31"])
+@pytest.mark.parametrize("short", ["v27", "v28", "v31", "v32"])
 @pytest.mark.parametrize("kind", ["ramp", "creep", "random"])
 def test_a_stale_running_max_gives_the_softmax(kind, short):
     torch = pytest.importorskip("torch")

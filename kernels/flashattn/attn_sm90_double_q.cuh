@@ -1,5 +1,6 @@
 // v19's kernel, the persistent kernel with two Q buffers, whose epilogue is a hook (STORE_O): v19
-// builds it with the default store, v20 and v21 with their own. What it does and why is in
+// builds it with the default store, v20 and v21 with their own; its steps after a unit's first are a
+// hook too (DQ_STEP: v15's consumer_step unless a version names another, as v32 does). What it does and why is in
 // v19_double_q.cu. A version file defines its STORE_O (or none) and includes this header.
 //
 // Append-only: once a recorded version builds it, the kernel is never changed in place (`report
@@ -28,6 +29,10 @@
 // the epilogue's store of O / l by default: v15's store_o_pairs (f16x2 pairs from the accumulators, as v17)
 #ifndef STORE_O
 #define STORE_O store_o_pairs
+#endif
+// the step j = 1 .. n-1 of a unit by default: v15's consumer_step (v32: v31's, with the sum guard)
+#ifndef DQ_STEP
+#define DQ_STEP consumer_step
 #endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
@@ -119,11 +124,11 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
         // steps 1 .. n-1, at ring entries g + 1 .. g + n - 1 (v15's step, given the ring index)
         for (int j = 1; j < n_tiles - 1; ++j) {
             TRACE_UNIT(tid == 0 && cw == 0 && j <= 8, local, TR_STEP1 + j - 1);
-            consumer_step<0>(g + j, ctx, sc, o, p, m0, m1, l0, l1);
+            DQ_STEP<0>(g + j, ctx, sc, o, p, m0, m1, l0, l1);
         }
         if (n_tiles > 1) {
             TRACE_UNIT(tid == 0 && cw == 0 && n_tiles <= 9, local, TR_STEP1 + n_tiles - 2);
-            consumer_step<1>(g + n_tiles - 1, ctx, sc, o, p, m0, m1, l0, l1);
+            DQ_STEP<1>(g + n_tiles - 1, ctx, sc, o, p, m0, m1, l0, l1);
         }
         // ---- step n: O += P_{n-1} V_{n-1}; every S of the unit has landed, so its Q buffer is released
         if (lane == 0) mbar_arrive(bar_q_empty + 8 * b);
