@@ -326,9 +326,11 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
         if last and d.best is not None and i == d.best + 1:
             above_prev = False  # right beside the best's time, above: below its point instead
         first = i == 0  # beside its point, inward: centred, it would sit on the y axis
-        dx, dy = (-5 if last else 5 if first else 0), (2 if first else 7 if above_prev else -8)
+        # the best right before the last point: its label ends at its point, clear of the right edge's leaders
+        leftward = last or (i == d.best and i == len(py) - 2 and i != 0)
+        dx, dy = (-5 if leftward else 5 if first else 0), (2 if first else 7 if above_prev else -8)
         ax.annotate(_fmt_ms(y), (px[i], y), xytext=(dx, dy),
-                    textcoords="offset points", ha="right" if last else "left" if first else "center",
+                    textcoords="offset points", ha="right" if leftward else "left" if first else "center",
                     va="bottom" if above_prev else "top", fontsize=7, color=VERSION_COLOR, zorder=5,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6, "alpha": 0.9})  # no line strikes it
     if overview is not None:
