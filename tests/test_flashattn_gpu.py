@@ -1,7 +1,8 @@
-"""flashattn on the GPU beyond the per-version checks: the running max of v27, v28, v31 and v32, which moves
-only when a row outgrew it by 2^8 (v31, v32: when a row's sum of exp2 values passed 2^8), gives the reference's softmax on scores whose maxima keep growing along the keys
+"""flashattn on the GPU beyond the per-version checks: the running max of v27, v28, v31, v32 and v34, which
+moves only when a row outgrew it by 2^8 (v31, v32, v34: when a lane's partial sum of a row's exp2 values passed
+2^8), gives the reference's softmax on scores whose maxima keep growing along the keys
 (so the max moves on many steps) and on scores whose maxima grow by less than the threshold every
-step (so it never moves after the first tile and P approaches 2^8), as well as on the cases' random
+step (so it never moves after the first tile and P grows towards the threshold), as well as on the cases' random
 scores."""
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ def _inputs(kind: str, torch, s: int = 2048):
     """(q, k, v) of shape (1, 16, s, 128) fp16 whose scores grow along the keys: "ramp" scales the keys
     from 0.2 to 3 times their size (the row maxima grow past the threshold over the sequence, so the max
     moves after its first tiles), "creep" raises every score by 7 log2 units each 176-key tile, so the
-    stale max moves every second tile, after P reached about 2^7 against it."""
+    stale max moves every second tile, after P reached about 2^7 against it; "jump" raises the scores of the keys
+    from 1000 on by 60 log2 units at once (v31's and v32's exp2 values reach about 2^60 against the stale max before
+    their rare path moves it; a jump past 128 would overflow them, the limit their docstrings state)."""
     gen = torch.Generator(device="cuda").manual_seed(7)
     shape = (1, 16, s, 128)
     q, k, v = (torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3))
@@ -33,11 +36,16 @@ def _inputs(kind: str, torch, s: int = 2048):
         q, k = q.clone(), k.clone()
         q[..., -1] = 8.0
         k[..., -1] = (8.0 * c * (torch.arange(s, device="cuda") // 176)).to(torch.float16)
+    elif kind == "jump":
+        c = 60.0 * math.sqrt(128) / (8.0 * 8.0 * math.log2(math.e))
+        q, k = q.clone(), k.clone()
+        q[..., -1] = 8.0
+        k[..., -1] = (8.0 * c * (torch.arange(s, device="cuda") >= 1000)).to(torch.float16)
     return q.contiguous(), k.contiguous(), v.contiguous()
 
 
-@pytest.mark.parametrize("short", ["v27", "v28", "v31", "v32"])
-@pytest.mark.parametrize("kind", ["ramp", "creep", "random"])
+@pytest.mark.parametrize("short", ["v27", "v28", "v31", "v32", "v34"])
+@pytest.mark.parametrize("kind", ["ramp", "creep", "jump", "random"])
 def test_a_stale_running_max_gives_the_softmax(kind, short):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -101,3 +109,45 @@ def test_v30_rounds_q_and_k_to_nearest():
         assert not farther.any(), f"{name}: {farther.sum().item()} values rounded farther than to the nearest e4m3"
         ties = (got != nearest).sum().item()
         assert ties < src.numel() // 50, f"{name}: {ties} values differ from torch's at equal distance"
+
+
+def test_v31_and_v32_take_their_common_path():
+    """At their threshold v31 and v32 compute other bits than the same kernels built with a threshold of 1 (2^0),
+    whose rare path runs on nearly every step: so the common path, without the max, is what they run (a vote that
+    always chose the rare path would pass the softmax checks above)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    data = _inputs("random", torch)
+    for short in ("v31", "v32", "v34"):
+        version = _version(short)
+        common = version.custom_kernel(data)
+        rare = version.make_kernel({**version.CONFIG, "RESCALE_LOG2": 0})(data)
+        torch.cuda.synchronize()
+        differ = (common.view(torch.int16) != rare.view(torch.int16)).float().mean().item()
+        assert differ > 0.01, f"{short}: its threshold gives the always-rare build's bits on {1 - differ:.1%} of outputs"
+
+
+def test_v34_keeps_rows_whose_scores_leap_that_v32_loses():
+    """Scores that leap by 125 log2 units at a tile's start (every key from 1024 on, q and k zero but for one feature,
+    so the leap is exact): a lane's partial sum of its 32 values overflows though each value (2^125) does not. v32's rare
+    path scaled that sum and lost the rows; v34 takes the values and sums again and gives the reference's output."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    a = get_assignment(ROOT / "kernels", "flashattn")
+    s = 2048
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    v = torch.randn(1, 16, s, 128, device="cuda", dtype=torch.float16, generator=gen)
+    q = torch.zeros_like(v)
+    k = torch.zeros_like(v)
+    q[..., -1] = 8.0
+    k[..., -1] = (125.0 * math.sqrt(128) / (8.0 * math.log2(math.e)) * (torch.arange(s, device="cuda") >= 1024)).to(
+        torch.float16)
+    data = (q.contiguous(), k.contiguous(), v)
+    ref = a.spec.ref_kernel(data).float()
+    tol = a.spec.TOLERANCE
+    outs = {short: _version(short).custom_kernel(data).float() for short in ("v32", "v34")}
+    torch.cuda.synchronize()
+    ok = {short: bool(((out - ref).abs() <= tol.atol + tol.rtol * ref.abs()).all()) for short, out in outs.items()}
+    assert ok == {"v32": False, "v34": True}, ok
