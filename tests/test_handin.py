@@ -555,6 +555,8 @@ def test_page_one_shows_the_hand_in_on_every_case_against_its_peer(report):
     assert [r.case for r in c.handin_rows] == [r.case for r in rows] == ["test_small", "test_medium", "benchmark"]
     one = pages[0]
     assert f"Our hand-in, {handin}" in one and check.run_id in one
+    # the hand-in is not the fastest figure: page 1 sets it against that one, by the one comparison
+    assert (f"The hand-in, {handin}, against it:" in one) == (s.best.name != handin)
     for r in rows:
         assert r.course_ratio and r.do_bench_ratio and r.course_ratio > 1 and r.do_bench_ratio > 1
         assert f"{r.course_ratio:.3f}×" in one and f"{r.do_bench_ratio:.3f}×" in one, r.case

@@ -70,6 +70,13 @@ def cover(s: AssignmentSummary, handin: str | None = None) -> Cover:
         row = Against("first version", c, report_case=s.benchmark_case)
         where = f", {escape(c.where)}" if c.where else ", both figures of one session"
         facts.append(Markup(f"Against the first version, {escape(c.theirs)}: {row.label} ({row.times}{where})."))
+    hv = next((v for v in s.versions if v.name == handin), None) if handin and handin != best.name else None
+    if hv is not None and hv.figure is not None:  # the hand-in is not the fastest figure: how far from it
+        hc = compare_versions(hv, best)
+        if hc is not None:
+            row = Against("best version", hc, report_case=s.benchmark_case)
+            where = f", {escape(hc.where)}" if hc.where else ", both figures of one session"
+            facts.append(Markup(f"The hand-in, {escape(hv.name)}, against it: {row.label} ({row.times}{where})."))
     peers = timed_peers(r)
     against = []
     for p in sorted(peers, key=lambda p: peer_ms(p) or 0.0):
