@@ -1,6 +1,5 @@
 // v34's step: v31's softmax (exp2 values against the running max at once, the row sums as the guard)
-// with a rare path that keeps every finite value, and a step that takes its softmax as a template
-// argument. What it does and why is in v34_guarded_range.cu. Include it after attn_sm90_kv176.cuh.
+// with a rare path that keeps every finite value, in v31's step (consumer_step_guarded). What it does and why is in v34_guarded_range.cu. Include it after attn_sm90_kv176.cuh.
 //
 // Append-only: once a recorded version builds it, a helper here is never changed in place (`report
 // same-code` proves that a version's kernel still compiles to the machine code its records ran).
@@ -23,29 +22,13 @@ __device__ __forceinline__ bool softmax_tile_sum_guard_logs(float (&sc)[S], floa
 {
     constexpr float guard = (float)(1u << RESCALE_LOG2);
     float ls0 = 0.f, ls1 = 0.f;
-#pragma unroll
-    for (int jj = 0; jj < S / 4; ++jj) {
-        sc[4 * jj] = ex2(fmaf(sc[4 * jj], scale_log2, -m0));
-        sc[4 * jj + 1] = ex2(fmaf(sc[4 * jj + 1], scale_log2, -m0));
-        sc[4 * jj + 2] = ex2(fmaf(sc[4 * jj + 2], scale_log2, -m1));
-        sc[4 * jj + 3] = ex2(fmaf(sc[4 * jj + 3], scale_log2, -m1));
-        ls0 += sc[4 * jj] + sc[4 * jj + 1];
-        ls1 += sc[4 * jj + 2] + sc[4 * jj + 3];
-    }
+    exp2_with_sums(sc, m0, m1, ls0, ls1, scale_log2);
     alpha0 = 1.f;
     alpha1 = 1.f;
     const bool rare = __any_sync(0xffffffffu, fmaxf(ls0, ls1) > guard);
     if (rare) {
         float mx0 = 1.f, mx1 = 1.f;  // a row whose values all stay at or below 1 keeps its max
-#pragma unroll
-        for (int jj = 0; jj < S / 4; ++jj) {
-            mx0 = fmaxf(mx0, fmaxf(sc[4 * jj], sc[4 * jj + 1]));
-            mx1 = fmaxf(mx1, fmaxf(sc[4 * jj + 2], sc[4 * jj + 3]));
-        }
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        quad_row_max(sc, mx0, mx1);
         const float g0 = __log2f(mx0), g1 = __log2f(mx1);
         const float mn0 = m0 + g0, mn1 = m1 + g1;
         alpha0 = ex2(m0 - mn0);  // 1 where the max stays
@@ -69,23 +52,6 @@ __device__ __forceinline__ bool softmax_tile_sum_guard_logs(float (&sc)[S], floa
     return rare;
 }
 // endregion
-
-// v15's step j = 1 .. n-1 with the softmax SOFTMAX, which returns whether O needs its rescale: after
-// the P.V's wait, P is packed, then O rescaled only then (v28's order). The steps of v28 and v31 are this
-// step with their own softmax, written out before it existed.
-template <int MASK, bool (*SOFTMAX)(float (&)[S_REGS], float&, float&, float&, float&, float&, float&, float)>
-__device__ __forceinline__ void consumer_step_guarded(const int j, const StepCtx& c, float (&sc)[S_REGS],
-                                                      float (&o)[64], u32 (&p)[P_REGS], float& m0, float& m1,
-                                                      float& l0, float& l1)
-{
-    issue_step(j, c, sc, o, p);
-    await_scores<MASK>(j, c, sc);
-    float alpha0, alpha1;
-    const bool moved = SOFTMAX(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
-    await_pv(j, c, o, p);
-    pack_p(sc, p, 1.f);
-    if (moved) rescale_o(o, alpha0, alpha1);
-}
 
 // v34's step (a kernel's step hook: DQ_STEP, KV176_STEP).
 template <int MASK>

@@ -276,30 +276,28 @@ class TimingFacts(_Facts):
         run = self.__dict__.get("_run")
         return run.check if run is not None else None
 
+    def _check_field(self, field: str, what: str):  # type: ignore[no-untyped-def]
+        check = self._check()
+        value = getattr(check, field, None) if check is not None else None
+        if value is None:
+            raise BindingError(f"{self._what}: no check with {what} recorded")
+        return value
+
     @property
     def max_abs_error(self) -> float:
         """The check of the run (a peer: of its result in the run): the largest absolute difference from
         the reference on the run's input."""
-        check = self._check()
-        if check is None or check.max_abs_error is None:
-            raise BindingError(f"{self._what}: no check with an error recorded")
-        return check.max_abs_error
+        return self._check_field("max_abs_error", "an error")
 
     @property
     def mismatches(self) -> int:
         """The check of the run: how many elements fell outside the tolerance (0 when it passed)."""
-        check = self._check()
-        if check is None or check.mismatches is None:
-            raise BindingError(f"{self._what}: no check with its mismatches recorded")
-        return check.mismatches
+        return self._check_field("mismatches", "its mismatches")
 
     @property
     def n_elements(self) -> int:
         """The check of the run: how many elements it compared."""
-        check = self._check()
-        if check is None or check.n_elements is None:
-            raise BindingError(f"{self._what}: no check with its element count recorded")
-        return check.n_elements
+        return self._check_field("n_elements", "its element count")
 
     @property
     def registers(self) -> int:
