@@ -48,8 +48,9 @@ __device__ __forceinline__ void quad_row_max(const float (&sc)[S], float& mx0, f
 // largest exp2 value mx over its quad, and a row with mx > 1 moves its max by log2(mx), its values and
 // sums scaled by alpha = exp2(m_old - m_new), which the caller applies to O. Otherwise m stays and
 // alpha is 1: each value is at most its partial sum, so at most 2^RESCALE_LOG2. Returns whether the
-// rare path was taken (the same in every lane of the warp). A row's first value past 2^128 overflows
-// (its score more than 128 log2 units above the running max): the step does not recover from that.
+// rare path was taken (the same in every lane of the warp). A lane's partial sum overflows before its
+// values do (from about 123 log2 units above the running max) and alpha flushes to 0 past 126: such a
+// row comes out as zeros or NaN (v34's softmax_tile_sum_guard_logs keeps it).
 template <int S>
 __device__ __forceinline__ bool softmax_tile_sum_guard(float (&sc)[S], float& m0, float& m1, float& l0, float& l1,
                                                        float& alpha0, float& alpha1, float scale_log2)

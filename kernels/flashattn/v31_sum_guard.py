@@ -9,10 +9,11 @@ packed. If so, the rare path takes each row's largest value over its quad, moves
 log2 where it is above 1, and rescales the values, the sums and O by alpha. Step 0 keeps v15's
 softmax (the first max). The grid, the cluster, the launch plan and the configuration are v28's.
 
-Numerics: v28's. P is at most 2^8 on every step, as in v28. A score more than 128 log2 units above
-its row's running max (89 in the scores' natural units) overflows its exp2 and the row becomes NaN;
-v28, which takes the max first, has no such limit. Under the course's inputs the scores of a row
-differ by a few units.
+Numerics: v28's. P is at most 2^8 on every step, as in v28. Its rare path scales a lane's partial
+sums by alpha, and a sum overflows before its values do: a row whose scores rise in one tile by about
+123 log2 units or more above its running max (85 in the scores' natural units) comes out as zeros, and
+one whose max moves by 126 or more as NaN (alpha flushes to 0). v28, which takes the max first, has no
+such limit, and v34 lifts it. Under the course's inputs the scores of a row differ by a few units.
 
 Hypothesis: v28's softmax still reduces each row of every tile to its max before its first exp2 value
 (88 FMNMX a thread and the shuffles, on the step's critical path), and the max moves on a few steps

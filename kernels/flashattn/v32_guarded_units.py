@@ -7,8 +7,8 @@ row's running max with no max of the tile first, the row sums as the guard, a ra
 max when some partial sum passed 2^8. The unit's first step keeps v15's softmax. The grid, the two Q
 buffers, the 128-row K/V ring, the launch plan and the configuration are v21's.
 
-Numerics: v31's (P at most 2^8; a score more than 128 log2 units above its row's running max
-overflows).
+Numerics: v31's (P at most 2^8; a row whose scores rise in one tile by about 123 log2 units above its
+running max comes out as zeros or NaN, which v34 mends).
 
 Hypothesis: v31 took 19 % fewer instructions than v28 and ran the benchmark and test_medium faster
 than v28 in one run, but test_small, where v21's persistent grid and staged epilogue pay, stays v21's.
