@@ -125,11 +125,12 @@ def test_failing_pdf_step_keeps_the_html(tmp_path, monkeypatch):
 def test_unresolved_reference_fails_with_file_and_line(project):
     wl = project / "kernels" / "flashattn" / "worklog.md"
     lines = wl.read_text().splitlines()
-    lines.insert(12, "This line cites {{ v42.median_ms }} ms, a version that does not exist.")
+    at = lines.index("---", 1) + 2  # the body's second line, wherever the front matter ends
+    lines.insert(at, "This line cites {{ v42.median_ms }} ms, a version that does not exist.")
     wl.write_text("\n".join(lines) + "\n")
     result = runner.invoke(app, ["build", "flashattn", "--root", str(project), "--no-pdf"])
     assert result.exit_code == 2
-    assert "worklog.md:13:" in result.output and "v42" in result.output
+    assert f"worklog.md:{at + 1}:" in result.output and "v42" in result.output
     assert not (project / "reports" / "flashattn" / "worklog.html").exists()
 
 
