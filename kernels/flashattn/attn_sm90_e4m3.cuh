@@ -76,7 +76,6 @@ template <int MASK>
 __device__ __forceinline__ void consumer_step_e4m3(const int j, const StepCtx& c, float (&sc)[S_REGS], float (&o)[64],
                                                    u32 (&p)[P_REGS], float& m0, float& m1, float& l0, float& l1)
 {
-    issue_step<HALF_BYTES, true>(j, c, sc, o, p);
-    finish_step_stale_rows<MASK>(j, c, sc, o, p, m0, m1, l0, l1);
+    consumer_step_guarded<MASK, softmax_tile_stale_rows<S_REGS>, true>(j, c, sc, o, p, m0, m1, l0, l1);
 }
 // endregion

@@ -1,15 +1,17 @@
 // v34's step: v31's softmax (exp2 values against the running max at once, the row sums as the guard)
-// with a rare path that keeps every finite value, in v31's step (consumer_step_guarded). What it does and why is in v34_guarded_range.cu. Include it after attn_sm90_kv176.cuh.
+// with a rare path that keeps every finite value (softmax_tile_sum_guard_with's LOGS, attn_sm90_sum_guard.cuh),
+// in v31's step (consumer_step_guarded). What it does and why is in v34_guarded_range.cu. Include it after
+// attn_sm90_kv176.cuh.
 //
 // Append-only: once a recorded version builds it, a helper here is never changed in place (`report
 // same-code` proves that a version's kernel still compiles to the machine code its records ran).
 #pragma once
 
-#include "attn_sm90_sum_guard.cuh"  // RESCALE_LOG2, finish_step's halves, rescale_o, pack_p
+#include "attn_sm90_sum_guard.cuh"  // softmax_tile_sum_guard_with, consumer_step_guarded
 
 // region key: the rare path rescales in the log2 domain and sums again
 // v31's softmax_tile_sum_guard, whose rare path multiplied the values and the lane's partial sums by
-// alpha. A lane's sum of a row overflows before any of its values does (about 122 log2 units above the
+// alpha. A lane's sum of a row overflows before any of its values does (about 123 log2 units above the
 // running max), and alpha = exp2(m_old - m_new) flushes to 0 once the max moves by 126 or more, so
 // there v31 returned a row of zeros or NaN. Here the rare path moves each row's max by log2(mx) as v31
 // does, then takes each value again as exp2(log2(p) - log2(mx)) (exact where a product with alpha would
@@ -20,36 +22,7 @@ template <int S>
 __device__ __forceinline__ bool softmax_tile_sum_guard_logs(float (&sc)[S], float& m0, float& m1, float& l0,
                                                             float& l1, float& alpha0, float& alpha1, float scale_log2)
 {
-    constexpr float guard = (float)(1u << RESCALE_LOG2);
-    float ls0 = 0.f, ls1 = 0.f;
-    exp2_with_sums(sc, m0, m1, ls0, ls1, scale_log2);
-    alpha0 = 1.f;
-    alpha1 = 1.f;
-    const bool rare = __any_sync(0xffffffffu, fmaxf(ls0, ls1) > guard);
-    if (rare) {
-        float mx0 = 1.f, mx1 = 1.f;  // a row whose values all stay at or below 1 keeps its max
-        quad_row_max(sc, mx0, mx1);
-        const float g0 = __log2f(mx0), g1 = __log2f(mx1);
-        const float mn0 = m0 + g0, mn1 = m1 + g1;
-        alpha0 = ex2(m0 - mn0);  // 1 where the max stays
-        alpha1 = ex2(m1 - mn1);
-        m0 = mn0;
-        m1 = mn1;
-        ls0 = 0.f;
-        ls1 = 0.f;
-#pragma unroll
-        for (int jj = 0; jj < S / 4; ++jj) {
-            sc[4 * jj] = ex2(__log2f(sc[4 * jj]) - g0);
-            sc[4 * jj + 1] = ex2(__log2f(sc[4 * jj + 1]) - g0);
-            sc[4 * jj + 2] = ex2(__log2f(sc[4 * jj + 2]) - g1);
-            sc[4 * jj + 3] = ex2(__log2f(sc[4 * jj + 3]) - g1);
-            ls0 += sc[4 * jj] + sc[4 * jj + 1];
-            ls1 += sc[4 * jj + 2] + sc[4 * jj + 3];
-        }
-    }
-    l0 = l0 * alpha0 + ls0;
-    l1 = l1 * alpha1 + ls1;
-    return rare;
+    return softmax_tile_sum_guard_with<true>(sc, m0, m1, l0, l1, alpha0, alpha1, scale_log2);
 }
 // endregion
 

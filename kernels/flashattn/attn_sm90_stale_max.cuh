@@ -12,6 +12,45 @@
                            // moves: P stays <= 2^8, which fp16 holds with its full precision
 #endif
 
+// Each score's exp2 against its row's running max (m0, m1), in place, added into the lane's partial
+// sums of the two rows (ls0, ls1): the loop of v27's softmax, shared by v28's, v31's and v34's.
+template <int S>
+__device__ __forceinline__ void exp2_with_sums(float (&sc)[S], float m0, float m1, float& ls0, float& ls1,
+                                               float scale_log2)
+{
+#pragma unroll
+    for (int jj = 0; jj < S / 4; ++jj) {
+        sc[4 * jj] = ex2(fmaf(sc[4 * jj], scale_log2, -m0));
+        sc[4 * jj + 1] = ex2(fmaf(sc[4 * jj + 1], scale_log2, -m0));
+        sc[4 * jj + 2] = ex2(fmaf(sc[4 * jj + 2], scale_log2, -m1));
+        sc[4 * jj + 3] = ex2(fmaf(sc[4 * jj + 3], scale_log2, -m1));
+        ls0 += sc[4 * jj] + sc[4 * jj + 1];
+        ls1 += sc[4 * jj + 2] + sc[4 * jj + 3];
+    }
+}
+
+// Each row's largest score in this lane (lane_row_max), and over the quad (quad_row_max), from the
+// starting values mx0 and mx1: v27's reduction, shared by v28's (the lane's part), v31's and v34's.
+template <int S>
+__device__ __forceinline__ void lane_row_max(const float (&sc)[S], float& mx0, float& mx1)
+{
+#pragma unroll
+    for (int jj = 0; jj < S / 4; ++jj) {
+        mx0 = fmaxf(mx0, fmaxf(sc[4 * jj], sc[4 * jj + 1]));
+        mx1 = fmaxf(mx1, fmaxf(sc[4 * jj + 2], sc[4 * jj + 3]));
+    }
+}
+
+template <int S>
+__device__ __forceinline__ void quad_row_max(const float (&sc)[S], float& mx0, float& mx1)
+{
+    lane_row_max(sc, mx0, mx1);
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+}
+
 // region key: the running max moves only when a row of the warp outgrew it by RESCALE_LOG2
 // The online softmax of one S tile against a stale running max. The tile's row maxima are taken as
 // in softmax_tile; the warp votes on whether any of its 16 rows exceeds its running max by more than
@@ -24,15 +63,7 @@ __device__ __forceinline__ bool softmax_tile_stale(float (&sc)[S], float& m0, fl
                                                    float& alpha0, float& alpha1, float scale_log2)
 {
     float mx0 = sc[0], mx1 = sc[2];
-#pragma unroll
-    for (int jj = 0; jj < S / 4; ++jj) {
-        mx0 = fmaxf(mx0, fmaxf(sc[4 * jj], sc[4 * jj + 1]));
-        mx1 = fmaxf(mx1, fmaxf(sc[4 * jj + 2], sc[4 * jj + 3]));
-    }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    quad_row_max(sc, mx0, mx1);
     const float t0 = mx0 * scale_log2, t1 = mx1 * scale_log2;
     constexpr float grow = (float)RESCALE_LOG2;
     const bool moved = __any_sync(0xffffffffu, t0 > m0 + grow || t1 > m1 + grow);
@@ -47,15 +78,7 @@ __device__ __forceinline__ bool softmax_tile_stale(float (&sc)[S], float& m0, fl
         l1 *= alpha1;
     }
     float ls0 = 0.f, ls1 = 0.f;
-#pragma unroll
-    for (int jj = 0; jj < S / 4; ++jj) {
-        sc[4 * jj] = ex2(fmaf(sc[4 * jj], scale_log2, -m0));
-        sc[4 * jj + 1] = ex2(fmaf(sc[4 * jj + 1], scale_log2, -m0));
-        sc[4 * jj + 2] = ex2(fmaf(sc[4 * jj + 2], scale_log2, -m1));
-        sc[4 * jj + 3] = ex2(fmaf(sc[4 * jj + 3], scale_log2, -m1));
-        ls0 += sc[4 * jj] + sc[4 * jj + 1];
-        ls1 += sc[4 * jj + 2] + sc[4 * jj + 3];
-    }
+    exp2_with_sums(sc, m0, m1, ls0, ls1, scale_log2);
     l0 += ls0;
     l1 += ls1;
     return moved;

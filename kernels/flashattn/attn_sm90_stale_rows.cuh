@@ -19,11 +19,7 @@ __device__ __forceinline__ bool softmax_tile_stale_rows(float (&sc)[S], float& m
 {
     constexpr float grow = (float)RESCALE_LOG2;
     float mx0 = sc[0], mx1 = sc[2];
-#pragma unroll
-    for (int jj = 0; jj < S / 4; ++jj) {
-        mx0 = fmaxf(mx0, fmaxf(sc[4 * jj], sc[4 * jj + 1]));
-        mx1 = fmaxf(mx1, fmaxf(sc[4 * jj + 2], sc[4 * jj + 3]));
-    }
+    lane_row_max(sc, mx0, mx1);
     // region key: each row's vote once its max is reduced, the new max by a select
     mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
     mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
@@ -41,30 +37,25 @@ __device__ __forceinline__ bool softmax_tile_stale_rows(float (&sc)[S], float& m
     m1 = mn1;
     // endregion
     float ls0 = 0.f, ls1 = 0.f;
-#pragma unroll
-    for (int jj = 0; jj < S / 4; ++jj) {
-        sc[4 * jj] = ex2(fmaf(sc[4 * jj], scale_log2, -mn0));
-        sc[4 * jj + 1] = ex2(fmaf(sc[4 * jj + 1], scale_log2, -mn0));
-        sc[4 * jj + 2] = ex2(fmaf(sc[4 * jj + 2], scale_log2, -mn1));
-        sc[4 * jj + 3] = ex2(fmaf(sc[4 * jj + 3], scale_log2, -mn1));
-        ls0 += sc[4 * jj] + sc[4 * jj + 1];
-        ls1 += sc[4 * jj + 2] + sc[4 * jj + 3];
-    }
+    exp2_with_sums(sc, mn0, mn1, ls0, ls1, scale_log2);
     l0 = l0 * alpha0 + ls0;
     l1 = l1 * alpha1 + ls1;
     return move0 || move1;
 }
 
-// The second half of a step with v28's softmax: P is packed first, and O rescaled after it, only when a
-// row's max moved, so that the branch follows the step's last use of the scores.
-template <int MASK>
-__device__ __forceinline__ void finish_step_stale_rows(const int j, const StepCtx& c, float (&sc)[S_REGS],
-                                                       float (&o)[64], u32 (&p)[P_REGS], float& m0, float& m1,
-                                                       float& l0, float& l1)
+// v15's step j = 1 .. n-1 with the softmax SOFTMAX, which returns whether O needs its rescale: after
+// the P.V's wait, P is packed, then O rescaled only then, so that the branch follows the step's last use
+// of the scores. E4M3: S from e4m3 tiles (issue_step's switch, v30). v28's, v30's, v31's and v34's step.
+template <int MASK, bool (*SOFTMAX)(float (&)[S_REGS], float&, float&, float&, float&, float&, float&, float),
+          bool E4M3 = false>
+__device__ __forceinline__ void consumer_step_guarded(const int j, const StepCtx& c, float (&sc)[S_REGS],
+                                                      float (&o)[64], u32 (&p)[P_REGS], float& m0, float& m1,
+                                                      float& l0, float& l1)
 {
+    issue_step<HALF_BYTES, E4M3>(j, c, sc, o, p);
     await_scores<MASK>(j, c, sc);
     float alpha0, alpha1;
-    const bool moved = softmax_tile_stale_rows(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
+    const bool moved = SOFTMAX(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
     await_pv(j, c, o, p);
     pack_p(sc, p, 1.f);
     if (moved) rescale_o(o, alpha0, alpha1);
@@ -76,6 +67,5 @@ __device__ __forceinline__ void consumer_step_stale_rows(const int j, const Step
                                                          float (&o)[64], u32 (&p)[P_REGS], float& m0, float& m1,
                                                          float& l0, float& l1)
 {
-    issue_step(j, c, sc, o, p);
-    finish_step_stale_rows<MASK>(j, c, sc, o, p, m0, m1, l0, l1);
+    consumer_step_guarded<MASK, softmax_tile_stale_rows<S_REGS>>(j, c, sc, o, p, m0, m1, l0, l1);
 }
