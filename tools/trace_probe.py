@@ -3,8 +3,8 @@
     python tools/trace_probe.py --case test_small --config 'v18:{"PREFETCH": 0}' --config v19 --reps 5
 
 Each version and configuration (defines merged over the version's CONFIG; the version's module
-gives ``make_kernel``, ``CONFIG``, ``module(config, device_index, cluster)`` and ``v15``) is
-built with TRACE=1 (kernels/flashattn/trace.cuh, whose layout this reads), checked once against
+gives ``make_kernel`` and ``CONFIG``, and ``module(config, device_index, cluster)`` and ``v15`` or
+else a ``SOURCE`` that v19's builder compiles) is built with TRACE=1 (kernels/flashattn/trace.cuh, whose layout this reads), checked once against
 the reference on fresh inputs, then launched ``--reps`` times,
 each after a 256 MiB write that evicts L2 (as the course harness does before a timed call) with
 g_trace cleared first. Per launch it reads every CTA's stamps and reduces them to: the span from
@@ -100,6 +100,16 @@ def reduce_launch(raw: np.ndarray, ctas: int, units: int = L["TRACE_UNITS"], per
     return out
 
 
+def _module_of(mod):
+    """The version's ``module(config, device_index, cluster)`` and v15's host module: its own where it names
+    them, else v19's builder over its SOURCE (the versions that plan v21's launch through double_q_host)."""
+    import v19_double_q as v19
+
+    if hasattr(mod, "module"):
+        return mod.module, mod.v15
+    return (lambda cfg, device_index, cluster: v19.module_of(mod.SOURCE, cfg, device_index, cluster)), v19.v15
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--case", default="test_small")
@@ -127,9 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         torch.cuda.synchronize()
         err = float((out.float() - ref.float()).abs().max())
         q = data[0]
-        cluster = mod.v15.cluster_for(q.shape[2], int(cfg.get("CLUSTER", 2)))
+        module, v15 = _module_of(mod)
+        cluster = v15.cluster_for(q.shape[2], int(cfg.get("CLUSTER", 2)))
         n_slots = L["TRACE_MAX_CTAS"] * L["TRACE_SLOTS"]
-        g = mod.module(cfg, q.device.index, cluster).global_array("g_trace", "uint64", n_slots)
+        g = module(cfg, q.device.index, cluster).global_array("g_trace", "uint64", n_slots)
         launches = []
         for _ in range(args.reps):
             flush.fill_(42)

@@ -1,7 +1,8 @@
 // v19's kernel, the persistent kernel with two Q buffers, whose epilogue is a hook (STORE_O): v19
 // builds it with the default store, v20 and v21 with their own; its steps after a unit's first are a
-// hook too (DQ_STEP: v15's consumer_step unless a version names another, as v32 does). What it does and why is in
-// v19_double_q.cu. A version file defines its STORE_O (or none) and includes this header.
+// hook too (DQ_STEP: v15's consumer_step unless a version names another, as v32 does), and so is the
+// producer's work after its loads (DQ_STORE_WARPS: none unless a version names it, as v35 does). What it
+// does and why is in v19_double_q.cu. A version file defines its STORE_O (or none) and includes this header.
 //
 // Append-only: once a recorded version builds it, the kernel is never changed in place (`report
 // same-code` proves that a version's kernel still compiles to the PTX its records ran).
@@ -34,6 +35,8 @@
 #ifndef DQ_STEP
 #define DQ_STEP consumer_step
 #endif
+// the producer warpgroup's work after produce_units: none unless DQ_STORE_WARPS names a function (v35:
+// its idle warps write the consumers' staged O blocks out)
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
 attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ TmaDesc tm_k,
@@ -57,6 +60,10 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
         // ------------------------------------------------------------------- producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         produce_units(sm, &tm_q, &tm_k, &tm_v, n_tiles, units_per_head, n_units, cluster_id, n_clusters, rank);
+#ifdef DQ_STORE_WARPS
+        // v35: the producer's warps 2 and 3 write the consumers' staged O blocks out
+        DQ_STORE_WARPS(O, seqlen, units_per_head, n_units, cluster_id, n_clusters, rank);
+#endif
 #if CLUSTER > 1
         cluster_sync_all();
 #endif

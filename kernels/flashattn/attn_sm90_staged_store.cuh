@@ -23,17 +23,18 @@ __device__ __forceinline__ u32 stage_at(int r, int chunk)
     return (u32)(r * (HEAD_DIM * 2) + ((chunk ^ (r & 7)) << 4));
 }
 
-__device__ __forceinline__ void store_o_staged(const float (&o)[64], float inv0, float inv1, u16* o0, int lane)
+// consumer warpgroup cw's staging buffer (its shared-memory address)
+__device__ __forceinline__ u32 stage_buffer(int cw)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const int cw = (int)(threadIdx.x / 128), tid = (int)(threadIdx.x & 127), warp = tid >> 5;
-    const u32 stage = ((smem_u32(smem_raw) + 1023u) & ~1023u) + STAGE_OFFSET + cw * STAGE_BYTES;
-    // the block's first row and column in O: o0 is row warp * 16 + lane / 4, column 2 * (lane % 4)
-    u16* block = o0 - (warp * 16 + (lane >> 2)) * HEAD_DIM - 2 * (lane & 3);
+    return ((smem_u32(smem_raw) + 1023u) & ~1023u) + STAGE_OFFSET + cw * STAGE_BYTES;
+}
 
-    // stmatrix.x4 at column blocks jj and jj + 1: matrices (rows 0-7, jj), (rows 8-15, jj),
-    // (rows 0-7, jj + 1), (rows 8-15, jj + 1) of this warp's 16 rows; lane i gives the address of
-    // row i % 8 of matrix i / 8
+// O / l of this thread's accumulators into the staging buffer at `stage`, as fp16: eight stmatrix.x4
+// at column blocks jj and jj + 1: matrices (rows 0-7, jj), (rows 8-15, jj), (rows 0-7, jj + 1),
+// (rows 8-15, jj + 1) of this warp's 16 rows; lane i gives the address of row i % 8 of matrix i / 8
+__device__ __forceinline__ void stage_o(const float (&o)[64], float inv0, float inv1, u32 stage, int warp, int lane)
+{
     const int mrow = warp * 16 + (lane & 7) + 8 * ((lane >> 3) & 1);
     const int mcol = lane >> 4;
 #pragma unroll
@@ -44,6 +45,16 @@ __device__ __forceinline__ void store_o_staged(const float (&o)[64], float inv0,
                     pack_half2(o[4 * jj + 4] * inv0, o[4 * jj + 5] * inv0),
                     pack_half2(o[4 * jj + 6] * inv1, o[4 * jj + 7] * inv1));
     }
+}
+
+__device__ __forceinline__ void store_o_staged(const float (&o)[64], float inv0, float inv1, u16* o0, int lane)
+{
+    const int cw = (int)(threadIdx.x / 128), tid = (int)(threadIdx.x & 127), warp = tid >> 5;
+    const u32 stage = stage_buffer(cw);
+    // the block's first row and column in O: o0 is row warp * 16 + lane / 4, column 2 * (lane % 4)
+    u16* block = o0 - (warp * 16 + (lane >> 2)) * HEAD_DIM - 2 * (lane & 3);
+
+    stage_o(o, inv0, inv1, stage, warp, lane);
     asm volatile("bar.sync %0, 128;" ::"r"(STAGE_BAR0 + cw) : "memory");
     // row-wise copy: chunk k = tid + 128 i is row k / 16, 16-byte chunk k % 16
 #pragma unroll
