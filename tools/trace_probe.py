@@ -11,7 +11,11 @@ g_trace cleared first. Per launch it reads every CTA's stamps and reduces them t
 the first CTA's entry to the last one's exit (globaltimer), each CTA's clock rate, the time from
 entry to its first Q, each unit's wait for Q after the previous unit's epilogue, the unit's first
 S, its kv steps, its last P.V and epilogue, and the tail from the last epilogue to exit (clock64
-intervals within a CTA, converted with that CTA's rate). A probe record (``trace_<case>``,
+intervals within a CTA, converted with that CTA's rate); where a kernel's store warps stamp their
+last stores (slots 5 and 6), the span to the latest of those too. With ``--queued`` each launch is
+queued right behind the write between two CUDA events, as the course harness times a call, and its
+event time is kept; ``--untraced N`` then times N such calls of each version's own (untraced) build,
+the versions in turn. A probe record (``trace_<case>``,
 :mod:`reporter.harness.probe`) keeps the summaries, with the raw stamps beside it as a gzipped JSON
 attachment; the table printed last gives medians over CTAs and launches.
 """
@@ -61,7 +65,13 @@ def reduce_launch(raw: np.ndarray, ctas: int, units: int = L["TRACE_UNITS"], per
     t = raw[:ctas].astype(np.int64)
     entry_ns, entry_clk, exit_ns, exit_clk = t[:, 0], t[:, 1], t[:, 2], t[:, 3]
     ghz = (exit_clk - entry_clk) / np.maximum(exit_ns - entry_ns, 1)
+    # slots 5 and 6: a CTA's store warps' last stores (v35 on; 0 where a kernel has none): the CTA's end is the
+    # latest of those and consumer 0's exit
+    end_ns = np.maximum(exit_ns, np.maximum(t[:, 5], t[:, 6]))
+    store_tail = [(end_ns[c] - exit_ns[c]) / 1e3 for c in range(ctas) if max(t[c, 5], t[c, 6]) > 0]
     out: dict = {"span_us": float((exit_ns.max() - entry_ns.min()) / 1e3),
+                 "span_all_us": float((end_ns.max() - entry_ns.min()) / 1e3),
+                 "store_tail_us": _median(store_tail),
                  "entry_spread_us": float((entry_ns.max() - entry_ns.min()) / 1e3),
                  "clock_ghz": float(np.median(ghz))}
     first_q, q_wait, s0, step, last, epi, tail, unit_time, n_units = [], [], [], [], [], [], [], [], []
@@ -116,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", action="append", default=[], metavar="VERSION[:JSON]",
                     help="a version and JSON defines over its CONFIG, e.g. 'v18:{\"PREFETCH\": 0}' (repeatable)")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--untraced", type=int, default=0, metavar="N",
+                    help="then N event-timed calls of each version's untraced build, queued behind the write, in turn")
+    ap.add_argument("--queued", action="store_true",
+                    help="queue each launch right behind the L2-evicting write, between two CUDA events, as the course "
+                         "harness times a call (its event time is kept beside the stamps); by default the write is "
+                         "waited for before the launch")
     args = ap.parse_args(argv)
     from reporter.harness.probe import ProbeSession
 
@@ -143,24 +159,57 @@ def main(argv: list[str] | None = None) -> int:
         g = module(cfg, q.device.index, cluster).global_array("g_trace", "uint64", n_slots)
         launches = []
         for _ in range(args.reps):
-            flush.fill_(42)
-            g.fill(0)
-            torch.cuda.synchronize()
-            kernel(data)
-            torch.cuda.synchronize()
+            event_us = None
+            if args.queued:
+                g.fill(0)
+                torch.cuda.synchronize()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                flush.fill_(42)
+                start.record()
+                kernel(data)
+                end.record()
+                torch.cuda.synchronize()
+                event_us = start.elapsed_time(end) * 1e3
+            else:
+                flush.fill_(42)
+                g.fill(0)
+                torch.cuda.synchronize()
+                kernel(data)
+                torch.cuda.synchronize()
             raw = g.get().reshape(L["TRACE_MAX_CTAS"], L["TRACE_SLOTS"])
             ctas = int(np.count_nonzero(raw[:, 0]))  # the CTAs that stamped their entry
-            launches.append({"summary": reduce_launch(raw, ctas), "raw": raw[:ctas].tolist()})
+            launches.append({"summary": {**reduce_launch(raw, ctas), "event_us": event_us}, "raw": raw[:ctas].tolist()})
         results.append({"version": v.name, "config": cfg, "ctas": ctas, "max_abs_err": err, "launches": launches})
+    if args.untraced:
+        data = a.spec.generate_input(**case)
+        plain = {r["version"]: a.version(r["version"]).load().make_kernel(
+            {k: v for k, v in r["config"].items() if k != "TRACE"}) for r in results}
+        for f in plain.values():
+            f(data)  # plans made, modules loaded
+        times: dict[str, list[float]] = {name: [] for name in plain}
+        for _ in range(args.untraced):
+            for name, f in plain.items():
+                torch.cuda.synchronize()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                flush.fill_(42)
+                start.record()
+                f(data)
+                end.record()
+                torch.cuda.synchronize()
+                times[name].append(start.elapsed_time(end) * 1e3)
+        for r in results:
+            r["untraced_event_us"] = times[r["version"]]
     raw = [[x.pop("raw") for x in r["launches"]] for r in results]
     path = session.write(
         {"case": args.case, "case_args": case, "layout": L, "results": results},
         description=(f"Traced (TRACE=1) launches of {', '.join(args.config)} on {args.case}, {args.reps} each after a "
-                     "256 MiB L2-evicting write: per launch the summary of every CTA's stamps (results[].launches[]"
+                     "256 MiB L2-evicting write"
+                     + (" queued right behind it between two CUDA events (event_us), as the course harness times a call"
+                        if args.queued else "") + ": per launch the summary of every CTA's stamps (results[].launches[]"
                      ".summary); the raw stamps, per version and launch, CTAs x slots, are the gzipped attachment."),
         attachments={"raw.json.gz": gzip.compress(json.dumps(raw).encode())})
     print(f"wrote {path}")
-    keys = ["span_us", "clock_ghz", "first_q_us", "q_wait_us", "k0_wait_us", "turn_wait_us", "s0_us", "step_us",
+    keys = ["event_us", "span_us", "span_all_us", "store_tail_us", "clock_ghz", "first_q_us", "q_wait_us", "k0_wait_us", "turn_wait_us", "s0_us", "step_us",
             "last_step_us", "epilogue_us", "wg1_lag_us", "unit_us", "tail_us"]
     print(f"{'version config':44s} err    " + " ".join(f"{k.removesuffix('_us'):>9s}" for k in keys))
     for r in results:
@@ -168,6 +217,11 @@ def main(argv: list[str] | None = None) -> int:
         name = r["version"] + " " + ",".join(f"{k}={v}" for k, v in r["config"].items() if k != "TRACE")
         print(f"{name[:44]:44s} {r['max_abs_err']:.0e} " + " ".join(
             f"{med[k]:9.2f}" if med[k] is not None else f"{'-':>9s}" for k in keys))
+    for r in results:
+        if r.get("untraced_event_us"):
+            xs = r["untraced_event_us"]
+            print(f"{r['version']:24s} untraced, queued: median {statistics.median(xs):.2f} µs, min {min(xs):.2f}, "
+                  f"mean {statistics.fmean(xs):.2f} over {len(xs)} calls")
     return 0
 
 

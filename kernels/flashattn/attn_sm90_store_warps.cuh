@@ -58,4 +58,8 @@ __device__ __forceinline__ void store_warps(u16* O, int seqlen, int units_per_he
         if (w + n_clusters < n_units)
             asm volatile("bar.arrive %0, %1;" ::"r"(STORE_FREE_BAR0 + cw), "n"(STORE_BAR_THREADS) : "memory");
     }
+#if TRACE
+    // the CTA's last stores issued: slot 5 (warp 2) and 6 (warp 3), %globaltimer like the exit's slot 2
+    if (lane == 0 && blockIdx.x < TRACE_MAX_CTAS) g_trace[blockIdx.x * TRACE_SLOTS + 5 + cw] = trace_ns();
+#endif
 }
