@@ -135,3 +135,63 @@ def test_tensor_map_encodes_each_distinct_map_once(monkeypatch):
     tma.tensor_map(_FakeTensor(0x3000, (64, 64)), (64, 64))
     tma.tensor_map(a, (64, 64))
     assert len(calls) == 8 and len(tma._MAPS) == 6
+
+
+def _plan_with_fake_launch(monkeypatch, seen: list, sizes: list):
+    """A LaunchPlan of a kernel taking (map, int32, pointer), launched through a stand-in driver that keeps each
+    launch's parameter bytes (``sizes``: the widths of the parameters the next launch passes)."""
+    import ctypes
+
+    def launch_kernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        arr = (ctypes.c_void_p * len(sizes)).from_address(params)
+        seen.append([ctypes.string_at(arr[i], n) for i, n in enumerate(sizes)])
+
+    fake_cupy = types.ModuleType("cupy")
+    fake_cuda = types.ModuleType("cupy.cuda")
+    fake_cuda.driver = types.SimpleNamespace(launchKernel=launch_kernel)
+    fake_cupy.cuda = fake_cuda
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", fake_cuda)
+    mod = cuda.CudaModule(path=Path("x.cu"), arch="sm_90a", options=(), device_index=0, binary=b"")
+    k = cuda.CudaKernel("k", mod, types.SimpleNamespace(ptr=1234))
+    return k.plan((4,), (384,), ParamBytes(bytes([7]) * 128), np.int32(9), np.uint64(0xABC), shared_mem=1000)
+
+
+def test_a_plan_takes_more_arguments_and_rewrites_a_struct(monkeypatch):
+    """appended() gives a new plan with the arguments after the plan's own (the old plan unchanged); set_bytes
+    rewrites a by-value argument in place for the next launch, and refuses bytes of another length."""
+    seen: list = []
+    sizes = [128, 4, 8, 128]
+    plan = _plan_with_fake_launch(monkeypatch, seen, sizes)
+    more = plan.appended(ParamBytes(bytes([1]) * 128))
+    more.launch(0)
+    assert seen[-1] == [bytes([7]) * 128, np.int32(9).tobytes(), (0xABC).to_bytes(8, "little"), bytes([1]) * 128]
+    more.set_bytes(3, ParamBytes(bytes([2]) * 128))
+    more.set_pointer(2, 0xDEF)
+    more.launch(0)
+    assert seen[-1][2:] == [(0xDEF).to_bytes(8, "little"), bytes([2]) * 128]
+    sizes.pop()
+    plan.launch(0)
+    assert seen[-1] == [bytes([7]) * 128, np.int32(9).tobytes(), (0xABC).to_bytes(8, "little")]
+    with pytest.raises(ValueError, match="argument 1 is 4 bytes"):
+        more.set_bytes(1, ParamBytes(bytes(8)))
+
+
+def test_a_map_by_address_is_encoded_once(monkeypatch):
+    """tensor_map_at keys its maps by address, dtype, shape, box, swizzle and promotion: the same output buffer
+    again is a look-up, another address encodes."""
+    from reporter.cuda import tma
+
+    calls = []
+
+    def fake_encode(address, dtype, shape, box, *, swizzle=128, l2_promotion=256):
+        calls.append(address)
+        return tma.ParamBytes(bytes([len(calls)]) * tma.TENSOR_MAP_BYTES, what="CUtensorMap")
+
+    monkeypatch.setattr(tma, "encode_tensor_map_at", fake_encode)
+    monkeypatch.setattr(tma, "_MAPS", tma.OrderedDict())
+    first = tma.tensor_map_at(0x1000, "float16", (65536, 128), (64, 64))
+    assert tma.tensor_map_at(0x1000, "float16", (65536, 128), (64, 64)) is first
+    tma.tensor_map_at(0x2000, "float16", (65536, 128), (64, 64))
+    tma.tensor_map_at(0x1000, "float16", (65536, 128), (64, 32))
+    assert calls == [0x1000, 0x2000, 0x1000]

@@ -741,3 +741,32 @@ def test_v19_to_v21_refuse_176_row_tiles(name):
     if "v21" in name:
         build = cuda_build.nvrtc(FOLDER / name, {"BLOCK_N": 176, "Q_BUFFERS": 1})
         assert not build.ok and "the staging buffers do not fit" in build.log
+
+
+def test_v36s_plan_writes_the_map_of_each_output_buffer(monkeypatch):
+    """out_map_host.OutMapPlan: setting the output pointer also writes the tensor map of that buffer (O as rows x
+    128 fp16 in 64 x 64 boxes) into the map argument; other pointers leave it alone."""
+    import sys as _sys
+
+    _sys.path.insert(0, str(FOLDER))
+    import out_map_host
+
+    calls: list = []
+
+    class Plan:
+        def set_pointer(self, index, pointer):
+            calls.append(("pointer", index, pointer))
+
+        def set_bytes(self, index, data):
+            calls.append(("bytes", index, data))
+
+        def launch(self, stream):
+            calls.append(("launch", stream))
+
+    monkeypatch.setattr(out_map_host, "tensor_map_at", lambda address, dtype, shape, box, swizzle: (address, dtype, shape, box, swizzle))
+    plan = out_map_host.OutMapPlan(Plan(), 3, out_map_host.MAP_ARG, (65536, 128))
+    plan.set_pointer(0, 0x10)
+    plan.set_pointer(3, 0x2000)
+    plan.launch(5)
+    assert calls == [("pointer", 0, 0x10), ("pointer", 3, 0x2000),
+                     ("bytes", 7, (0x2000, "float16", (65536, 128), (64, 64), 128)), ("launch", 5)]

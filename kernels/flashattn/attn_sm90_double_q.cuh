@@ -37,11 +37,15 @@
 #endif
 // the producer warpgroup's work after produce_units: none unless DQ_STORE_WARPS names a function (v35:
 // its idle warps write the consumers' staged O blocks out)
+// parameters after n_heads: none by default (v36: ", const __grid_constant__ TmaDesc tm_o", O's tensor map)
+#ifndef DQ_EXTRA_PARAMS
+#define DQ_EXTRA_PARAMS
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
 attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ TmaDesc tm_k,
                   const __grid_constant__ TmaDesc tm_v, u16* __restrict__ O, int seqlen, float scale_log2,
-                  int n_heads)
+                  int n_heads DQ_EXTRA_PARAMS)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     TRACE_ENTRY();

@@ -30,21 +30,30 @@ __device__ __forceinline__ u32 stage_buffer(int cw)
     return ((smem_u32(smem_raw) + 1023u) & ~1023u) + STAGE_OFFSET + cw * STAGE_BYTES;
 }
 
-// O / l of this thread's accumulators into the staging buffer at `stage`, as fp16: eight stmatrix.x4
-// at column blocks jj and jj + 1: matrices (rows 0-7, jj), (rows 8-15, jj), (rows 0-7, jj + 1),
-// (rows 8-15, jj + 1) of this warp's 16 rows; lane i gives the address of row i % 8 of matrix i / 8
-__device__ __forceinline__ void stage_o(const float (&o)[64], float inv0, float inv1, u32 stage, int warp, int lane)
+// O / l of this thread's accumulators into the staging buffer at `stage`, as fp16, 16-byte chunk `chunk`
+// of row r at AT(r, chunk): eight stmatrix.x4 at column blocks jj and jj + 1: matrices (rows 0-7, jj),
+// (rows 8-15, jj), (rows 0-7, jj + 1), (rows 8-15, jj + 1) of this warp's 16 rows; lane i gives the
+// address of row i % 8 of matrix i / 8
+template <u32 (*AT)(int, int)>
+__device__ __forceinline__ void stage_o_at(const float (&o)[64], float inv0, float inv1, u32 stage, int warp,
+                                           int lane)
 {
     const int mrow = warp * 16 + (lane & 7) + 8 * ((lane >> 3) & 1);
     const int mcol = lane >> 4;
 #pragma unroll
     for (int jj = 0; jj < 16; jj += 2) {
-        stmatrix_x4(stage + stage_at(mrow, jj + mcol),
+        stmatrix_x4(stage + AT(mrow, jj + mcol),
                     pack_half2(o[4 * jj] * inv0, o[4 * jj + 1] * inv0),
                     pack_half2(o[4 * jj + 2] * inv1, o[4 * jj + 3] * inv1),
                     pack_half2(o[4 * jj + 4] * inv0, o[4 * jj + 5] * inv0),
                     pack_half2(o[4 * jj + 6] * inv1, o[4 * jj + 7] * inv1));
     }
+}
+
+// v21's layout: 256-byte rows, chunks swizzled by row (stage_at)
+__device__ __forceinline__ void stage_o(const float (&o)[64], float inv0, float inv1, u32 stage, int warp, int lane)
+{
+    stage_o_at<stage_at>(o, inv0, inv1, stage, warp, lane);
 }
 
 __device__ __forceinline__ void store_o_staged(const float (&o)[64], float inv0, float inv1, u16* o0, int lane)

@@ -226,6 +226,22 @@ class LaunchPlan:
         """Argument ``index``, a pointer, now holds ``pointer`` (e.g. ``out.data_ptr()``)."""
         self.pointer(index).value = pointer
 
+    def set_bytes(self, index: int, data: ParamBytes) -> None:
+        """Argument ``index``, passed by value, now holds ``data`` (e.g. a tensor map of a fresh output), which
+        must be as long as the argument it replaces."""
+        import ctypes
+
+        buf = self._buffers[index]
+        if len(data.data) != len(buf):
+            raise ValueError(f"launch argument {index} is {len(buf)} bytes; {data.what} has {len(data.data)}")
+        ctypes.memmove(buf, data.data, len(buf))
+
+    def appended(self, *args: Any) -> LaunchPlan:
+        """This launch with ``args`` added after its own (a kernel built with more parameters than the plan's
+        maker passes): a new plan, this one unchanged."""
+        own = [ParamBytes(bytes(b.raw), what=f"argument {i}") for i, b in enumerate(self._buffers)]
+        return LaunchPlan(self.kernel, self.grid, self.block, [*own, *args], shared_mem=self.shared_mem)
+
     def launch(self, stream: int) -> None:
         """Launch on the raw stream handle ``stream`` (e.g. ``torch.cuda.current_stream().cuda_stream``)."""
         import ctypes

@@ -73,8 +73,6 @@ def encode_tensor_map(tensor: Any, box: Sequence[int], *, shape: Sequence[int] |
     Calls ``cuTensorMapEncodeTiled`` of the driver library (``libcuda``) through ctypes: a
     host-side function, so encoding costs microseconds and needs no stream.
     """
-    import ctypes
-
     if not tensor.is_cuda or not tensor.is_contiguous():
         raise ValueError("encode_tensor_map needs a contiguous CUDA tensor")
     dtype = str(tensor.dtype).removeprefix("torch.")
@@ -84,14 +82,23 @@ def encode_tensor_map(tensor: Any, box: Sequence[int], *, shape: Sequence[int] |
         n *= int(x)
     if n != tensor.numel():
         raise ValueError(f"encode_tensor_map: shape {view} does not cover the tensor's {tensor.numel()} elements")
-    a = tensor_map_args(dtype, view, box, address=int(tensor.data_ptr()), swizzle=swizzle,
-                        l2_promotion=l2_promotion)
+    return encode_tensor_map_at(int(tensor.data_ptr()), dtype, view, box, swizzle=swizzle, l2_promotion=l2_promotion)
+
+
+def encode_tensor_map_at(address: int, dtype: str, shape: Sequence[int], box: Sequence[int], *, swizzle: int = 128,
+                         l2_promotion: int = 256) -> ParamBytes:
+    """:func:`encode_tensor_map` of a contiguous ``shape`` of ``dtype`` elements at device ``address`` (the
+    output a kernel is about to write, known by its pointer alone)."""
+    import ctypes
+
+    view = [int(x) for x in shape]
+    a = tensor_map_args(dtype, view, box, address=int(address), swizzle=swizzle, l2_promotion=l2_promotion)
     fn = _libcuda().cuTensorMapEncodeTiled
     raw = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 128)
     aligned = (ctypes.addressof(raw) + 127) & ~127  # CUtensorMap is declared 128-byte aligned
     r = a["rank"]
     status = fn(ctypes.c_void_p(aligned), ctypes.c_int(a["dtype"]), ctypes.c_uint32(r),
-                ctypes.c_void_p(int(tensor.data_ptr())), (ctypes.c_uint64 * r)(*a["dims"]),
+                ctypes.c_void_p(int(address)), (ctypes.c_uint64 * r)(*a["dims"]),
                 (ctypes.c_uint64 * max(1, r - 1))(*a["byte_strides"]), (ctypes.c_uint32 * r)(*a["box"]),
                 (ctypes.c_uint32 * r)(*a["element_strides"]), ctypes.c_int(0), ctypes.c_int(a["swizzle"]),
                 ctypes.c_int(a["l2_promotion"]), ctypes.c_int(0))
@@ -132,6 +139,22 @@ def tensor_map(tensor: Any, box: Sequence[int], *, shape: Sequence[int] | None =
         _MAPS.move_to_end(key)
         return hit
     encoded = encode_tensor_map(tensor, box, shape=shape, swizzle=swizzle, l2_promotion=l2_promotion)
+    _MAPS[key] = encoded
+    if len(_MAPS) > MAPS_KEPT:
+        _MAPS.popitem(last=False)
+    return encoded
+
+
+def tensor_map_at(address: int, dtype: str, shape: Sequence[int], box: Sequence[int], *, swizzle: int = 128,
+                  l2_promotion: int = 256) -> ParamBytes:
+    """:func:`encode_tensor_map_at`, remembered as :func:`tensor_map` remembers its maps (keyed by the same
+    description, with no device index: the address names the buffer)."""
+    key = ("at", int(address), dtype, tuple(int(x) for x in shape), tuple(box), swizzle, l2_promotion)
+    hit = _MAPS.get(key)
+    if hit is not None:
+        _MAPS.move_to_end(key)
+        return hit
+    encoded = encode_tensor_map_at(address, dtype, shape, box, swizzle=swizzle, l2_promotion=l2_promotion)
     _MAPS[key] = encoded
     if len(_MAPS) > MAPS_KEPT:
         _MAPS.popitem(last=False)

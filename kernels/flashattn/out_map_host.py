@@ -1,0 +1,65 @@
+"""The launch of v21's kernel built with O's tensor map as one more parameter (v36's TMA stores): v21's
+planned launch (v19's plan over v21's shared memory) with the map appended, rewritten for every output
+buffer a call writes.
+
+The output is a fresh tensor each call, so its map is too: the plan's output pointer brings the map of that
+buffer along (:class:`OutMapPlan`), encoded once per address (``tensor_map_at`` remembers it: the caching
+allocator hands the same few buffers back), so a call costs a dictionary look-up and a 128-byte copy more
+than v34's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import v19_double_q as v19
+import v21_staged_stores as v21
+from launch_plans import planned_kernel
+
+from reporter.cuda.launch import LaunchPlan
+from reporter.cuda.tma import tensor_map_at
+
+if TYPE_CHECKING:
+    import torch
+
+O_BOX = (64, 64)  # one consumer's 64 rows, half of HEAD_DIM's columns: a 128-byte swizzle span
+MAP_ARG = 7       # after v19's seven parameters (q, k, v maps, O, seqlen, scale, heads)
+
+
+class OutMapPlan:
+    """A plan whose output pointer (argument ``out_arg``) brings the tensor map of that buffer, O viewed as
+    ``view`` (rows x HEAD_DIM, fp16) in boxes of :data:`O_BOX`, into argument ``map_arg``: what
+    ``planned_kernel`` sets before each launch is all a call needs."""
+
+    def __init__(self, plan: LaunchPlan, out_arg: int, map_arg: int, view: tuple[int, int]) -> None:
+        self.plan, self.out_arg, self.map_arg, self.view = plan, out_arg, map_arg, view
+
+    def set_pointer(self, index: int, pointer: int) -> None:
+        self.plan.set_pointer(index, pointer)
+        if index == self.out_arg:
+            self.plan.set_bytes(self.map_arg, tensor_map_at(pointer, "float16", self.view, O_BOX, swizzle=128))
+
+    def launch(self, stream: int) -> None:
+        self.plan.launch(stream)
+
+
+def plan(source: Path, q: Any, k: Any, v: Any, config: Mapping[str, Any]) -> OutMapPlan:
+    """v21's launch of ``source``'s kernel on (q, k, v) with O's map appended (q's address stands in until the
+    first output pointer is set)."""
+    b, h, s, d = (int(x) for x in q.shape)
+    view = (b * h * s, d)
+    base = v19.plan(source, q, k, v, config, smem=v21.smem_bytes)
+    placeholder = tensor_map_at(int(q.data_ptr()), "float16", view, O_BOX, swizzle=128)
+    return OutMapPlan(base.appended(placeholder), v19.OUT_ARG, MAP_ARG, view)
+
+
+def kernel_maker(source: Path) -> Callable[[Mapping[str, Any]], Callable[[Sequence[torch.Tensor]], torch.Tensor]]:
+    """``make_kernel(config)`` for a version whose ``source`` builds v21's kernel with O's tensor map."""
+
+    def make_kernel(config: Mapping[str, Any]) -> Callable[[Sequence[torch.Tensor]], torch.Tensor]:
+        cfg = dict(config)
+        return planned_kernel(lambda q, k, v: plan(source, q, k, v, cfg), v19.v15.check_inputs, v19.OUT_ARG)
+
+    return make_kernel
