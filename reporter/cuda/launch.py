@@ -6,6 +6,7 @@ builds."""
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -228,13 +229,11 @@ class LaunchPlan:
 
     def set_bytes(self, index: int, data: ParamBytes) -> None:
         """Argument ``index``, passed by value, now holds ``data`` (e.g. a tensor map of a fresh output), which
-        must be as long as the argument it replaces."""
-        import ctypes
-
-        buf = self._buffers[index]
-        if len(data.data) != len(buf):
-            raise ValueError(f"launch argument {index} is {len(buf)} bytes; {data.what} has {len(data.data)}")
-        ctypes.memmove(buf, data.data, len(buf))
+        must be as long as the argument it replaces (a 128-byte copy: this sits in the timed call path)."""
+        buf, raw = self._buffers[index], data.data
+        if len(raw) != len(buf):
+            raise ValueError(f"launch argument {index} is {len(buf)} bytes; {data.what} has {len(raw)}")
+        ctypes.memmove(buf, raw, len(raw))
 
     def appended(self, *args: Any) -> LaunchPlan:
         """This launch with ``args`` added after its own (a kernel built with more parameters than the plan's
