@@ -134,12 +134,14 @@ def main(argv: list[str] | None = None) -> int:
                          "waited for before the launch")
     args = ap.parse_args(argv)
     from reporter.harness.probe import ProbeSession
+    from reporter.harness.timing import CudaEventTimer
 
     session = ProbeSession(f"trace_{args.case}", __file__, cuda_sources=[HEADER])
 
     a = get_assignment(ROOT / "kernels", "flashattn")
     case = a.case(args.case)
     flush = torch.empty(256 * 1024 * 1024 // 8, dtype=torch.int64, device="cuda")
+    timer = CudaEventTimer()  # the harness's one timing loop: flush, start event, call, end event
     results = []
     for item in args.config:
         name, _, text = item.partition(":")
@@ -163,13 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.queued:
                 g.fill(0)
                 torch.cuda.synchronize()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                flush.fill_(42)
-                start.record()
-                kernel(data)
-                end.record()
-                torch.cuda.synchronize()
-                event_us = start.elapsed_time(end) * 1e3
+                event_us = timer.time_call(lambda: kernel(data), lambda: flush.fill_(42)) * 1e3
             else:
                 flush.fill_(42)
                 g.fill(0)
@@ -190,13 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.untraced):
             for name, f in plain.items():
                 torch.cuda.synchronize()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                flush.fill_(42)
-                start.record()
-                f(data)
-                end.record()
-                torch.cuda.synchronize()
-                times[name].append(start.elapsed_time(end) * 1e3)
+                times[name].append(timer.time_call(lambda f=f: f(data), lambda: flush.fill_(42)) * 1e3)
         for r in results:
             r["untraced_event_us"] = times[r["version"]]
     raw = [[x.pop("raw") for x in r["launches"]] for r in results]

@@ -71,8 +71,9 @@ __device__ __forceinline__ void store_warps_with(const TmaDesc* o_map, u16* O, i
 }
 
 // v35's COPY: the block in v21's layout, two whole 256-byte rows a warp instruction (rows r0 + 0-1, lanes
-// 0-15 and 16-31 at 16-byte chunk lane % 16), then rows r0 + 2-3: two loads in flight at a time (the
-// producer warpgroup has 24 registers); every load's value has been stored when it returns
+// 0-15 and 16-31 at 16-byte chunk lane % 16), then rows r0 + 2-3. Written as two loads, then two stores;
+// within the producer warpgroup's 24 registers the compiler keeps one load in flight at a time. Every
+// load's value has been stored when it returns.
 __device__ __forceinline__ void copy_rows(u32 stage, u16* O, u64 row0, int lane, const TmaDesc*)
 {
     u16* block = O + row0 * HEAD_DIM;

@@ -10,7 +10,7 @@ shared memory (v21's) and the configuration are v34's.
 Hypothesis: a consumer's epilogue is on the unit's critical path: until its last store has issued it
 cannot issue the next unit's first S, and the other consumer's P·V does not cover that long. The copy
 out (8 ld.shared.v4, 8 st.global.v4 a thread, after a barrier of the warpgroup) is the part another warp
-can do. Predicted: test_small 1.5–3 % faster than v34 (four unit boundaries a CTA in 58 µs), test_medium
+can do. Predicted: test_small 1.5–3 % faster than v34 (four unit boundaries a CTA), test_medium
 under 1 %, the benchmark unchanged.
 """
 
