@@ -36,6 +36,18 @@ def test_param_bytes_must_hold_bytes():
         ParamBytes(b"", what="CUtensorMap")
 
 
+def _kernel_with_fake_driver(monkeypatch, launch_kernel):
+    """A CudaKernel whose launches go to ``launch_kernel`` (cuLaunchKernel's arguments) instead of CuPy's driver."""
+    fake_cupy = types.ModuleType("cupy")
+    fake_cuda = types.ModuleType("cupy.cuda")
+    fake_cuda.driver = types.SimpleNamespace(launchKernel=launch_kernel)
+    fake_cupy.cuda = fake_cuda
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", fake_cuda)
+    mod = cuda.CudaModule(path=Path("x.cu"), arch="sm_90a", options=(), device_index=0, binary=b"")
+    return cuda.CudaKernel("k", mod, types.SimpleNamespace(ptr=1234))
+
+
 def test_a_struct_argument_takes_the_raw_launch(monkeypatch):
     """A launch with a ParamBytes goes through cuLaunchKernel with a kernelParams array whose
     entries point at the bytes of each argument in order."""
@@ -49,14 +61,7 @@ def test_a_struct_argument_takes_the_raw_launch(monkeypatch):
                     blob=ctypes.string_at(arr[0], 128), n=ctypes.string_at(arr[1], 4),
                     p=ctypes.string_at(arr[2], 8))
 
-    fake_cupy = types.ModuleType("cupy")
-    fake_cuda = types.ModuleType("cupy.cuda")
-    fake_cuda.driver = types.SimpleNamespace(launchKernel=launch_kernel)
-    fake_cupy.cuda = fake_cuda
-    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
-    monkeypatch.setitem(sys.modules, "cupy.cuda", fake_cuda)
-    mod = cuda.CudaModule(path=Path("x.cu"), arch="sm_90a", options=(), device_index=0, binary=b"")
-    k = cuda.CudaKernel("k", mod, types.SimpleNamespace(ptr=1234))
+    k = _kernel_with_fake_driver(monkeypatch, launch_kernel)
     blob = ParamBytes(bytes([7]) * 128)
     k((4, 2), (384,), blob, np.int32(9), np.uint64(0xABC), shared_mem=1000, stream=types.SimpleNamespace(ptr=55))
     assert seen["f"] == 1234 and seen["grid"] == (4, 2, 1) and seen["block"] == (384, 1, 1)
@@ -146,14 +151,7 @@ def _plan_with_fake_launch(monkeypatch, seen: list, sizes: list):
         arr = (ctypes.c_void_p * len(sizes)).from_address(params)
         seen.append([ctypes.string_at(arr[i], n) for i, n in enumerate(sizes)])
 
-    fake_cupy = types.ModuleType("cupy")
-    fake_cuda = types.ModuleType("cupy.cuda")
-    fake_cuda.driver = types.SimpleNamespace(launchKernel=launch_kernel)
-    fake_cupy.cuda = fake_cuda
-    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
-    monkeypatch.setitem(sys.modules, "cupy.cuda", fake_cuda)
-    mod = cuda.CudaModule(path=Path("x.cu"), arch="sm_90a", options=(), device_index=0, binary=b"")
-    k = cuda.CudaKernel("k", mod, types.SimpleNamespace(ptr=1234))
+    k = _kernel_with_fake_driver(monkeypatch, launch_kernel)
     return k.plan((4,), (384,), ParamBytes(bytes([7]) * 128), np.int32(9), np.uint64(0xABC), shared_mem=1000)
 
 
@@ -164,6 +162,7 @@ def test_a_plan_takes_more_arguments_and_rewrites_a_struct(monkeypatch):
     sizes = [128, 4, 8, 128]
     plan = _plan_with_fake_launch(monkeypatch, seen, sizes)
     more = plan.appended(ParamBytes(bytes([1]) * 128))
+    assert (plan.n_args, more.n_args) == (3, 4)
     more.launch(0)
     assert seen[-1] == [bytes([7]) * 128, np.int32(9).tobytes(), (0xABC).to_bytes(8, "little"), bytes([1]) * 128]
     more.set_bytes(3, ParamBytes(bytes([2]) * 128))
@@ -176,22 +175,3 @@ def test_a_plan_takes_more_arguments_and_rewrites_a_struct(monkeypatch):
     with pytest.raises(ValueError, match="argument 1 is 4 bytes"):
         more.set_bytes(1, ParamBytes(bytes(8)))
 
-
-def test_a_map_by_address_is_encoded_once(monkeypatch):
-    """tensor_map_at keys its maps by address, dtype, shape, box, swizzle and promotion: the same output buffer
-    again is a look-up, another address encodes."""
-    from reporter.cuda import tma
-
-    calls = []
-
-    def fake_encode(address, dtype, shape, box, *, swizzle=128, l2_promotion=256):
-        calls.append(address)
-        return tma.ParamBytes(bytes([len(calls)]) * tma.TENSOR_MAP_BYTES, what="CUtensorMap")
-
-    monkeypatch.setattr(tma, "encode_tensor_map_at", fake_encode)
-    monkeypatch.setattr(tma, "_MAPS", tma.OrderedDict())
-    first = tma.tensor_map_at(0x1000, "float16", (65536, 128), (64, 64))
-    assert tma.tensor_map_at(0x1000, "float16", (65536, 128), (64, 64)) is first
-    tma.tensor_map_at(0x2000, "float16", (65536, 128), (64, 64))
-    tma.tensor_map_at(0x1000, "float16", (65536, 128), (64, 32))
-    assert calls == [0x1000, 0x2000, 0x1000]

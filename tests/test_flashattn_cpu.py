@@ -743,15 +743,16 @@ def test_v19_to_v21_refuse_176_row_tiles(name):
         assert not build.ok and "the staging buffers do not fit" in build.log
 
 
+
 def test_v36s_plan_writes_the_map_of_each_output_buffer(monkeypatch):
     """out_map_host.OutMapPlan: setting the output pointer also writes the tensor map of that buffer (O as rows x
-    128 fp16 in 64 x 64 boxes) into the map argument; other pointers leave it alone."""
-    import sys as _sys
-
-    _sys.path.insert(0, str(FOLDER))
+    128 fp16 in 64 x 64 boxes) into the map argument, encoded once per address (a buffer the allocator hands back
+    again is a look-up) and forgotten all at once past MAPS_KEPT addresses; other pointers leave the map alone."""
+    monkeypatch.syspath_prepend(str(FOLDER))
     import out_map_host
 
     calls: list = []
+    encoded: list = []
 
     class Plan:
         def set_pointer(self, index, pointer):
@@ -763,10 +764,20 @@ def test_v36s_plan_writes_the_map_of_each_output_buffer(monkeypatch):
         def launch(self, stream):
             calls.append(("launch", stream))
 
-    monkeypatch.setattr(out_map_host, "tensor_map_at", lambda address, dtype, shape, box, swizzle: (address, dtype, shape, box, swizzle))
-    plan = out_map_host.OutMapPlan(Plan(), 3, out_map_host.MAP_ARG, (65536, 128))
+    def encode(address, dtype, shape, box, swizzle):
+        encoded.append(address)
+        return (address, dtype, shape, box, swizzle)
+
+    monkeypatch.setattr(out_map_host, "encode_tensor_map_at", encode)
+    monkeypatch.setattr(out_map_host, "MAPS_KEPT", 3)
+    plan = out_map_host.OutMapPlan(Plan(), 3, 7, (65536, 128))
     plan.set_pointer(0, 0x10)
     plan.set_pointer(3, 0x2000)
     plan.launch(5)
     assert calls == [("pointer", 0, 0x10), ("pointer", 3, 0x2000),
                      ("bytes", 7, (0x2000, "float16", (65536, 128), (64, 64), 128)), ("launch", 5)]
+    plan.set_pointer(3, 0x2000)
+    assert encoded == [0x2000] and calls[-1] == ("bytes", 7, (0x2000, "float16", (65536, 128), (64, 64), 128))
+    for address in (0x3000, 0x4000, 0x5000, 0x2000):  # the fourth address clears the three kept
+        plan.set_pointer(3, address)
+    assert encoded == [0x2000, 0x3000, 0x4000, 0x5000, 0x2000] and calls[-1][2][0] == 0x2000

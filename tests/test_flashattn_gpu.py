@@ -172,8 +172,10 @@ def test_the_store_warps_write_v34s_bits(shape, short):
         kernel = _version(name).custom_kernel
         kernel(data)  # the launch plan is made (and its allocations done) before the poisoned block is freed
         poison = torch.full(shape, float("nan"), device="cuda", dtype=torch.float16)
+        poisoned = poison.data_ptr()
         del poison
         outs[name] = kernel(data)
+        assert outs[name].data_ptr() == poisoned, f"{name} wrote a buffer other than the poisoned one"
     torch.cuda.synchronize()
     assert torch.isfinite(outs[short]).all()
     assert torch.equal(outs[short].view(torch.int16), outs["v34"].view(torch.int16))

@@ -178,17 +178,18 @@ def main(argv: list[str] | None = None) -> int:
         results.append({"version": v.name, "config": cfg, "ctas": ctas, "max_abs_err": err, "launches": launches})
     if args.untraced:
         data = a.spec.generate_input(**case)
-        plain = {r["version"]: a.version(r["version"]).load().make_kernel(
-            {k: v for k, v in r["config"].items() if k != "TRACE"}) for r in results}
-        for f in plain.values():
+        # one plain build per --config (two configurations of one version are two builds)
+        plain = [a.version(r["version"]).load().make_kernel({k: v for k, v in r["config"].items() if k != "TRACE"})
+                 for r in results]
+        for f in plain:
             f(data)  # plans made, modules loaded
-        times: dict[str, list[float]] = {name: [] for name in plain}
+        times: list[list[float]] = [[] for _ in plain]
         for _ in range(args.untraced):
-            for name, f in plain.items():
+            for i, f in enumerate(plain):
                 torch.cuda.synchronize()
-                times[name].append(timer.time_call(lambda f=f: f(data), lambda: flush.fill_(42)) * 1e3)
-        for r in results:
-            r["untraced_event_us"] = times[r["version"]]
+                times[i].append(timer.time_call(lambda f=f: f(data), lambda: flush.fill_(42)) * 1e3)
+        for r, xs in zip(results, times, strict=True):
+            r["untraced_event_us"] = xs
     raw = [[x.pop("raw") for x in r["launches"]] for r in results]
     path = session.write(
         {"case": args.case, "case_args": case, "layout": L, "results": results},

@@ -19,13 +19,12 @@ import v21_staged_stores as v21
 from launch_plans import planned_kernel
 
 from reporter.cuda.launch import LaunchPlan, ParamBytes
-from reporter.cuda.tma import MAPS_KEPT, tensor_map_at
+from reporter.cuda.tma import MAPS_KEPT, TENSOR_MAP_BYTES, encode_tensor_map_at
 
 if TYPE_CHECKING:
     import torch
 
 O_BOX = (64, 64)  # one consumer's 64 rows, half of HEAD_DIM's columns: a 128-byte swizzle span
-MAP_ARG = 7       # after v19's seven parameters (q, k, v maps, O, seqlen, scale, heads)
 
 
 class OutMapPlan:
@@ -42,9 +41,9 @@ class OutMapPlan:
         if index == self.out_arg:
             m = self.maps.get(pointer)
             if m is None:
-                if len(self.maps) >= MAPS_KEPT:
+                if len(self.maps) >= MAPS_KEPT:  # a ranked run allocates anew each call: a bound, not a leak
                     self.maps.clear()
-                m = self.maps[pointer] = tensor_map_at(pointer, "float16", self.view, O_BOX, swizzle=128)
+                m = self.maps[pointer] = encode_tensor_map_at(pointer, "float16", self.view, O_BOX, swizzle=128)
             self.plan.set_bytes(self.map_arg, m)
 
     def launch(self, stream: int) -> None:
@@ -52,13 +51,12 @@ class OutMapPlan:
 
 
 def plan(source: Path, q: Any, k: Any, v: Any, config: Mapping[str, Any]) -> OutMapPlan:
-    """v21's launch of ``source``'s kernel on (q, k, v) with O's map appended (q's address stands in until the
-    first output pointer is set)."""
-    b, h, s, d = (int(x) for x in q.shape)
-    view = (b * h * s, d)
+    """v21's launch of ``source``'s kernel on (q, k, v) (which checks the inputs) with O's map appended: zero
+    bytes until the first output pointer is set, so a launch without one faults instead of writing anywhere."""
     base = v19.plan(source, q, k, v, config, smem=v21.smem_bytes)
-    placeholder = tensor_map_at(int(q.data_ptr()), "float16", view, O_BOX, swizzle=128)
-    return OutMapPlan(base.appended(placeholder), v19.OUT_ARG, MAP_ARG, view)
+    b, h, s, d = (int(x) for x in q.shape)
+    unset = ParamBytes(bytes(TENSOR_MAP_BYTES), what="O's tensor map (set with the output pointer)")
+    return OutMapPlan(base.appended(unset), v19.OUT_ARG, base.n_args, (b * h * s, d))
 
 
 def kernel_maker(source: Path) -> Callable[[Mapping[str, Any]], Callable[[Sequence[torch.Tensor]], torch.Tensor]]:

@@ -3,7 +3,8 @@
 // With TRACE 1 a kernel owns the module global g_trace: TRACE_SLOTS 64-bit slots per CTA (CTA b at
 // b * TRACE_SLOTS), written by one thread at marked points and read back by the host after the
 // launch (tools/trace_probe.py, which reads this layout from this file). Slots 0-4 hold the CTA's %globaltimer (ns) and clock64 at entry
-// and exit, and its SM id; unit u (u < TRACE_UNITS) owns the TRACE_PER_UNIT slots from
+// and exit, and its SM id; slots 5 and 6 the %globaltimer of a kernel's store warps' last copies where it has
+// them (v35 on: attn_sm90_store_warps.cuh); unit u (u < TRACE_UNITS) owns the TRACE_PER_UNIT slots from
 // TRACE_UNIT0 + u * TRACE_PER_UNIT, each a clock64 value (cycles of this SM: intervals are
 // exact within a CTA, while across CTAs only the globaltimer stamps compare). A slot never written
 // stays 0. The stores are plain st.global by one lane, one per marked point: with TRACE 0 the

@@ -227,6 +227,11 @@ class LaunchPlan:
         """Argument ``index``, a pointer, now holds ``pointer`` (e.g. ``out.data_ptr()``)."""
         self.pointer(index).value = pointer
 
+    @property
+    def n_args(self) -> int:
+        """How many arguments the launch passes (the index an appended one gets)."""
+        return len(self._buffers)
+
     def set_bytes(self, index: int, data: ParamBytes) -> None:
         """Argument ``index``, passed by value, now holds ``data`` (e.g. a tensor map of a fresh output), which
         must be as long as the argument it replaces (a 128-byte copy: this sits in the timed call path)."""

@@ -144,18 +144,3 @@ def tensor_map(tensor: Any, box: Sequence[int], *, shape: Sequence[int] | None =
         _MAPS.popitem(last=False)
     return encoded
 
-
-def tensor_map_at(address: int, dtype: str, shape: Sequence[int], box: Sequence[int], *, swizzle: int = 128,
-                  l2_promotion: int = 256) -> ParamBytes:
-    """:func:`encode_tensor_map_at`, remembered as :func:`tensor_map` remembers its maps (keyed by the same
-    description, with no device index: the address names the buffer)."""
-    key = ("at", int(address), dtype, tuple(int(x) for x in shape), tuple(box), swizzle, l2_promotion)
-    hit = _MAPS.get(key)
-    if hit is not None:
-        _MAPS.move_to_end(key)
-        return hit
-    encoded = encode_tensor_map_at(address, dtype, shape, box, swizzle=swizzle, l2_promotion=l2_promotion)
-    _MAPS[key] = encoded
-    if len(_MAPS) > MAPS_KEPT:
-        _MAPS.popitem(last=False)
-    return encoded
