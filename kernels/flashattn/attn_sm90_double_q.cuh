@@ -1,8 +1,9 @@
 // v19's kernel, the persistent kernel with two Q buffers, whose epilogue is a hook (STORE_O): v19
 // builds it with the default store, v20 and v21 with their own; its steps after a unit's first are a
 // hook too (DQ_STEP: v15's consumer_step unless a version names another, as v32 does), and so is the
-// producer's work after its loads (DQ_STORE_WARPS: none unless a version names it, as v35 does). What it
-// does and why is in v19_double_q.cu. A version file defines its STORE_O (or none) and includes this header.
+// producer's work after its loads (DQ_STORE_WARPS: none unless a version names it, as v35 does), and
+// where the epilogue runs (DQ_DEFER_EPILOGUE: v37 moves it under the next unit's first S). What it does
+// and why is in v19_double_q.cu. A version file defines its STORE_O (or none) and includes this header.
 //
 // Append-only: once a recorded version builds it, the kernel is never changed in place (`report
 // same-code` proves that a version's kernel still compiles to the PTX its records ran).
@@ -40,6 +41,11 @@
 // parameters after n_heads: none by default (v36: ", const __grid_constant__ TmaDesc tm_o", O's tensor map)
 #ifndef DQ_EXTRA_PARAMS
 #define DQ_EXTRA_PARAMS
+#endif
+// 1 (v37): a unit's epilogue runs in the next unit's step 0, after its first S is issued (the last unit's after
+// the loop); 0: right after the unit's last P.V
+#ifndef DQ_DEFER_EPILOGUE
+#define DQ_DEFER_EPILOGUE 0
 #endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
@@ -91,6 +97,17 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
 
     int g = 0;  // kv tiles consumed so far, all units: the ring's counter, as the K/V lane's
     int local = 0;
+#if DQ_DEFER_EPILOGUE
+    // O and the row sums live across units: the previous unit's until its epilogue in this unit's step 0
+    float o[64];
+    float l0 = 0.f, l1 = 0.f;
+    int prev_head = 0, prev_q0 = 0;
+    const auto store_previous = [&]() {
+        sum_row_partials(l0, l1);
+        STORE_O(o, 1.f / l0, 1.f / l1, O + ((u64)prev_head * (u64)seqlen + prev_q0 + row) * HEAD_DIM + col, lane);
+        TRACE_UNIT(tid == 0, local - 1, cw == 0 ? TR_EPI_DONE : TR_EPI_DONE_1);
+    };
+#endif
     for (int w = cluster_id; w < n_units; w += n_clusters, ++local) {
         const bool last_unit = w + n_clusters >= n_units;
         const int head = w / units_per_head;
@@ -100,11 +117,15 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
         const StepCtx ctx{bar_full_k, bar_full_v, bar_empty_k, bar_empty_v, desc_q, desc_k, desc_v, my_turn,
                           other_turn, lane, col, tail, n_tiles, scale_log2};
 
+#if DQ_DEFER_EPILOGUE
+        float m0 = __int_as_float(0xff800000), m1 = __int_as_float(0xff800000);
+#else
         float o[64];
 #pragma unroll
         for (int i = 0; i < 64; ++i) o[i] = 0.f;
         float m0 = __int_as_float(0xff800000), m1 = __int_as_float(0xff800000);
         float l0 = 0.f, l1 = 0.f;
+#endif
         float sc[S_REGS];
         u32 p[P_REGS];
 
@@ -123,6 +144,14 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
             issue_qk(sc, desc_q, desc_k + (u64)((s * KV_TILE_BYTES) >> 4));
             wgmma_commit();
             turn_arrive(other_turn);
+#if DQ_DEFER_EPILOGUE
+            // the previous unit's epilogue while this unit's first S is on the tensor cores
+            if (local > 0) store_previous();
+#pragma unroll
+            for (int i = 0; i < 64; ++i) o[i] = 0.f;
+            l0 = 0.f;
+            l1 = 0.f;
+#endif
             wgmma_wait<0>();
             fence_acc(sc);
             if (lane == 0) mbar_arrive_cluster(bar_empty_k + 8 * s);
@@ -147,11 +176,18 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
         TRACE_UNIT(tid == 0, local, cw == 0 ? TR_LAST_PV : TR_LAST_PV_1);
         g += n_tiles;
 
+#if DQ_DEFER_EPILOGUE
+        prev_head = head;
+        prev_q0 = q0;
+    }
+    if (local > 0) store_previous();  // the last unit's epilogue
+#else
         // ---- epilogue: O / l in fp16 (the Q warp and the K/V lane are already loading ahead)
         sum_row_partials(l0, l1);
         STORE_O(o, 1.f / l0, 1.f / l1, O + ((u64)head * (u64)seqlen + q0 + row) * HEAD_DIM + col, lane);
         TRACE_UNIT(tid == 0, local, cw == 0 ? TR_EPI_DONE : TR_EPI_DONE_1);
     }
+#endif
 #if CLUSTER > 1
     cluster_sync_all();
 #endif
