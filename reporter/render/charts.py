@@ -306,7 +306,10 @@ def trajectory_figure(d: TrajectoryData) -> Figure:
         color, ls, lw = LINE_STYLES[kind]
         ax.axhline(y, color=color, ls=ls, lw=lw, zorder=1)
     ax.set_xlim(-0.6, n - 0.4)
-    ax.set_xticks(list(range(n)), list(d.ticks), fontsize=7 if n > 12 else 8, rotation=90 if n > 24 else 0)
+    # one label a version: the type shrinks as versions are added, so that rotated labels never touch (a rotated
+    # label is a line of type wide, and the panel gives each version about 320 / n points)
+    tick_pt = 8 if n <= 12 else 7 if n <= 32 else 6 if n <= 40 else 5
+    ax.set_xticks(list(range(n)), list(d.ticks), fontsize=tick_pt, rotation=90 if n > 24 else 0)
     if top is not None and n > 12:
         for label in ax.get_xticklabels():
             label.set_rotation(90)
