@@ -12,25 +12,7 @@
 // and arrives; lane 0 of the store warp issues one TMA store a box (O's tensor map is the kernel's extra
 // parameter, made per output buffer by the host) and waits only until they have read the buffer before
 // freeing it. attn_sm90_store_warps.cuh holds both halves (store_o_handoff_boxes, store_warps_tma); the
-// kernel is v19's with its DQ_EXTRA_PARAMS and DQ_STORE_WARPS hooks; everything else is v35's.
+// kernel is v19's with its DQ_EXTRA_PARAMS and DQ_STORE_WARPS hooks, built by attn_sm90_store_tma_kernel.cuh;
+// everything else is v35's.
 
-#ifndef BLOCK_N
-#define BLOCK_N 128  // v21's tiles (attn_sm90_kv176.cuh, included first for the step, would default to 176)
-#endif
-#include "common/sm90/ptx.cuh"
-#include "common/sm90/tma.cuh"
-
-__device__ __forceinline__ void store_o_handoff_boxes(const float (&o)[64], float inv0, float inv1, u16*, int lane);
-__device__ __forceinline__ void store_warps_tma(const TmaDesc* o_map, u16* O, int seqlen, int units_per_head,
-                                                int n_units, int cluster_id, int n_clusters, u32 rank);
-
-#define STORE_O store_o_handoff_boxes
-#define DQ_EXTRA_PARAMS , const __grid_constant__ TmaDesc tm_o
-#define DQ_STORE_WARPS(...) store_warps_tma(&tm_o, __VA_ARGS__)
-#define DQ_STEP consumer_step_guard_logs
-#include "attn_sm90_kv176.cuh"
-#include "attn_sm90_guard_logs.cuh"
-#include "attn_sm90_double_q.cuh"
-
-#include "attn_sm90_staged_store.cuh"
-#include "attn_sm90_store_warps.cuh"
+#include "attn_sm90_store_tma_kernel.cuh"
