@@ -781,3 +781,34 @@ def test_v36s_plan_writes_the_map_of_each_output_buffer(monkeypatch):
     for address in (0x3000, 0x4000, 0x5000, 0x2000):  # the fourth address clears the three kept
         plan.set_pointer(3, address)
     assert encoded == [0x2000, 0x3000, 0x4000, 0x5000, 0x2000] and calls[-1][2][0] == 0x2000
+
+
+def test_v38s_plan_copies_q_in_halves(monkeypatch):
+    """q_halves_host.plan is v36's plan (out_map_host) with Q's map, the launch's first argument, replaced by one
+    over the same [B*H, S, 128] view whose boxes are 64 rows (one consumer's half of a 128-row tile) by 64 columns,
+    as attn_sm90_q_halves.cuh copies them."""
+    monkeypatch.syspath_prepend(str(FOLDER))
+    import q_halves_host
+    import sm90_host
+
+    class Plan:
+        def __init__(self):
+            self.calls = []
+
+        def set_bytes(self, index, data):
+            self.calls.append((index, data))
+
+    class Planned:
+        plan = Plan()
+
+    class Q:
+        shape = (2, 8, 4096, 128)
+
+    seen = []
+    monkeypatch.setattr(q_halves_host.out_map_host, "plan", lambda *a: seen.append(a) or Planned)
+    monkeypatch.setattr(q_halves_host, "encode_tensor_map", lambda t, box, shape: (t, box, shape))
+    q = Q()
+    out = q_halves_host.plan(Path("x.cu"), q, "k", "v", {"A": 1})
+    assert out is Planned and seen == [(Path("x.cu"), q, "k", "v", {"A": 1})]
+    assert Planned.plan.calls == [(0, (q, (1, 64, 64), (16, 4096, 128)))]
+    assert 2 * q_halves_host.Q_HALF_BOX[1] == sm90_host.Q_BOX[1] and q_halves_host.Q_HALF_BOX[2] == sm90_host.Q_BOX[2]

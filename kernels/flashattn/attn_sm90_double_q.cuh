@@ -2,8 +2,10 @@
 // builds it with the default store, v20 and v21 with their own; its steps after a unit's first are a
 // hook too (DQ_STEP: v15's consumer_step unless a version names another, as v32 does), and so is the
 // producer's work after its loads (DQ_STORE_WARPS: none unless a version names it, as v35 does), and
-// where the epilogue runs (DQ_DEFER_EPILOGUE: v37 moves it under the next unit's first S). What it does
-// and why is in v19_double_q.cu. A version file defines its STORE_O (or none) and includes this header.
+// where the epilogue runs (DQ_DEFER_EPILOGUE: v37 moves it under the next unit's first S), and how Q
+// arrives (DQ_INIT, DQ_PRODUCE and DQ_Q_BAR: v19's one tile on one barrier unless a version names its
+// own, as v38 does with a barrier per consumer's half). What it does and why is in v19_double_q.cu.
+// A version file defines its STORE_O (or none) and includes this header.
 //
 // Append-only: once a recorded version builds it, the kernel is never changed in place (`report
 // same-code` proves that a version's kernel still compiles to the PTX its records ran).
@@ -47,6 +49,17 @@
 #ifndef DQ_DEFER_EPILOGUE
 #define DQ_DEFER_EPILOGUE 0
 #endif
+// the barriers' set-up, the producer warpgroup's loads and the barrier consumer cw waits on for Q buffer b:
+// v19's by default (v38: Q in two halves, one a consumer, each on its own barrier)
+#ifndef DQ_INIT
+#define DQ_INIT init_units
+#endif
+#ifndef DQ_PRODUCE
+#define DQ_PRODUCE produce_units
+#endif
+#ifndef DQ_Q_BAR
+#define DQ_Q_BAR(b) (bar_q + 8 * (b))
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
 attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ TmaDesc tm_k,
@@ -62,14 +75,14 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
 
     const auto [n_tiles, tail, units_per_head, n_units, rank, cluster_id, n_clusters] = units_of(seqlen, n_heads);
 
-    init_units(sm);
+    DQ_INIT(sm);
 
     const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x / 128), 0);
 
     if (wg == 2) {
         // ------------------------------------------------------------------- producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
-        produce_units(sm, &tm_q, &tm_k, &tm_v, n_tiles, units_per_head, n_units, cluster_id, n_clusters, rank);
+        DQ_PRODUCE(sm, &tm_q, &tm_k, &tm_v, n_tiles, units_per_head, n_units, cluster_id, n_clusters, rank);
 #ifdef DQ_STORE_WARPS
         // v35: the producer's warps 2 and 3 write the consumers' staged O blocks out
         DQ_STORE_WARPS(O, seqlen, units_per_head, n_units, cluster_id, n_clusters, rank);
@@ -129,7 +142,7 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
         float sc[S_REGS];
         u32 p[P_REGS];
 
-        mbar_wait(bar_q + 8 * b, (u32)(local / Q_BUFFERS) & 1u);
+        mbar_wait(DQ_Q_BAR(b), (u32)(local / Q_BUFFERS) & 1u);
         proxy_fence_async();
         TRACE_UNIT(tid == 0, local, cw == 0 ? TR_Q_READY : TR_Q_READY_1);
         {

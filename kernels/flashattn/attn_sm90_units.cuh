@@ -95,9 +95,23 @@ __device__ __forceinline__ void init_units(const UnitsSmem& sm)
 #endif
 }
 
+// v19's copy of a unit's Q, called by the Q warp's lanes (its leader issues): the whole 128-row tile into
+// buffer b, on the buffer's one barrier. v38's LoadQHalves (attn_sm90_q_halves.cuh) is the other.
+struct LoadQTile {
+    __device__ __forceinline__ void operator()(const UnitsSmem& sm, const TmaDesc* tm_q, int b, int q0, int head,
+                                               int /*local*/, bool leader) const
+    {
+        if (leader) {
+            mbar_arrive_expect_tx(sm.bar_q + 8 * b, TILE_BYTES);
+            load_tile_own(sm.sQ + b * TILE_BYTES, tm_q, q0, head, sm.bar_q + 8 * b);
+        }
+    }
+};
+
 // The producer warpgroup's work (called by its four warps after setmaxnreg): warp 0's lane loads the
-// K/V ring for every unit of the cluster, warp 1's lane loads each unit's Q once the consumers
-// released its buffer; warps 2 and 3 have nothing to do.
+// K/V ring for every unit of the cluster, warp 1's lane loads each unit's Q (as LOAD_Q copies it) once
+// the consumers released its buffer; warps 2 and 3 have nothing to do.
+template <class LOAD_Q = LoadQTile>
 __device__ __forceinline__ void produce_units(const UnitsSmem& sm, const TmaDesc* tm_q, const TmaDesc* tm_k,
                                               const TmaDesc* tm_v, int n_tiles, int units_per_head, int n_units,
                                               int cluster_id, int n_clusters, u32 rank)
@@ -134,10 +148,7 @@ __device__ __forceinline__ void produce_units(const UnitsSmem& sm, const TmaDesc
             // and for the Q before this one to have landed (it is needed first)
             else if (local >= 1) mbar_wait(sm.bar_q + 8 * ((local - 1) % Q_BUFFERS), (u32)((local - 1) / Q_BUFFERS) & 1u);
 #endif
-            if (leader) {
-                mbar_arrive_expect_tx(sm.bar_q + 8 * b, TILE_BYTES);
-                load_tile_own(sm.sQ + b * TILE_BYTES, tm_q, q0, head, sm.bar_q + 8 * b);
-            }
+            LOAD_Q{}(sm, tm_q, b, q0, head, local, leader);
             TRACE_UNIT(leader, local, TR_Q_ISSUED);
         }
     }
