@@ -44,7 +44,7 @@ def _inputs(kind: str, torch, s: int = 2048):
     return q.contiguous(), k.contiguous(), v.contiguous()
 
 
-@pytest.mark.parametrize("short", ["v27", "v28", "v31", "v32", "v34", "v35", "v36", "v37", "v38"])
+@pytest.mark.parametrize("short", ["v27", "v28", "v31", "v32", "v34", "v35", "v36", "v37", "v38", "v39"])
 @pytest.mark.parametrize("kind", ["ramp", "creep", "jump", "random"])
 def test_a_stale_running_max_gives_the_softmax(kind, short):
     torch = pytest.importorskip("torch")
@@ -153,16 +153,16 @@ def test_v34_keeps_rows_whose_scores_leap_that_v32_loses():
     assert ok == {"v32": False, "v34": True}, ok
 
 
-@pytest.mark.parametrize("short", ["v35", "v36", "v37", "v38"])
+@pytest.mark.parametrize("short", ["v35", "v36", "v37", "v38", "v39"])
 @pytest.mark.parametrize("shape", [(1, 64, 1024, 128), (2, 8, 4096, 128), (1, 3, 1024, 128)])
 def test_the_store_warps_write_v34s_bits(shape, short):
-    """v35, v36, v37 and v38 compute v34's arithmetic and hand only the writing of O to the producer's store warps (v35
-    by a copy loop, v36-v38 by TMA stores; v37 stages each unit's O under the next unit's first S, the last one after
-    its loop; v38 copies Q in two halves, one a consumer): their output is v34's bit for bit, on test_small's shape
-    (four units a CTA on 132 SMs, so each store warp frees its buffer three times and writes four blocks), on a shape
-    of 32-step units, and on 24 units (one a CTA, no buffer passed back). Each output buffer is poisoned first: the kernel allocates
-    its output like q, and the caching allocator hands back the NaN-filled block just freed, so a block the store
-    warps never wrote stays NaN."""
+    """v35-v39 compute v34's arithmetic and hand only the writing of O to the producer's store warps (v35 by a copy
+    loop, v36-v39 by TMA stores; v37 stages each unit's O under the next unit's first S, the last one after its loop;
+    v38 copies Q in two halves, one a consumer; v39 issues each unit's first S with the last P.V before it): their
+    output is v34's bit for bit, on test_small's shape (four units a CTA on 132 SMs, so each store warp frees its
+    buffer three times and writes four blocks), on a shape of 32-step units, and on 24 units (one a CTA, no buffer
+    passed back). Each output buffer is poisoned first: the kernel allocates its output like q, and the caching
+    allocator hands back the NaN-filled block just freed, so a block the store warps never wrote stays NaN."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")

@@ -4,7 +4,9 @@
 // producer's work after its loads (DQ_STORE_WARPS: none unless a version names it, as v35 does), and
 // where the epilogue runs (DQ_DEFER_EPILOGUE: v37 moves it under the next unit's first S), and how Q
 // arrives (DQ_INIT, DQ_PRODUCE and DQ_Q_BAR: v19's one tile on one barrier unless a version names its
-// own, as v38 does with a barrier per consumer's half). What it does and why is in v19_double_q.cu.
+// own, as v38 does with a barrier per consumer's half), and the consumers' walk over their units
+// (DQ_CONSUME: v19's loop below unless a version names its own, as v39 does). What it does and why is
+// in v19_double_q.cu.
 // A version file defines its STORE_O (or none) and includes this header.
 //
 // Append-only: once a recorded version builds it, the kernel is never changed in place (`report
@@ -108,6 +110,11 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
     // consumer 0 takes the first turn: consumer 1's one arrive ahead of everything
     if (cw == 1 && cluster_id < n_units) turn_arrive(TURN_BAR0);
 
+#ifdef DQ_CONSUME
+    // v39: the consumers' walk over their units is the version's own (its unit boundary differs)
+    DQ_CONSUME(sm, O, seqlen, scale_log2, n_heads, cw, tid, lane, row, col, my_turn, other_turn, desc_k, desc_v);
+    (void)sQ, (void)bar_full_k, (void)bar_full_v, (void)bar_empty_k, (void)bar_empty_v, (void)bar_q, (void)bar_q_empty;
+#else
     int g = 0;  // kv tiles consumed so far, all units: the ring's counter, as the K/V lane's
     int local = 0;
 #if DQ_DEFER_EPILOGUE
@@ -201,6 +208,7 @@ attn_fwd_double_q(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ 
         TRACE_UNIT(tid == 0, local, cw == 0 ? TR_EPI_DONE : TR_EPI_DONE_1);
     }
 #endif
+#endif  // DQ_CONSUME
 #if CLUSTER > 1
     cluster_sync_all();
 #endif

@@ -26,6 +26,7 @@
 #endif
 #include "attn_sm90_units.cuh"
 #include "attn_sm90_cta.cuh"
+#include "attn_sm90_boundary_step.cuh"
 
 #if Q_BUFFERS < 2
 #error "the boundary step issues the next unit's first S while this unit's last P.V runs: it needs two Q buffers"
@@ -37,34 +38,6 @@
 #ifndef STORE_O
 #define STORE_O store_o_pairs
 #endif
-
-// The boundary step of a consumer: S_0 of the next unit (c.desc_q is the next unit's Q, ring entry
-// j its K_0) and O += P_{n-1} V_{n-1} of this one (ring entry j - 1) in one turn. Returns this
-// unit's row sums in done0 / done1 with O complete (the caller stores it and clears o), and leaves
-// m, l and p as step 0 of the next unit leaves them.
-__device__ __forceinline__ void consumer_boundary_step(const int j, const StepCtx& c, float (&sc)[S_REGS],
-                                                       float (&o)[64], u32 (&p)[P_REGS], float& m0, float& m1,
-                                                       float& l0, float& l1, float& done0, float& done1)
-{
-    issue_step(j, c, sc, o, p);  // the next unit's S_0 (c.desc_q is its Q) and this unit's last P V
-    const int s = j % STAGES, sp = (j - 1) % STAGES;
-    wgmma_wait<1>();          // S_0 complete, P.V may still run
-    fence_acc(sc);
-    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_k + 8 * s);
-    if (c.n_tiles == 1 && c.tail < BLOCK_N) mask_tail(sc, c.tail, c.col);
-    // this unit's sums are final; the next one's statistics start from nothing (alpha = ex2(-inf) = 0)
-    done0 = l0;
-    done1 = l1;
-    m0 = m1 = __int_as_float(0xff800000);
-    l0 = l1 = 0.f;
-    float alpha0, alpha1;
-    softmax_tile(sc, m0, m1, l0, l1, alpha0, alpha1, c.scale_log2);
-    wgmma_wait<0>();          // the last P.V landed: O is complete, and P is ours again
-    fence_acc(o);
-    fence_frag(p);
-    if (c.lane == 0) mbar_arrive_cluster(c.bar_empty_v + 8 * sp);
-    pack_p(sc, p, 1.f);
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_ATTR
 attn_fwd_unit_overlap(const __grid_constant__ TmaDesc tm_q, const __grid_constant__ TmaDesc tm_k,
