@@ -669,6 +669,7 @@ def test_a_traced_launch_reduces_to_unit_times(probe):
     assert out["k0_wait_us"] == 0.2 and out["turn_wait_us"] == 0.3 and out["s0_us"] == 1.0
     assert out["step_us"] == 2.0 and out["last_step_us"] == 4.0 and out["epilogue_us"] == 1.0
     assert out["wg1_lag_us"] == 0.5 and out["unit_us"] == 9.0 and out["tail_us"] == 4.0
+    assert out["boundary_us"] == 11.0  # unit 0's last step at 9000, unit 1's first at 20000
     assert out["units_max"] == 2
 
 

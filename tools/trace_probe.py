@@ -11,7 +11,9 @@ g_trace cleared first. Per launch it reads every CTA's stamps and reduces them t
 the first CTA's entry to the last one's exit (globaltimer), each CTA's clock rate, the time from
 entry to its first Q, each unit's wait for Q after the previous unit's epilogue, the unit's first
 S, its kv steps, its last P.V and epilogue, and the tail from the last epilogue to exit (clock64
-intervals within a CTA, converted with that CTA's rate); where a kernel's store warps stamp their
+intervals within a CTA, converted with that CTA's rate), and the boundary between two units, from the
+last step's start of one to the first step's start of the next (consumer 0's stamps, whichever
+schedule a kernel runs between them); where a kernel's store warps stamp their
 last stores (slots 5 and 6), the span to the latest of those too. With ``--queued`` each launch is
 queued right behind the write between two CUDA events, as the course harness times a call, and its
 event time is kept; ``--untraced N`` then times N such calls of each version's own (untraced) build,
@@ -75,7 +77,7 @@ def reduce_launch(raw: np.ndarray, ctas: int, units: int = L["TRACE_UNITS"], per
                  "entry_spread_us": float((entry_ns.max() - entry_ns.min()) / 1e3),
                  "clock_ghz": float(np.median(ghz))}
     first_q, q_wait, s0, step, last, epi, tail, unit_time, n_units = [], [], [], [], [], [], [], [], []
-    k0_wait, turn_wait, lag1 = [], [], []
+    k0_wait, turn_wait, lag1, boundary = [], [], [], []
     for c in range(ctas):
         rate = ghz[c] * 1e3  # cycles per µs
         if rate <= 0:
@@ -84,6 +86,7 @@ def reduce_launch(raw: np.ndarray, ctas: int, units: int = L["TRACE_UNITS"], per
         done = [u for u in range(units) if u_slots[u, SLOT["epi_done"]] > 0]
         n_units.append(len(done))
         prev_end = entry_clk[c]
+        prev_last_step = None  # the previous unit's last step stamp: a boundary ends at this unit's first
         for u in done:
             row = u_slots[u]
             (first_q if u == 0 else q_wait).append((row[SLOT["q_ready"]] - prev_end) / rate)
@@ -97,12 +100,16 @@ def reduce_launch(raw: np.ndarray, ctas: int, units: int = L["TRACE_UNITS"], per
             step += [(b - a) / rate for a, b in itertools.pairwise(steps)]  # full steps, start to start
             if steps:  # the last step's start to its P.V (and the P.V-only step after it)
                 last.append((row[SLOT["last_pv"]] - steps[-1]) / rate)
+                if prev_last_step is not None:
+                    boundary.append((steps[0] - prev_last_step) / rate)
+            prev_last_step = steps[-1] if steps else None
             epi.append((row[SLOT["epi_done"]] - row[SLOT["last_pv"]]) / rate)
             unit_time.append((row[SLOT["epi_done"]] - row[SLOT["q_ready"]]) / rate)
             prev_end = row[SLOT["epi_done"]]
         if done:
             tail.append((exit_clk[c] - prev_end) / rate)
-    out.update(k0_wait_us=_median(k0_wait), turn_wait_us=_median(turn_wait), wg1_lag_us=_median(lag1))
+    out.update(k0_wait_us=_median(k0_wait), turn_wait_us=_median(turn_wait), wg1_lag_us=_median(lag1),
+               boundary_us=_median(boundary))
     out.update(first_q_us=_median(first_q), q_wait_us=_median(q_wait), q_wait_max_us=max(q_wait, default=None),
                s0_us=_median(s0), step_us=_median(step), last_step_us=_median(last), epilogue_us=_median(epi),
                unit_us=_median(unit_time), tail_us=_median(tail), units_max=max(n_units, default=0),
@@ -201,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         attachments={"raw.json.gz": gzip.compress(json.dumps(raw).encode())})
     print(f"wrote {path}")
     keys = ["event_us", "span_us", "span_all_us", "store_tail_us", "clock_ghz", "first_q_us", "q_wait_us", "k0_wait_us", "turn_wait_us", "s0_us", "step_us",
-            "last_step_us", "epilogue_us", "wg1_lag_us", "unit_us", "tail_us"]
+            "last_step_us", "epilogue_us", "wg1_lag_us", "unit_us", "boundary_us", "tail_us"]
     print(f"{'version config':44s} err    " + " ".join(f"{k.removesuffix('_us'):>9s}" for k in keys))
     for r in results:
         med = {k: _median([x["summary"][k] for x in r["launches"] if x["summary"][k] is not None]) for k in keys}
