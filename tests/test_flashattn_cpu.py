@@ -671,6 +671,11 @@ def test_a_traced_launch_reduces_to_unit_times(probe):
     assert out["wg1_lag_us"] == 0.5 and out["unit_us"] == 9.0 and out["tail_us"] == 4.0
     assert out["boundary_us"] == 11.0  # unit 0's last step at 9000, unit 1's first at 20000
     assert out["units_max"] == 2
+    # a unit with 8 step stamps may be longer than its stamps (steps 1 .. 8 of more): no boundary from it
+    base = L["TRACE_UNIT0"]
+    for i in range(8):
+        raw[0, base + S["step1"] + i] = 7_000 + 250 * i
+    assert probe.reduce_launch(raw, 1)["boundary_us"] is None
 
 
 def _v18_builds() -> list:
@@ -813,3 +818,14 @@ def test_v38s_plan_copies_q_in_halves(monkeypatch):
     assert out is Planned and seen == [(Path("x.cu"), q, "k", "v", {"A": 1})]
     assert Planned.plan.calls == [(0, (q, (1, 64, 64), (16, 4096, 128)))]
     assert 2 * q_halves_host.Q_HALF_BOX[1] == sm90_host.Q_BOX[1] and q_halves_host.Q_HALF_BOX[2] == sm90_host.Q_BOX[2]
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("name", ["v37_deferred_epilogue.cu", "v38_q_halves.cu"])
+def test_a_consumer_loop_of_its_own_refuses_the_hooks_it_would_drop(name):
+    """v19's DQ_CONSUME (v39's loop) waits on v19's Q barriers and stages O at once: built over v37's deferred
+    epilogue or v38's Q halves it would silently drop them (and with v38, consumer 1 would read rows not yet
+    landed), so the build stops with the reason."""
+    defines = {**ASSIGNMENT.version(name.split("_")[0]).load().CONFIG, "DQ_CONSUME": "consume_units_merged"}
+    build = cuda_build.nvrtc(FOLDER / name, defines)
+    assert not build.ok and "DQ_CONSUME replaces the loop that DQ_Q_BAR and DQ_DEFER_EPILOGUE change" in build.log

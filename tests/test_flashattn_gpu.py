@@ -180,3 +180,23 @@ def test_the_store_warps_write_v34s_bits(shape, short):
     torch.cuda.synchronize()
     assert torch.isfinite(outs[short]).all()
     assert torch.equal(outs[short].view(torch.int16), outs["v34"].view(torch.int16))
+
+
+@pytest.mark.parametrize("short,config", [("v38", {"Q_SECOND_AFTER_K0": 0}), ("v38", {"FIRST_LOADS_IN_ORDER": 0}),
+                                          ("v38", {"CLUSTER": 2}), ("v39", {"CLUSTER": 2})])
+@pytest.mark.parametrize("shape", [(1, 64, 1024, 128), (2, 8, 4096, 128)])
+def test_v38_and_v39_write_v34s_bits_in_their_other_builds(shape, short, config):
+    """v38's other orders of the first loads (consumer 1's half asked for at once; no first-load ordering at all)
+    and v38 and v39 in clusters of two (K/V halves multicast) still compute v34's bits: the barriers of Q's halves,
+    and the boundary's turns and releases, are right in the builds the configuration does not run."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    gen = torch.Generator(device="cuda").manual_seed(17)
+    data = tuple(torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3))
+    mod = _version(short)
+    out = mod.make_kernel({**mod.CONFIG, **config})(data)
+    ref = _version("v34").custom_kernel(data)
+    torch.cuda.synchronize()
+    assert torch.isfinite(out).all()
+    assert torch.equal(out.view(torch.int16), ref.view(torch.int16))

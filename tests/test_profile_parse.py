@@ -6,11 +6,12 @@ Fixtures in tests/fixtures/ncu/:
   an 'n/a' cell, a C++ kernel name with commas); it pins the parser's behaviour;
 * ncu_*_h100.csv / ncu_*_h200.csv — real output (ncu 2025.3.1.0) captured on each GPU;
 * failed_app_error.{stdout,stderr}.txt — a real ncu run whose target failed to import;
-* gh100_metrics.txt — ``ncu --query-metrics --chip gh100``.
+* gh100_metrics.txt.gz — ``ncu --query-metrics --chip gh100``, gzip-compressed (a megabyte of text).
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import stat
@@ -299,7 +300,7 @@ def test_timeout_is_failed():
 
 @pytest.fixture(scope="module")
 def catalog() -> dict[str, str]:
-    return N.parse_query_metrics((FIX / "gh100_metrics.txt").read_text())
+    return N.parse_query_metrics(gzip.decompress((FIX / "gh100_metrics.txt.gz").read_bytes()).decode())
 
 
 def test_every_requested_metric_exists_on_hopper(catalog):

@@ -13,21 +13,22 @@ entry to its first Q, each unit's wait for Q after the previous unit's epilogue,
 S, its kv steps, its last P.V and epilogue, and the tail from the last epilogue to exit (clock64
 intervals within a CTA, converted with that CTA's rate), and the boundary between two units, from the
 last step's start of one to the first step's start of the next (consumer 0's stamps, whichever
-schedule a kernel runs between them); where a kernel's store warps stamp their
+schedule a kernel runs between them; units of at most 8 tiles, whose every step is stamped); where a kernel's store warps stamp their
 last stores (slots 5 and 6), the span to the latest of those too. With ``--queued`` each launch is
 queued right behind the write between two CUDA events, as the course harness times a call, and its
 event time is kept; ``--untraced N`` then times N such calls of each version's own (untraced) build,
 the versions in turn. A probe record (``trace_<case>``,
-:mod:`reporter.harness.probe`) keeps the summaries, with the raw stamps beside it as a gzipped JSON
-attachment; the table printed last gives medians over CTAs and launches.
+:mod:`reporter.harness.probe`) keeps the summaries, with the raw stamps beside it as an xz-compressed
+JSON attachment (about half gzip's size for these stamps); the table printed last gives medians over CTAs and
+launches.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
 import json
+import lzma
 import re
 import statistics
 import sys
@@ -102,7 +103,9 @@ def reduce_launch(raw: np.ndarray, ctas: int, units: int = L["TRACE_UNITS"], per
                 last.append((row[SLOT["last_pv"]] - steps[-1]) / rate)
                 if prev_last_step is not None:
                     boundary.append((steps[0] - prev_last_step) / rate)
-            prev_last_step = steps[-1] if steps else None
+            # the kernels stamp steps 1 .. 8 and the last one while a unit has at most 9 tiles: with 8 stamps
+            # the last one may be step 8 of a longer unit, so no boundary is taken from it
+            prev_last_step = steps[-1] if 0 < len(steps) < 8 else None
             epi.append((row[SLOT["epi_done"]] - row[SLOT["last_pv"]]) / rate)
             unit_time.append((row[SLOT["epi_done"]] - row[SLOT["q_ready"]]) / rate)
             prev_end = row[SLOT["epi_done"]]
@@ -204,8 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                      "256 MiB L2-evicting write"
                      + (" queued right behind it between two CUDA events (event_us), as the course harness times a call"
                         if args.queued else "") + ": per launch the summary of every CTA's stamps (results[].launches[]"
-                     ".summary); the raw stamps, per version and launch, CTAs x slots, are the gzipped attachment."),
-        attachments={"raw.json.gz": gzip.compress(json.dumps(raw).encode())})
+                     ".summary); the raw stamps, per version and launch, CTAs x slots, are the xz-compressed attachment."),
+        attachments={"raw.json.xz": lzma.compress(json.dumps(raw).encode(), preset=9)})
     print(f"wrote {path}")
     keys = ["event_us", "span_us", "span_all_us", "store_tail_us", "clock_ghz", "first_q_us", "q_wait_us", "k0_wait_us", "turn_wait_us", "s0_us", "step_us",
             "last_step_us", "epilogue_us", "wg1_lag_us", "unit_us", "boundary_us", "tail_us"]

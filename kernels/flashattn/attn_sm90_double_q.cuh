@@ -51,6 +51,11 @@
 #ifndef DQ_DEFER_EPILOGUE
 #define DQ_DEFER_EPILOGUE 0
 #endif
+// a version's own consumer loop (DQ_CONSUME) waits on v19's Q barriers and stores at once: it does not read
+// DQ_Q_BAR or DQ_DEFER_EPILOGUE
+#if defined(DQ_CONSUME) && (defined(DQ_Q_BAR) || DQ_DEFER_EPILOGUE)
+#error "DQ_CONSUME replaces the loop that DQ_Q_BAR and DQ_DEFER_EPILOGUE change: name one or the other"
+#endif
 // the barriers' set-up, the producer warpgroup's loads and the barrier consumer cw waits on for Q buffer b:
 // v19's by default (v38: Q in two halves, one a consumer, each on its own barrier)
 #ifndef DQ_INIT

@@ -8,9 +8,12 @@
 // accumulators cleared. The last unit ends with v19's last step (the P.V alone; consumer 1 passes no turn on
 // after it). Both consumers take one turn fewer a boundary, so their turns stay balanced.
 //
-// Trace stamps (trace.cuh) as v19's loop: a unit's Q_READY before the step that issues its S_0, S0_DONE
-// after it (for a unit after the first, once the boundary step is complete, the last P.V included), the
-// steps, and the previous unit's LAST_PV and EPI_DONE after the boundary step and its epilogue.
+// Trace stamps (trace.cuh): the slots of v19's loop, not all at the same points. A unit's Q_READY comes
+// before the step that issues its S_0 and S0_DONE after it: for a unit after the first, that is the
+// previous unit's boundary step, so both come before the previous unit's LAST_PV and EPI_DONE (stamped
+// after the boundary step and after its epilogue), and S0_DONE includes the last P.V. K0_READY and TURN0
+// are stamped for the first unit only. The step stamps are v19's, so the probe's steps and boundary
+// (tools/trace_probe.py) compare with v19's kernels; its Q waits, first S, last step and unit do not.
 //
 // Include it after attn_sm90_double_q.cuh (UnitsSmem, units_of, StepCtx, DQ_STEP) and the STORE_O it names.
 //

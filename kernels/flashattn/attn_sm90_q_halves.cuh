@@ -21,6 +21,14 @@
                              // has landed (with FIRST_LOADS_IN_ORDER); 0: right after consumer 0's half
 #endif
 
+// the second halves' barriers sit in the padding before v21's staging buffers: they must fit there
+#ifndef STAGE_OFFSET
+#error "attn_sm90_q_halves.cuh: its barriers sit before v21's staging buffers (include attn_sm90_staged_store.cuh first)"
+#endif
+#if Q_BUFFERS * TILE_BYTES + 2 * STAGES * KV_TILE_BYTES + 8 * (4 * STAGES + 3 * Q_BUFFERS) > STAGE_OFFSET
+#error "attn_sm90_q_halves.cuh: the second halves' barriers do not fit before the staging buffers"
+#endif
+
 #define Q_HALF_TILE_BYTES (TILE_BYTES / 2)  // 64 rows x 128 fp16
 #define Q_HALF_ROW_BYTES (64 * 128)         // where consumer 1's rows start in each 64-column half
 
@@ -49,8 +57,9 @@ __device__ __forceinline__ void init_units_q_halves(const UnitsSmem& sm)
 
 // The Q warp's copy of a unit's Q (produce_units' LOAD_Q): consumer 0's half, then consumer 1's. At the
 // launch's first unit, with FIRST_LOADS_IN_ORDER, consumer 1's half waits for the first K tile
-// (Q_SECOND_AFTER_K0), so that DRAM serves consumer 0's rows and that tile first, and the next unit's Q
-// waits for this whole tile, as v19's Q warp does (it waits for the previous buffer's barrier, half 0's here).
+// (Q_SECOND_AFTER_K0), so that DRAM serves consumer 0's rows and that tile first, and the second unit's Q
+// waits for the first unit's whole tile, as v19's Q warp has it (produce_units then waits for the first
+// buffer's barrier, half 0's here). The TR_Q_ISSUED stamp after it comes after these waits.
 struct LoadQHalves {
     __device__ __forceinline__ void operator()(const UnitsSmem& sm, const TmaDesc* tm_q, int b, int q0, int head,
                                                int local, bool leader) const

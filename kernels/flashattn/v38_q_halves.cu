@@ -1,6 +1,6 @@
 // v38: v36 with each unit's Q copied as two 64-row halves, one a consumer, each on its own barrier.
 //
-// v36's trace on test_small (tools/trace_probe.py) has a CTA's first unit start about 4 µs after its entry:
+// v36's trace on test_small (tools/trace_probe.py) has a CTA's first unit start microseconds after its entry:
 // every CTA asks DRAM for its 32 KB Q tile and its first K tile at once, behind the L2 the timer's clear
 // left dirty, and both consumers wait for the whole Q tile. Consumer 0 needs only its own 64 rows and K_0
 // to issue the launch's first S, and consumer 1 takes its first turn after consumer 0's anyway.

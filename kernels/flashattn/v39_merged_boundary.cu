@@ -2,12 +2,12 @@
 // last P.V (v23's boundary step, on v36's kernel).
 //
 // v36's trace on test_small (tools/trace_probe.py) puts a unit's boundary, from its last full step to the
-// next unit's first, at about three steps' time for two steps' work: each consumer takes a turn for the last
+// next unit's first, at about a step longer than its two steps' work: each consumer takes a turn for the last
 // P.V alone, waits for it, stages O, takes another turn for the next S_0 alone, waits for it and runs its
 // softmax, and the other consumer, whose boundary falls a fraction of a step later, fills those gaps with
 // half-size turns of its own. v23 ran the boundary as one step on v21, where the consumers still wrote O
-// themselves after the softmax, and it did not help; v37 staged O under S_0 and the boundary was a quarter of
-// a microsecond shorter.
+// themselves after the softmax, and it did not help; v37 staged O under S_0 and the boundary was only a
+// little shorter.
 //
 // Here each consumer issues S_0 of the next unit and the last P.V of this one in one turn
 // (consumer_boundary_step, attn_sm90_boundary_step.cuh): the softmax of S_0 runs while the P.V is on the
