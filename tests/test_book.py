@@ -5,8 +5,10 @@ between ``<hr>`` tags, with each ``id`` on the page it is in, and writes that ma
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 
 import pytest
 from pypdf import PdfReader
@@ -116,3 +118,28 @@ def test_a_worker_that_answers_first_gets_the_next_part(tmp_path, stand_in, monk
              lambda texts: "".join(f'<div class="footer" data-footer="{t}"></div>' for t in texts),
              tmp_path / "book.pdf")
     assert read[:5] == ["body-0", "body-1", "body-2", "body-3", "appendix"]
+
+
+def test_a_part_taken_from_the_cache_outlives_the_pruning_of_the_same_build(tmp_path, monkeypatch):
+    """A build takes unchanged parts from the cache, then renders the changed ones, each put() pruning the
+    oldest entries: a part it took must not be among them (its file is read again when the book is bound).
+    Other builds (the test suite's reports share the cache) can have left newer entries than it."""
+    monkeypatch.setattr(book_module, "CACHE_ENTRIES", 2)
+    cache = PartCache(tmp_path / "cache")
+    (tmp_path / "cache").mkdir()
+    src = tmp_path / "part.pdf"
+    src.write_bytes(b"%PDF-1.4 stand-in")
+
+    def put(name: str) -> None:
+        cache.put(cache.key(name), pdf.Rendered(src, 1, {}, []))
+
+    put("unchanged")
+    old = time.time() - 100
+    for f in (tmp_path / "cache").iterdir():
+        os.utime(f, (old, old))  # written long ago, before another build's entries
+    put("another build's")
+    taken = cache.get(cache.key("unchanged"))
+    assert taken is not None
+    put("changed part")  # over CACHE_ENTRIES: prunes the oldest
+    assert taken.pdf.is_file(), "the part this build took from the cache was pruned before its binding"
+    assert cache.get(cache.key("another build's")) is None

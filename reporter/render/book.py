@@ -130,9 +130,13 @@ class PartCache:
         pdf, meta = self.root / f"{key}.pdf", self.root / f"{key}.json"
         try:
             r = Rendered.from_json(pdf, json.loads(meta.read_text(encoding="utf-8")))
+            # a part this build takes from the cache is the newest entry now: the pruning after the parts it
+            # renders (oldest first) must not delete a file the binding will read
+            os.utime(pdf)
+            os.utime(meta)
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        return r if pdf.is_file() else None
+        return r
 
     def put(self, key: str, r: Rendered) -> None:
         if self.root is None:
