@@ -187,19 +187,19 @@ def test_a_record_that_would_break_later_or_lies_elsewhere_is_refused_not_half_m
 
 
 def test_a_probes_attachment_comes_in_as_it_is_whatever_json_it_holds(tmp_path):
-    """A trace probe's raw stamps are a JSON list, kept beside its record under a name the record lists in
-    ``attachments``: the merge copies it as it is, where it refused it as a record that is not an object;
+    """A trace probe's raw stamps are a JSON list (xz-compressed), kept beside its record under a name the record
+    lists in ``attachments``: the merge copies it as it is, where it refused it as a record that is not an object;
     a list that no record names is still refused."""
     here = with_sources(tmp_path / "here")
     folder = "devices/h100/probes"
     stem = "20261127T130914977Z_trace_test_medium"
     record = (LOGS / folder / f"{stem}.json.gz").read_bytes()
-    raw = (LOGS / folder / f"{stem}_raw.json.gz").read_bytes()
+    raw = (LOGS / folder / f"{stem}_raw.json.xz").read_bytes()
     archive = tmp_path / "a.tgz"
-    archive.write_bytes(_tgz({f"logs/{folder}/{stem}.json.gz": record, f"logs/{folder}/{stem}_raw.json.gz": raw,
+    archive.write_bytes(_tgz({f"logs/{folder}/{stem}.json.gz": record, f"logs/{folder}/{stem}_raw.json.xz": raw,
                               f"logs/{folder}/20991231T000000000Z_stray.json": b"[1, 2, 3]"}))
     r = runner.invoke(app, ["merge", str(archive), "--root", str(ROOT), "--logs", str(here)])
-    assert (here / folder / f"{stem}_raw.json.gz").read_bytes() == raw
+    assert (here / folder / f"{stem}_raw.json.xz").read_bytes() == raw
     assert (here / folder / f"{stem}.json.gz").is_file()
     assert r.exit_code == 1 and "20991231T000000000Z_stray.json" in _words(r.stderr)
-    assert "_raw.json.gz" not in _words(r.stderr)
+    assert "_raw.json.xz" not in _words(r.stderr)
