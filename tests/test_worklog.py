@@ -244,3 +244,15 @@ def test_a_run_binds_its_checks_largest_error():
     assert PeerFacts(cublas).max_abs_error == cublas.check.max_abs_error
     with pytest.raises(BindingError, match="no check"):
         PeerFacts(cublas.model_copy(update={"check": None})).max_abs_error
+
+
+def test_a_table_cell_may_break_after_an_underscore_but_code_stays_whole():
+    """In a narrow column (appendix G's two columns) a cell wraps ``test_small`` after its underscore rather than
+    mid-word: the worklog's markdown puts a ``<wbr>`` after each underscore of a cell's text, not in code spans,
+    and not outside tables."""
+    from reporter.render.worklog import markdown_to_html
+
+    html = markdown_to_html("a_b\n\n| case | `do_bench` |\n|---|---|\n| test_small | x_y_z |\n")
+    assert "<p>a_b</p>" in html
+    assert "<td>test_<wbr>small</td>" in html and "<td>x_<wbr>y_<wbr>z</td>" in html
+    assert "<th><code>do_bench</code></th>" in html

@@ -366,7 +366,40 @@ def _markdown() -> Any:
 
 
 def markdown_to_html(md: str) -> str:
-    return _markdown().render(md)
+    """The worklog's markdown as HTML; in a table's cells a line may also break after an underscore (a
+    ``<wbr>`` there), so a narrow column wraps ``test_small`` as ``test_`` / ``small``, not mid-word."""
+    parser = _markdown()
+    env: dict[str, Any] = {}
+    tokens = parser.parse(md, env)
+    in_cell = False
+    for t in tokens:
+        if t.type in ("th_open", "td_open"):
+            in_cell = True
+        elif t.type in ("th_close", "td_close"):
+            in_cell = False
+        elif in_cell and t.type == "inline" and t.children:
+            t.children = _breaks_after_underscores(t.children)
+    return parser.renderer.render(tokens, parser.options, env)
+
+
+def _breaks_after_underscores(children: list[Any]) -> list[Any]:
+    """Inline tokens with a ``<wbr>`` after each underscore of their plain text (code spans are left whole)."""
+    from markdown_it.token import Token
+
+    out: list[Any] = []
+    for c in children:
+        if c.type != "text" or "_" not in c.content:
+            out.append(c)
+            continue
+        pieces = c.content.split("_")
+        for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
+            text = piece if last else piece + "_"
+            if text:
+                out.append(Token("text", "", 0, content=text))
+            if not last:
+                out.append(Token("html_inline", "", 0, content="<wbr>"))
+    return out
 
 
 @functools.cache
