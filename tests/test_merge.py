@@ -203,3 +203,34 @@ def test_a_probes_attachment_comes_in_as_it_is_whatever_json_it_holds(tmp_path):
     assert (here / folder / f"{stem}.json.gz").is_file()
     assert r.exit_code == 1 and "20991231T000000000Z_stray.json" in _words(r.stderr)
     assert "_raw.json.xz" not in _words(r.stderr)
+
+
+def test_a_session_refuses_the_copys_own_head_when_its_code_moved_on(tmp_path):
+    """On the device `git rev-parse HEAD` is the copy's start (the session's first call), not the commit the tree
+    came from: a session told that hash while kernels/ differ from it would label its records with code that did not
+    run, so it stops before any step; the same hash over an unchanged tree, or the caller's own hash, runs."""
+    node = tmp_path / "node"
+    (node / "tools").mkdir(parents=True)
+    (node / "kernels").mkdir()
+    for script in ("gpu_session.sh", "gpu_env.sh"):
+        shutil.copy(ROOT / "tools" / script, node / "tools" / script)
+    (node / "kernels" / "k.cu").write_text("// first\n")
+    (node / "logs").mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q"], cwd=node, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=node, check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], cwd=node, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=node, capture_output=True, text=True, check=True).stdout.strip()
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "REPORT_GIT_COMMIT": head, "REPORT_GIT_DIRTY": "0",
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+    def session() -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "tools/gpu_session.sh", "!true"], cwd=node, env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    assert session().returncode == 0  # the tree is the commit's: the label is right
+    (node / "kernels" / "k.cu").write_text("// changed since\n")
+    refused = session()
+    assert refused.returncode == 2 and "this copy's own HEAD" in refused.stderr
+    env["REPORT_GIT_COMMIT"] = "0123456789abcdef0123456789abcdef01234567"  # the checkout's, computed there
+    assert session().returncode == 0

@@ -18,6 +18,14 @@ if [ -z "${REPORT_GIT_COMMIT:-}" ]; then
        "git state is the session's start, which the records would name instead" >&2
   exit 2
 fi
+# a hash taken on the device (`$(git rev-parse HEAD)` in the command line) names the copy's start: when the tree's
+# code differs from that commit, the records would name code that is not what ran
+if [ "$REPORT_GIT_COMMIT" != device ] && copy_head=$(git rev-parse HEAD 2>/dev/null) \
+   && [ "$REPORT_GIT_COMMIT" = "$copy_head" ] && ! git diff --quiet HEAD -- kernels reporter tools 2>/dev/null; then
+  echo "gpu_session: REPORT_GIT_COMMIT is this copy's own HEAD ($copy_head), the session's start, and kernels/," \
+       "reporter/ or tools/ differ from it: name the checkout's commit, computed there (git rev-parse HEAD)" >&2
+  exit 2
+fi
 [ "$REPORT_GIT_COMMIT" = device ] && unset REPORT_GIT_COMMIT REPORT_GIT_DIRTY
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 DEADLINE_S=${DEADLINE_S:-540}
