@@ -93,7 +93,7 @@ SM90 = [
     Sm90("v11", "v11_q_in_registers", "attn_fwd_qreg", clean=tuple({**_config("v11"), "STAGES": s} for s in (2, 3))),
     Sm90("v12", "v12_kv176", "attn_fwd_kv176", v_lbo_by_width=True,
          clean=({"BLOCK_N": 176, "STAGES": 2}, {"BLOCK_N": 128, "STAGES": 3}),
-         refused=(({"BLOCK_N": 192}, "BLOCK_N must be 128 or 176"), ({"BLOCK_N": 176, "STAGES": 3}, "227 KB"))),
+         refused=(({"BLOCK_N": 192}, "BLOCK_N must be 64, 128 or 176"), ({"BLOCK_N": 176, "STAGES": 3}, "227 KB"))),
     Sm90("v13", "v13_tma", "attn_fwd_tma", clean=({"STAGES": 2}, {"STAGES": 3}, {"STAGES": 3, "PROXY_FENCE": 1})),
     Sm90("v14", "v14_multicast", "attn_fwd_multicast",
          clean=({"STAGES": 3, "CLUSTER": 2}, {"STAGES": 2, "CLUSTER": 2}, {"STAGES": 3, "CLUSTER": 1}),
@@ -102,7 +102,7 @@ SM90 = [
          clean=({"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 2}, {"BLOCK_N": 128, "STAGES": 2, "CLUSTER": 2},
                 {"BLOCK_N": 128, "STAGES": 3, "CLUSTER": 2}, {"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 1},
                 {"BLOCK_N": 176, "STAGES": 2, "CLUSTER": 2, "MASK_IN_LOOP": 1}),
-         refused=(({"BLOCK_N": 192}, "BLOCK_N must be 128 or 176"), ({"BLOCK_N": 176, "STAGES": 3}, "227 KB"),
+         refused=(({"BLOCK_N": 192}, "BLOCK_N must be 64, 128 or 176"), ({"BLOCK_N": 176, "STAGES": 3}, "227 KB"),
                   ({"CLUSTER": 4}, "CLUSTER must be 1 or 2"))),
 ]
 BY_SHORT = {v.short: v for v in SM90}

@@ -21,6 +21,7 @@
 #include "common/sm90/ptx.cuh"
 #include "common/sm90/tma.cuh"
 #include "common/sm90/wgmma.cuh"
+#include "common/sm90/wgmma_m64n64.cuh"
 
 #ifndef HALF_BYTES
 #error "flashattn/attn_sm90.cuh: define HALF_BYTES (one 64-column half of the Q tile) before including it"
@@ -52,13 +53,16 @@ __device__ __forceinline__ void load_tile_tma(u32 dst, const TmaDesc* map, int r
 
 // --------------------------------------------------------------------------- consumer steps
 
-// One k16 step of S (+)= Q K^T: m64n128k16 for 128-row K tiles (S = 64), m64n176k16 for 176 (S = 88).
+// One k16 step of S (+)= Q K^T: m64n128k16 for 128-row K tiles (S = 64), m64n176k16 for 176 (S = 88),
+// m64n64k16 for 64 (S = 32, v40).
 template <int S>
 __device__ __forceinline__ void wgmma_qk(float (&d)[S], u64 desc_a, u64 desc_b, u32 accumulate)
 {
-    static_assert(S == 64 || S == 88, "S accumulators for a 128- or 176-row kv tile");
+    static_assert(S == 64 || S == 88 || S == 32, "S accumulators for a 64-, 128- or 176-row kv tile");
     if constexpr (S == 88)
         wgmma_m64n176k16_ss(d, desc_a, desc_b, accumulate);
+    else if constexpr (S == 32)
+        wgmma_m64n64k16_ss(d, desc_a, desc_b, accumulate);
     else
         wgmma_m64n128k16_ss(d, desc_a, desc_b, accumulate);
 }

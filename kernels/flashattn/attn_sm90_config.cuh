@@ -62,8 +62,8 @@
 #ifndef BLOCK_N
 #define BLOCK_N 128
 #endif
-#if BLOCK_N != 128 && BLOCK_N != 176
-#error "BLOCK_N must be 128 or 176 (the S accumulator's wgmma operand lists are written for those)"
+#if BLOCK_N != 128 && BLOCK_N != 176 && BLOCK_N != 64
+#error "BLOCK_N must be 64, 128 or 176 (the S accumulator's wgmma operand lists are written for those)"
 #endif
 #define S_REGS (BLOCK_N / 2)     // f32 S accumulator registers per thread (64 x BLOCK_N / 128 threads)
 #define P_REGS (BLOCK_N / 4)     // f16x2 P fragment registers per thread
