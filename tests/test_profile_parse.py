@@ -4,7 +4,7 @@ Fixtures in tests/fixtures/ncu/:
 * handwritten_v02_small.csv — written by hand in ncu's exact ``--csv --page raw`` layout
   (prelude lines, quoted header, units row with auto-scaled units, thousands separators,
   an 'n/a' cell, a C++ kernel name with commas); it pins the parser's behaviour;
-* ncu_*_h100.csv / ncu_*_h200.csv — real output (ncu 2025.3.1.0) captured on each GPU;
+* ncu_*_h100.csv / ncu_*_h200.csv — real output (ncu 2025.3.1.0) captured on each GPU (the matmul ones gzipped);
 * failed_app_error.{stdout,stderr}.txt — a real ncu run whose target failed to import;
 * gh100_metrics.txt.gz — ``ncu --query-metrics --chip gh100``, gzip-compressed (a megabyte of text).
 """
@@ -41,7 +41,12 @@ from reporter.render.text import format_metric_block
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "ncu"
 HANDWRITTEN = FIX / "handwritten_v02_small.csv"
-REAL_CSVS = sorted(FIX.glob("ncu_*.csv"))
+REAL_CSVS = sorted([*FIX.glob("ncu_*.csv"), *FIX.glob("ncu_*.csv.gz")])  # the larger captures are kept gzipped
+
+
+def _fixture_text(path: Path) -> str:
+    raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+    return raw.decode("utf-8", errors="replace")
 
 
 def _kernels(path: Path = HANDWRITTEN):
@@ -185,7 +190,7 @@ def test_parse_number(raw, expected):
 
 @pytest.mark.parametrize("path", REAL_CSVS, ids=[p.name for p in REAL_CSVS])
 def test_real_fixture_parses(path):
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = _fixture_text(path)
     try:
         ks = parse_ncu_csv(text)
     except NcuOutputError:
