@@ -208,11 +208,11 @@ def test_real_fixture_parses(path):
 
 
 def _real_captures(pattern: str) -> list[tuple]:
-    """Every real capture matching the pattern (H100 and H200), parsed."""
-    paths = sorted(FIX.glob(pattern))
+    """Every real capture matching the pattern (H100 and H200; kept plain or gzipped), parsed."""
+    paths = sorted([*FIX.glob(pattern), *FIX.glob(pattern + ".gz")])
     if not paths:
         pytest.skip(f"no {pattern} captured yet")
-    return [(p, p.read_text(encoding="utf-8", errors="replace")) for p in paths]
+    return [(p, _fixture_text(p)) for p in paths]
 
 
 def _each(pattern: str):
