@@ -829,3 +829,14 @@ def test_a_consumer_loop_of_its_own_refuses_the_hooks_it_would_drop(name):
     defines = {**ASSIGNMENT.version(name.split("_")[0]).load().CONFIG, "DQ_CONSUME": "consume_units_merged"}
     build = cuda_build.nvrtc(FOLDER / name, defines)
     assert not build.ok and "DQ_CONSUME replaces the loop that DQ_Q_BAR and DQ_DEFER_EPILOGUE change" in build.log
+
+
+def test_a_trace_probe_keeps_every_summary_and_the_first_launches_raw_stamps(probe):
+    """The raw stamps are most of a trace probe's size: the attachment holds each version's first N launches'
+    (all of them when there are fewer), while every launch keeps its summary in the record."""
+    results = [{"launches": [{"summary": {"i": i}, "raw": [[i]]} for i in range(5)]},
+               {"launches": [{"summary": {"i": 9}, "raw": [[9]]}]}]
+    kept = probe.kept_raw(results, 3)
+    assert kept == [[[[0]], [[1]], [[2]]], [[[9]]]]
+    assert all("raw" not in x and "summary" in x for r in results for x in r["launches"])
+    assert [len(r["launches"]) for r in results] == [5, 1]

@@ -18,8 +18,9 @@ last stores (slots 5 and 6), the span to the latest of those too. With ``--queue
 queued right behind the write between two CUDA events, as the course harness times a call, and its
 event time is kept; ``--untraced N`` then times N such calls of each version's own (untraced) build,
 the versions in turn. A probe record (``trace_<case>``,
-:mod:`reporter.harness.probe`) keeps the summaries, with the raw stamps beside it as an xz-compressed
-JSON attachment (about half gzip's size for these stamps); the table printed last gives medians over CTAs and
+:mod:`reporter.harness.probe`) keeps every launch's summary, with the raw stamps of each version's first
+``--raw-launches`` launches (3 unless told) beside it as an xz-compressed JSON attachment (about half gzip's
+size for these stamps, which are most of a probe's); the table printed last gives medians over CTAs and
 launches.
 """
 
@@ -120,6 +121,13 @@ def reduce_launch(raw: np.ndarray, ctas: int, units: int = L["TRACE_UNITS"], per
     return out
 
 
+def kept_raw(results: list[dict], n: int) -> list[list]:
+    """Takes each launch's raw stamps out of ``results`` (whose summaries stay) and returns those of each
+    version's first ``n`` launches, per version: the probe's attachment."""
+    raw = [[x.pop("raw") for x in r["launches"]] for r in results]
+    return [launches[:max(0, n)] for launches in raw]
+
+
 def _module_of(mod):
     """The version's ``module(config, device_index, cluster)`` and v15's host module: its own where it names
     them, else v19's builder over its SOURCE (the versions that plan v21's launch through double_q_host)."""
@@ -136,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", action="append", default=[], metavar="VERSION[:JSON]",
                     help="a version and JSON defines over its CONFIG, e.g. 'v18:{\"PREFETCH\": 0}' (repeatable)")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--raw-launches", type=int, default=3, metavar="N",
+                    help="keep the raw stamps of each version's first N launches beside the record (every launch's "
+                         "summary is kept; the raw stamps are most of a probe's size)")
     ap.add_argument("--untraced", type=int, default=0, metavar="N",
                     help="then N event-timed calls of each version's untraced build, queued behind the write, in turn")
     ap.add_argument("--queued", action="store_true",
@@ -200,14 +211,15 @@ def main(argv: list[str] | None = None) -> int:
                 times[i].append(timer.time_call(lambda f=f: f(data), lambda: flush.fill_(42)) * 1e3)
         for r, xs in zip(results, times, strict=True):
             r["untraced_event_us"] = xs
-    raw = [[x.pop("raw") for x in r["launches"]] for r in results]
+    raw = kept_raw(results, args.raw_launches)
     path = session.write(
         {"case": args.case, "case_args": case, "layout": L, "results": results},
         description=(f"Traced (TRACE=1) launches of {', '.join(args.config)} on {args.case}, {args.reps} each after a "
                      "256 MiB L2-evicting write"
                      + (" queued right behind it between two CUDA events (event_us), as the course harness times a call"
                         if args.queued else "") + ": per launch the summary of every CTA's stamps (results[].launches[]"
-                     ".summary); the raw stamps, per version and launch, CTAs x slots, are the xz-compressed attachment."),
+                     ".summary); the raw stamps of each version's first " + str(args.raw_launches) + " launches, per version and "
+                     "launch, CTAs x slots, are the xz-compressed attachment."),
         attachments={"raw.json.xz": lzma.compress(json.dumps(raw).encode(), preset=9)})
     print(f"wrote {path}")
     keys = ["event_us", "span_us", "span_all_us", "store_tail_us", "clock_ghz", "first_q_us", "q_wait_us", "k0_wait_us", "turn_wait_us", "s0_us", "step_us",
