@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -256,3 +257,9 @@ def build_param(*values: Any, defines: dict, config: dict | None, id: str) -> An
     runs = config is not None and {k: str(v) for k, v in defines.items()} == {k: str(v) for k, v in config.items()}
     return pytest.param(*values, id=id, marks=() if runs else (pytest.mark.sweep_points,))
 
+
+
+def fixture_text(path: Path) -> str:
+    """A text fixture, kept plain or gzipped (``.gz``: the larger captures, such as ncu's metric catalogue)."""
+    raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+    return raw.decode("utf-8", errors="replace")

@@ -3,12 +3,12 @@ and the command on a record, all without a GPU (the measuring itself is in tests
 
 from __future__ import annotations
 
-import gzip
 import random
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from conftest import fixture_text
 from typer.testing import CliRunner
 
 from reporter import ncu_metrics as N
@@ -127,7 +127,7 @@ def test_the_stream_rows_are_the_homeworks():
 
 
 def test_the_stream_metrics_and_the_homeworks_columns_are_names_ncu_takes():
-    catalog = N.parse_query_metrics(gzip.decompress((FIX / "gh100_metrics.txt.gz").read_bytes()).decode())
+    catalog = N.parse_query_metrics(fixture_text(FIX / "gh100_metrics.txt.gz"))
     names = [*M.STREAM_METRICS, N.THREAD_INST_EXECUTED, N.ISSUE_ACTIVE_PCT, N.SM_ACTIVE_CYCLES_MAX,
              N.SM_ACTIVE_CYCLES_AVG, N.LSU_READ_CONFLICTS, N.L1_TO_L2]
     assert [p for n in names if (p := N.metric_problem(n, catalog))] == []

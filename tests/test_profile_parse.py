@@ -11,7 +11,6 @@ Fixtures in tests/fixtures/ncu/:
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import stat
@@ -20,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import fixture_text
 
 from reporter import ncu_metrics as N
 from reporter.analysis import metrics as M
@@ -43,10 +43,6 @@ FIX = ROOT / "tests" / "fixtures" / "ncu"
 HANDWRITTEN = FIX / "handwritten_v02_small.csv"
 REAL_CSVS = sorted([*FIX.glob("ncu_*.csv"), *FIX.glob("ncu_*.csv.gz")])  # the larger captures are kept gzipped
 
-
-def _fixture_text(path: Path) -> str:
-    raw = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
-    return raw.decode("utf-8", errors="replace")
 
 
 def _kernels(path: Path = HANDWRITTEN):
@@ -190,7 +186,7 @@ def test_parse_number(raw, expected):
 
 @pytest.mark.parametrize("path", REAL_CSVS, ids=[p.name for p in REAL_CSVS])
 def test_real_fixture_parses(path):
-    text = _fixture_text(path)
+    text = fixture_text(path)
     try:
         ks = parse_ncu_csv(text)
     except NcuOutputError:
@@ -212,7 +208,7 @@ def _real_captures(pattern: str) -> list[tuple]:
     paths = sorted([*FIX.glob(pattern), *FIX.glob(pattern + ".gz")])
     if not paths:
         pytest.skip(f"no {pattern} captured yet")
-    return [(p, _fixture_text(p)) for p in paths]
+    return [(p, fixture_text(p)) for p in paths]
 
 
 def _each(pattern: str):
@@ -305,7 +301,7 @@ def test_timeout_is_failed():
 
 @pytest.fixture(scope="module")
 def catalog() -> dict[str, str]:
-    return N.parse_query_metrics(gzip.decompress((FIX / "gh100_metrics.txt.gz").read_bytes()).decode())
+    return N.parse_query_metrics(fixture_text(FIX / "gh100_metrics.txt.gz"))
 
 
 def test_every_requested_metric_exists_on_hopper(catalog):
