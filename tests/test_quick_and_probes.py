@@ -150,10 +150,10 @@ def test_histogram_declares_its_probes_as_the_harness_reads_them():
     probes = a.spec.PROBES
     assert set(probes) == {"probe_read_w4", "probe_read_w8", "probe_read_w16", "probe_read_w16_t512",
                            "probe_read_bulk4", "probe_read_bulk6", "probe_no_atomics", "probe_atoms_bin_major",
-                           "probe_atoms_channel_major"}
+                           "probe_atoms_channel_major", "probe_count_only", "probe_flush_only"}
     assert all(isinstance(p, Probe) and p.description for p in probes.values())
-    src = (ROOT / "kernels" / "histogram" / "probes.cu").read_text()
-    assert all(f"\n{name}(" in src for name in probes)  # each names a kernel of probes.cu
+    src = "".join((ROOT / "kernels" / "histogram" / f).read_text() for f in ("probes.cu", "probes_flush.cu"))
+    assert all(f"\n{name}(" in src for name in probes)  # each names a kernel of probes.cu or probes_flush.cu
 
 
 def test_the_probes_table_shows_errors_and_shares():

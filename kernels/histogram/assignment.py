@@ -159,4 +159,6 @@ PROBES = {
                                    "v05's shared atomics alone (bin-major, conflict-free layout), no loads"),
     "probe_atoms_channel_major": Probe(hp.atomics_only("probe_atoms_channel_major"),
                                        "the same atomics in v03's channel-major layout (bank = value % 32)"),
+    "probe_count_only": Probe(hp.count_only, "v07's kernel without its global flush: read and count only"),
+    "probe_flush_only": Probe(hp.flush_only, "v07's flush alone: one global atomic a counter, all blocks at once"),
 }

@@ -17,6 +17,7 @@ from typing import Any
 from reporter.cuda import load_module
 
 SOURCE = Path(__file__).with_name("probes.cu")
+FLUSH_SOURCE = Path(__file__).with_name("probes_flush.cu")  # v07's count and flush, each alone
 NUM_BINS = 256  # probes.cu counts 256 bins
 ATOMS_SMEM_BYTES = 128 * 1024  # 128 channels x 256 bins x 4 B, v05's shared histogram
 _sinks: dict[tuple[int, int], Any] = {}
@@ -115,3 +116,27 @@ def read_bulk(kernel: str, stages: int) -> Callable[[tuple[Any, int]], None]:
         k((sms,), (32,), array, sink, np.uint32(length), np.uint32(channels), shared_mem=smem)
 
     return probe
+
+
+FLUSH_SMEM_BYTES = ATOMS_SMEM_BYTES + 32 * 32 * 9 * 4  # v07's: the histogram and a flush tile per warp
+
+
+def count_only(data: tuple[Any, int]) -> None:
+    """v07's kernel without its global flush: read and count into shared memory only."""
+    import numpy as np
+
+    array, length, channels, groups, chunks = _geometry(data, 128)
+    k = load_module(FLUSH_SOURCE).kernel("probe_count_only", max_dynamic_shared_memory=FLUSH_SMEM_BYTES)
+    sink = _sink(array.device, groups * chunks * 1024)
+    k((groups * chunks,), (1024,), array, sink, np.uint32(length), np.uint32(channels), np.uint32(groups),
+      np.uint32(chunks), shared_mem=FLUSH_SMEM_BYTES)
+
+
+def flush_only(data: tuple[Any, int]) -> None:
+    """v07's flush alone on v07's grid: one global atomic a counter, every block at once."""
+    import numpy as np
+
+    array, _, channels, groups, chunks = _geometry(data, 128)
+    k = load_module(FLUSH_SOURCE).kernel("probe_flush_only", max_dynamic_shared_memory=FLUSH_SMEM_BYTES)
+    sink = _sink(array.device, channels * NUM_BINS)
+    k((groups * chunks,), (1024,), sink, np.uint32(channels), np.uint32(groups), shared_mem=FLUSH_SMEM_BYTES)
