@@ -112,24 +112,41 @@ __device__ __forceinline__ void count_block_rows(u32* hist, const u8* __restrict
 // tile per warp: 8 values x 32 channels read conflict-free, then 8 consecutive lanes hold 8
 // consecutive values of one channel, so that writes to the channel-major output cover 4 full
 // sectors per warp instruction. f(channel, v0, k, count) is called for value v0 + k of channel.
+#define BIN_MAJOR_TILES ((NUM_BINS / 8) * 4)  // 32 blocks of 8 values x 4 byte positions j (each j: 32 channels 4l + j)
+
+// Tile t of the block's bin-major histogram through this warp's padded tile: f(channel, v0, k, count)
+// for its 8 values v0 + k of 32 channels, 8 consecutive lanes holding 8 consecutive values of one channel.
+template <typename F>
+__device__ __forceinline__ void bin_major_tile(const u32* hist, u32* tile, u32 group, u32 lane, u32 t, F f)
+{
+    const u32 v0 = (t >> 2) * 8, j = t & 3;
+#pragma unroll
+    for (u32 k = 0; k < 8; ++k) tile[lane * TILE_PITCH + k] = hist[(v0 + k) * GROUP + j * 32 + lane];
+    __syncwarp();
+#pragma unroll
+    for (u32 m = 0; m < 8; ++m) {
+        const u32 l = (lane >> 3) + 4 * m, k = lane & 7;  // 8 lanes: 8 consecutive values of channel 4l + j
+        const u32 count = tile[l * TILE_PITCH + k];
+        const u32 channel = group * GROUP + 4 * l + j;
+        f(channel, v0, k, count);
+    }
+    __syncwarp();
+}
+
 template <typename F>
 __device__ __forceinline__ void for_each_bin_major(const u32* hist, u32* tile, u32 group, u32 lane, u32 warp, F f)
 {
-    // 128 tiles: 32 blocks of 8 values x 4 byte positions j (each j: 32 channels 4l + j)
-    for (u32 t = warp; t < (NUM_BINS / 8) * 4; t += WARPS) {
-        const u32 v0 = (t >> 2) * 8, j = t & 3;
-#pragma unroll
-        for (u32 k = 0; k < 8; ++k) tile[lane * TILE_PITCH + k] = hist[(v0 + k) * GROUP + j * 32 + lane];
-        __syncwarp();
-#pragma unroll
-        for (u32 m = 0; m < 8; ++m) {
-            const u32 l = (lane >> 3) + 4 * m, k = lane & 7;  // 8 lanes: 8 consecutive values of channel 4l + j
-            const u32 count = tile[l * TILE_PITCH + k];
-            const u32 channel = group * GROUP + 4 * l + j;
-            f(channel, v0, k, count);
-        }
-        __syncwarp();
-    }
+    for (u32 t = warp; t < BIN_MAJOR_TILES; t += WARPS) bin_major_tile(hist, tile, group, lane, t, f);
+}
+
+// As for_each_bin_major, the warps' tiles shifted by `shift` (mod the 128 tiles): at any moment the
+// block's warps hold tiles shift .. shift + WARPS - 1 (+ WARPS per round) instead of 0 .. WARPS - 1 (v14).
+template <typename F>
+__device__ __forceinline__ void for_each_bin_major_shifted(const u32* hist, u32* tile, u32 group, u32 lane, u32 warp,
+                                                           u32 shift, F f)
+{
+    for (u32 i = warp; i < BIN_MAJOR_TILES; i += WARPS)
+        bin_major_tile(hist, tile, group, lane, (i + shift) % BIN_MAJOR_TILES, f);
 }
 
 // Add the block's bin-major histogram into the (zeroed) output: one atomicAdd per non-zero counter.
@@ -137,6 +154,30 @@ __device__ __forceinline__ void flush_bin_major(const u32* hist, u32* tile, u32*
                                                 u32 channels, u32 lane, u32 warp)
 {
     for_each_bin_major(hist, tile, group, lane, warp, [&](u32 channel, u32 v0, u32 k, u32 count) {
+        if (count != 0 && channel < channels) atomicAdd(&out[channel * NUM_BINS + v0 + k], count);
+    });
+}
+
+// Add the block's bin-major histogram into the (zeroed) output two counters an atomic (v13): values
+// v0 + k and v0 + k + 1 of a channel (k even, its neighbour's count from the next lane) as one 64-bit
+// add, v0 + k's count in the low word (little-endian, as the output's int32 pair lies). No carry
+// crosses the words: a counter's total is at most the length, below 2^31.
+__device__ __forceinline__ void flush_bin_major_pairs(const u32* hist, u32* tile, u32* __restrict__ out, u32 group,
+                                                      u32 channels, u32 lane, u32 warp)
+{
+    for_each_bin_major(hist, tile, group, lane, warp, [&](u32 channel, u32 v0, u32 k, u32 count) {
+        const u32 next = __shfl_down_sync(0xffffffffu, count, 1);  // value v0 + k + 1 of the same channel
+        if ((k & 1) == 0 && (count | next) != 0 && channel < channels)
+            atomicAdd(reinterpret_cast<unsigned long long*>(&out[channel * NUM_BINS + v0 + k]),
+                      ((unsigned long long)next << 32) | count);
+    });
+}
+
+// v04's flush with the tiles shifted by `shift` (v14): for_each_bin_major_shifted's order.
+__device__ __forceinline__ void flush_bin_major_shifted(const u32* hist, u32* tile, u32* __restrict__ out, u32 group,
+                                                        u32 channels, u32 lane, u32 warp, u32 shift)
+{
+    for_each_bin_major_shifted(hist, tile, group, lane, warp, shift, [&](u32 channel, u32 v0, u32 k, u32 count) {
         if (count != 0 && channel < channels) atomicAdd(&out[channel * NUM_BINS + v0 + k], count);
     });
 }
