@@ -286,3 +286,18 @@ def test_v10_gives_no_block_more_rows_than_a_16_bit_counter_holds(length, sms):
     assert groups == 2 and chunks >= max(1, sms // 2)
     cuts = [c * length // chunks for c in range(chunks + 1)]
     assert max(b - a for a, b in zip(cuts, cuts[1:])) <= v10.MAX_ROWS == 65535
+
+
+@pytest.mark.parametrize("sms", [132, 114, 78])
+@pytest.mark.parametrize("channels", [128, 200, 512, 2168, 8704])
+def test_v15_grid_holds_whole_clusters_and_every_chunk(sms, channels):
+    """v15's grid: the kernel numbers 2 (chunks // 2) groups paired blocks, then one block per group for
+    an odd chunk count's last chunk; the grid must hold all of them in whole clusters of two, with at most
+    one idle block."""
+    v15 = ASSIGNMENT.load(next(v for v in ASSIGNMENT.versions() if v.short == "v15"))
+    groups = -(-channels // 128)
+    chunks = max(1, sms // groups)
+    counted = 2 * (chunks // 2) * groups + (groups if chunks % 2 else 0)
+    assert counted == groups * chunks  # every (group, chunk) has a block
+    n = v15.blocks(groups, chunks)
+    assert n % 2 == 0 and counted <= n <= counted + 1

@@ -181,6 +181,16 @@ __device__ __forceinline__ void flush_bin_major_shifted(const u32* hist, u32* ti
         if (count != 0 && channel < channels) atomicAdd(&out[channel * NUM_BINS + v0 + k], count);
     });
 }
+
+// v04's flush of tiles [first, first + count) only (v15: each CTA of a cluster pair flushes its half).
+__device__ __forceinline__ void flush_bin_major_tiles(const u32* hist, u32* tile, u32* __restrict__ out, u32 group,
+                                                      u32 channels, u32 lane, u32 warp, u32 first, u32 count)
+{
+    for (u32 i = warp; i < count; i += WARPS)
+        bin_major_tile(hist, tile, group, lane, first + i, [&](u32 channel, u32 v0, u32 k, u32 c) {
+            if (c != 0 && channel < channels) atomicAdd(&out[channel * NUM_BINS + v0 + k], c);
+        });
+}
 #endif  // TILE_PITCH
 
 // the persistent grid's loop (v05 on)
@@ -228,6 +238,19 @@ __device__ __forceinline__ void count_rows_pipelined(u32 lane_base, const u8* __
     }
 }
 
+// Rows [chunk * length / chunks, (chunk + 1) * length / chunks) of channel group `group` counted into
+// hist, which the caller zeroed (count_slice's loop for a given group and chunk).
+__device__ __forceinline__ void count_group_chunk(u32* hist, const u8* __restrict__ data, u32 length, u32 channels,
+                                                  u32 lane, u32 warp, u32 group, u32 chunk, u32 chunks)
+{
+    const u32 row_begin = (u32)(((u64)chunk * length) / chunks);
+    const u32 row_end = (u32)(((u64)(chunk + 1) * length) / chunks);
+    const u32 col = group * GROUP + lane * 4;
+    const u32 lane_base = (u32)__cvta_generic_to_shared(hist) + lane * LANE_BYTES;
+
+    count_rows_pipelined(lane_base, data, col, row_begin, row_end, warp, channels);
+}
+
 // The persistent grid's share of one block (block b: channel group b % groups, chunk b / groups
 // of the rows, cut in equal parts) counted into hist, zeroed first (v05's block).
 __device__ __forceinline__ void count_slice(u32* hist, const u8* __restrict__ data, u32 length, u32 channels,
@@ -240,12 +263,17 @@ __device__ __forceinline__ void count_slice(u32* hist, const u8* __restrict__ da
     const u32 warp = threadIdx.x >> 5;
     const u32 group = blockIdx.x % groups;
     const u32 chunk = blockIdx.x / groups;
-    const u32 row_begin = (u32)(((u64)chunk * length) / chunks);
-    const u32 row_end = (u32)(((u64)(chunk + 1) * length) / chunks);
-    const u32 col = group * GROUP + lane * 4;
-    const u32 lane_base = (u32)__cvta_generic_to_shared(hist) + lane * LANE_BYTES;
+    count_group_chunk(hist, data, length, channels, lane, warp, group, chunk, chunks);
+    __syncthreads();
+}
 
-    count_rows_pipelined(lane_base, data, col, row_begin, row_end, warp, channels);
+// count_slice for a given channel group and chunk (v15's blocks are numbered otherwise).
+__device__ __forceinline__ void count_slice_at(u32* hist, const u8* __restrict__ data, u32 length, u32 channels,
+                                               u32 group, u32 chunk, u32 chunks)
+{
+    zero_hist(hist);
+    __syncthreads();
+    count_group_chunk(hist, data, length, channels, threadIdx.x & 31, threadIdx.x >> 5, group, chunk, chunks);
     __syncthreads();
 }
 #endif  // UNROLL
