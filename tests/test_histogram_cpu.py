@@ -301,3 +301,25 @@ def test_v15_grid_holds_whole_clusters_and_every_chunk(sms, channels):
     assert counted == groups * chunks  # every (group, chunk) has a block
     n = v15.blocks(groups, chunks)
     assert n % 2 == 0 and counted <= n <= counted + 1
+
+
+def test_the_histogram_trace_probe_reduces_stamps_per_block():
+    """tools/histogram_trace_probe.py, loaded as the script it is: two blocks' (timer, clock) stamps at entry,
+    counted, flush issued and flush performed give the span, the counting ends and each block's flush."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("histogram_trace_probe", ROOT / "tools" / "histogram_trace_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    # block 0: 2 GHz, enters at 1000 ns, counted at 181 µs, issued 1 µs later, performed 3 µs after counting;
+    # block 1: enters 500 ns later, counted at 185 µs, flush 10 µs
+    raw = np.array([[1_000, 0, 182_000, 362_000, 183_000, 364_000, 185_000, 368_000],
+                    [1_500, 100, 186_000, 369_100, 187_000, 371_100, 196_000, 389_100]], dtype=np.uint64)
+    s = probe.reduce_launch(raw)
+    assert s["span_us"] == pytest.approx(195.0)
+    assert s["entry_spread_us"] == pytest.approx(0.5)
+    assert (s["counted_first_us"], s["counted_last_us"]) == (pytest.approx(181.0), pytest.approx(185.0))
+    assert s["flush_issue_max_us"] == pytest.approx(1.0)
+    assert (s["flush_median_us"], s["flush_max_us"]) == (pytest.approx(6.5), pytest.approx(10.0))
+    assert s["after_last_counted_us"] == pytest.approx(10.0)
+    assert s["clock_ghz"] == pytest.approx(2.0)
