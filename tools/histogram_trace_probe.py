@@ -1,22 +1,25 @@
-"""Where v07's time goes after its reading: every block's counting end, flush and drain, launch by launch.
+"""Where a histogram version's time goes after its reading: every block's counting end, flush and drain.
 
-    python tools/histogram_trace_probe.py --case benchmark --reps 20
+    python tools/histogram_trace_probe.py --case benchmark --reps 20 --version v07 --version v15
 
-Builds ``probe_v07_traced`` (kernels/histogram/probes_flush.cu: v07's kernel with four stamps a block, the
-global timer and the SM clock at entry, when its counting is done, when its warps have issued the flush,
-and when a fence says the flush's atomics are performed), checks its output exactly against the reference,
-then launches it ``--reps`` times, each queued right behind a 256 MiB write that evicts L2, between two CUDA
-events, as the course harness times a call. Per launch it reduces the stamps to: the span from the first
-entry to the last performed flush (global timer), the spread of the blocks' counting ends, each block's
-flush issue and drain (SM clock intervals over that block's clock rate), and the time from the last block's
-counting end to the launch's end. A probe record (``histogram_trace_<case>``, :mod:`reporter.harness.probe`)
-keeps every launch's summary and every block's stamps of the first ``--raw-launches`` launches; the table
-printed last gives the medians over launches.
+Builds each version's kernel (one of :data:`KERNELS`) with TRACE defined
+(kernels/histogram/histogram_trace.cuh: four stamps a block, the global timer and the SM clock at entry,
+when its counting is done, when its warps have issued the flush, and when a fence says the flush's
+atomics are performed), checks its output exactly against the reference, then launches it ``--reps``
+times, the versions in turn, each launch queued right behind a 256 MiB write that evicts L2, between two
+CUDA events, as the course harness times a call. Per launch it reduces the stamps to: the span from the
+first entry to the last performed flush (global timer), the spread of the blocks' counting ends, each
+block's flush issue and drain (SM clock intervals over that block's clock rate), and the time from the
+last block's counting end to the launch's end. A probe record (``histogram_trace_<case>``,
+:mod:`reporter.harness.probe`) keeps every launch's summary and every block's stamps of each version's
+first ``--raw-launches`` launches; the table printed last gives the medians over launches.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -30,10 +33,16 @@ sys.path.insert(0, str(ROOT / "kernels" / "histogram"))
 
 from reporter.assignments import get_assignment  # noqa: E402
 
-SOURCE = ROOT / "kernels" / "histogram" / "probes_flush.cu"
-WORDS = 8  # probes_flush.cu's TRACE_WORDS: (timer, clock) at entry, counted, flush issued, flush performed
-THREADS, GROUP, NUM_BINS = 1024, 128, 256  # v07's block, and probes_flush.cu's defaults
+HEADER = ROOT / "kernels" / "histogram" / "histogram_trace.cuh"
+WORDS = int(re.search(r"^#define TRACE_WORDS (\d+)", HEADER.read_text(), re.M).group(1))
+THREADS, UNROLL, GROUP, NUM_BINS = 1024, 8, 128, 256  # the versions' CONFIG (v05's) and their channel groups
 SMEM = GROUP * NUM_BINS * 4 + (THREADS // 32) * 32 * 9 * 4
+# version -> (the module whose SOURCE holds its kernel, the kernel, the module's grid function or None for
+# v05's groups x chunks): versions whose kernel takes v05's arguments and adds into a zeroed output
+KERNELS = {"v07_lean_launch": ("v05_persistent", "histogram_persistent", None),
+           "v13_pair_atomics": ("v13_pair_atomics", "histogram_pair_atomics", None),
+           "v14_shifted_flush": ("v14_shifted_flush", "histogram_shifted_flush", None),
+           "v15_cluster_pairs": ("v15_cluster_pairs", "histogram_cluster_pairs", "blocks")}
 
 
 def reduce_launch(raw: np.ndarray) -> dict[str, float]:
@@ -58,63 +67,80 @@ def reduce_launch(raw: np.ndarray) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--case", default="benchmark")
+    ap.add_argument("--version", action="append", required=True, help="a version of KERNELS (name or vNN)")
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--raw-launches", type=int, default=3, help="launches whose every block's stamps are kept")
+    ap.add_argument("--raw-launches", type=int, default=3, help="launches per version whose every block's stamps are kept")
     args = ap.parse_args(argv)
     from reporter.cuda import load_module
     from reporter.harness.probe import ProbeSession
     from reporter.harness.timing import CudaEventTimer
 
-    session = ProbeSession(f"histogram_trace_{args.case}", __file__, cuda_sources=[SOURCE])
     a = get_assignment(ROOT / "kernels", "histogram")
+    names = [a.version(v).name for v in args.version]
+    unknown = [n for n in names if n not in KERNELS]
+    if unknown:
+        raise SystemExit(f"--version {', '.join(unknown)}: not traceable here; one of {', '.join(KERNELS)}")
+    sources = [importlib.import_module(KERNELS[n][0]).SOURCE for n in names]
+    session = ProbeSession(f"histogram_trace_{args.case}", __file__, cuda_sources=[HEADER, *sources])
     case = a.case(args.case)
     array, num_bins = data = a.spec.generate_input(**case)
     ref = a.spec.ref_kernel(data)
     length, channels = array.shape
-    if num_bins != NUM_BINS or channels % GROUP:
-        raise SystemExit(f"the traced v07 counts {NUM_BINS} bins of 128-channel groups; {args.case} is {channels} "
+    if num_bins != NUM_BINS or channels % 4:
+        raise SystemExit(f"the versions count {NUM_BINS} bins of 4-channel words; {args.case} is {channels} "
                          f"channels, {num_bins} bins")
     sms = torch.cuda.get_device_properties(array.device).multi_processor_count
-    groups = channels // GROUP
+    groups = -(-channels // GROUP)
     chunks = max(1, sms // groups)
-    blocks = groups * chunks
-    kernel = load_module(SOURCE).kernel("probe_v07_traced", max_dynamic_shared_memory=SMEM)
-    stamps = torch.zeros(blocks * WORDS, dtype=torch.int64, device=array.device)
     scalars = (np.uint32(length), np.uint32(channels), np.uint32(groups), np.uint32(chunks))
     out = torch.empty((channels, NUM_BINS), dtype=torch.int32, device=array.device)
+    calls, traces = [], []
+    for name, source in zip(names, sources, strict=True):
+        mod_name, kernel_name, grid_fn = KERNELS[name]
+        blocks = getattr(importlib.import_module(mod_name), grid_fn)(groups, chunks) if grid_fn else groups * chunks
+        module = load_module(source, defines={"THREADS": THREADS, "UNROLL": UNROLL, "TRACE": 1})
+        kernel = module.kernel(kernel_name, max_dynamic_shared_memory=SMEM)
+        g = module.global_array("g_trace", "uint64", blocks * WORDS)
 
-    def call() -> None:
-        out.zero_()
-        kernel((blocks,), (THREADS,), array, out, stamps, *scalars, shared_mem=SMEM)
+        def call(kernel=kernel, blocks=blocks) -> None:
+            out.zero_()
+            kernel((blocks,), (THREADS,), array, out, *scalars, shared_mem=SMEM)
 
-    call()
-    torch.cuda.synchronize()
-    if not torch.equal(out, ref):
-        raise SystemExit("probe_v07_traced's histogram differs from the reference")
+        call()
+        torch.cuda.synchronize()
+        if not torch.equal(out, ref):
+            raise SystemExit(f"{name}'s traced build gives a histogram other than the reference")
+        calls.append(call)
+        traces.append((g, blocks))
     flush = torch.empty(256 * 1024 * 1024 // 8, dtype=torch.int64, device=array.device)
     timer = CudaEventTimer()  # the harness's one timing loop: the L2 write, start event, call, end event
-    launches, raw = [], []
+    launches: list[list[dict]] = [[] for _ in names]
+    raw: list[list] = [[] for _ in names]
     for i in range(args.reps):
-        stamps.zero_()
-        torch.cuda.synchronize()
-        event_us = timer.time_call(call, lambda: flush.fill_(42)) * 1e3
-        s = stamps.view(blocks, WORDS).cpu().numpy().astype(np.uint64)
-        launches.append({**reduce_launch(s), "event_us": event_us})
-        if i < args.raw_launches:
-            raw.append(s.tolist())
-    keys = list(launches[0])
-    med = {k: statistics.median(x[k] for x in launches) for k in keys}
+        for j, (call, (g, blocks)) in enumerate(zip(calls, traces, strict=True)):
+            g.fill(0)
+            torch.cuda.synchronize()
+            event_us = timer.time_call(call, lambda: flush.fill_(42)) * 1e3
+            s = g.get().reshape(blocks, WORDS)
+            launches[j].append({**reduce_launch(s), "event_us": event_us})
+            if i < args.raw_launches:
+                raw[j].append(s.tolist())
+    results = [{"version": n, "blocks": b, "launches": ls, "median": {k: statistics.median(x[k] for x in ls) for k in ls[0]}}
+               for n, (_, b), ls in zip(names, traces, launches, strict=True)]
     path = session.write(
-        {"case": args.case, "case_args": case, "blocks": blocks, "groups": groups, "chunks": chunks,
-         "launches": launches, "median": med, "raw": raw},
-        description=(f"v07's kernel with four stamps a block (probe_v07_traced), {args.reps} launches on {args.case}, "
-                     "each queued right behind a 256 MiB L2-evicting write between two CUDA events (event_us): per "
-                     "launch, the span, the spread of the blocks' counting ends, each block's flush issue and drain, and "
-                     f"the time after the last counting end; raw: every block's stamps of the first {args.raw_launches} "
-                     "launches (blocks x [timer, clock] at entry, counted, flush issued, flush performed)."))
+        {"case": args.case, "case_args": case, "groups": groups, "chunks": chunks, "results": results,
+         "raw": dict(zip(names, raw, strict=True))},
+        description=(f"{', '.join(names)} built with TRACE (histogram_trace.cuh: four stamps a block), {args.reps} "
+                     f"launches each on {args.case}, the versions in turn, each queued right behind a 256 MiB "
+                     "L2-evicting write between two CUDA events (event_us): per launch, the span, the spread of the "
+                     "blocks' counting ends, each block's flush issue and drain, and the time after the last counting "
+                     f"end; raw: every block's stamps of each version's first {args.raw_launches} launches (blocks x "
+                     "[timer, clock] at entry, counted, flush issued, flush performed)."))
     print(f"wrote {path}")
+    keys = list(results[0]["median"])
+    print(f"{'median over launches':24s} " + " ".join(f"{n[:17]:>17s}" for n in names))
     for k in keys:
-        print(f"{k:24s} median {med[k]:9.2f}   min {min(x[k] for x in launches):9.2f}   max {max(x[k] for x in launches):9.2f}")
+        print(f"{k:24s} " + " ".join(f"{r['median'][k]:17.2f}" for r in results))
     return 0
 
 

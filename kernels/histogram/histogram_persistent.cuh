@@ -20,6 +20,7 @@
 #define WARPS (THREADS / 32)
 
 #include "histogram_bin_major.cuh"
+#include "histogram_trace.cuh"
 
 // The block's share of the rows counted into its histogram in dynamic shared memory, then
 // flush(hist, tile, group, lane, warp) called with the histogram, this warp's flush tile, the
@@ -32,10 +33,13 @@ __device__ __forceinline__ void persistent_block(const u8* __restrict__ data, u3
     u32* hist = smem;
     u32* tile = smem + HIST_WORDS + (threadIdx.x >> 5) * TILE_WORDS;
 
+    TRACE_ENTRY();
     count_slice(hist, data, length, channels, groups, chunks);
+    TRACE_COUNTED();
 
     const u32 lane = threadIdx.x & 31;
     const u32 warp = threadIdx.x >> 5;
     const u32 group = blockIdx.x % groups;
     flush(hist, tile, group, lane, warp);
+    TRACE_FLUSHED();
 }

@@ -9,15 +9,8 @@
 //   probe_flush_only   v07's flush alone, on v07's grid: every counter of every block's histogram set
 //                      to 1, then v04's transposing flush, one global atomicAdd a counter, into
 //                      `sink` (channels x 256 words). All the blocks flush at once, as in v07.
-//   probe_v07_traced   v07's kernel with stamps: per block, the global timer and the SM clock at entry,
-//                      when its counting is done, when its warps have issued the flush, and when a
-//                      fence says the flush's atomics are performed (tools/histogram_trace_probe.py reads
-//                      them: TRACE_WORDS words a block, in that order, timer and clock interleaved).
 
-#include "common/sm90/ptx.cuh"
 #include "histogram_persistent.cuh"
-
-#define TRACE_WORDS 8  // (timer, clock) at entry, counted, flush issued, flush performed
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 probe_count_only(const u8* __restrict__ data, u32* __restrict__ sink, u32 length, u32 channels, u32 groups,
@@ -38,24 +31,4 @@ probe_flush_only(u32* __restrict__ sink, u32 channels, u32 groups)
         reinterpret_cast<uint4*>(hist)[i] = make_uint4(1u, 1u, 1u, 1u);
     __syncthreads();
     flush_bin_major(hist, tile, sink, blockIdx.x % groups, channels, threadIdx.x & 31, threadIdx.x >> 5);
-}
-
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-probe_v07_traced(const u8* __restrict__ data, u32* __restrict__ out, u64* __restrict__ stamps, u32 length,
-                 u32 channels, u32 groups, u32 chunks)
-{
-    const u64 t0 = global_timer_ns(), c0 = clock64();
-    persistent_block(data, length, channels, groups, chunks, [&](u32* hist, u32* tile, u32 group, u32 lane, u32 warp) {
-        const u64 t1 = global_timer_ns(), c1 = clock64();  // count_slice ends with __syncthreads: all counted
-        flush_bin_major(hist, tile, out, group, channels, lane, warp);
-        __syncthreads();
-        const u64 t2 = global_timer_ns(), c2 = clock64();
-        __threadfence();  // returns once this thread's atomics are performed at the L2
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            u64* s = stamps + (u64)blockIdx.x * TRACE_WORDS;
-            s[0] = t0; s[1] = c0; s[2] = t1; s[3] = c1; s[4] = t2; s[5] = c2;
-            s[6] = global_timer_ns(); s[7] = clock64();
-        }
-    });
 }

@@ -38,7 +38,9 @@ histogram_cluster_pairs(const u8* __restrict__ data, u32* __restrict__ out, u32 
     const u32 chunk = pair ? 2 * (blockIdx.x / 2 / groups) + rank : chunks - 1;
     const bool counts = pair || group < groups;  // not the idle block
 
+    TRACE_ENTRY();
     if (counts) count_slice_at(hist, data, length, channels, group, chunk, chunks);
+    TRACE_COUNTED();
     cluster_sync_all();  // both histograms complete and visible to the cluster
 
     constexpr u32 HALF = HIST_WORDS / 2;  // values [128 r, 128 r + 128): bin-major, so one contiguous half
@@ -60,5 +62,6 @@ histogram_cluster_pairs(const u8* __restrict__ data, u32* __restrict__ out, u32 
         flush_bin_major_tiles(hist, tile, out, group, channels, lane, warp, rank * HALF_TILES, HALF_TILES);
     else if (counts)
         flush_bin_major(hist, tile, out, group, channels, lane, warp);
+    TRACE_FLUSHED();
     cluster_wait_acquire();  // the peer has read this block's shared memory: it may go
 }
