@@ -35,7 +35,8 @@ EXPORTS = {
     ("flashattn", "v05"): ["kernels/flashattn/v05_tma.py", "kernels/flashattn/v04_exp2.py"],
     ("histogram", "v05"): ["kernels/histogram/v05_persistent.py", "kernels/histogram/v05_persistent.cu",
                            "kernels/histogram/histogram_persistent.cuh", "kernels/histogram/histogram_bin_major.cuh",
-                           "kernels/histogram/histogram.cuh", "kernels/histogram/histogram_io.py", *CUDA_PACKAGE],
+                           "kernels/histogram/histogram.cuh", "kernels/histogram/histogram_trace.cuh",
+                           "kernels/common/sm90/ptx.cuh", "kernels/histogram/histogram_io.py", *CUDA_PACKAGE],
 }
 HAVE_TRITON = importlib.util.find_spec("triton") is not None
 
@@ -111,9 +112,10 @@ def test_export_embeds_the_sources_and_names_their_sha256(exported, key):
         real = ROOT / rel
         sha = hashlib.sha256(real.read_bytes()).hexdigest()
         assert any(line.split() == [rel, sha] for line in text.splitlines()), f"{rel} {sha} not in the header"
-        inside = rel.removeprefix(f"kernels/{key[0]}/")
+        inside = rel.removeprefix(f"kernels/{key[0]}/").removeprefix("kernels/")  # kernels/common/... as common/...
         assert files[inside] == real.read_text(encoding="utf-8"), f"{inside} is not embedded verbatim"
-    assert set(files) - {"reporter/__init__.py"} == {r.removeprefix(f"kernels/{key[0]}/") for r in EXPORTS[key]}
+    assert set(files) - {"reporter/__init__.py"} == {r.removeprefix(f"kernels/{key[0]}/").removeprefix("kernels/")
+                                                      for r in EXPORTS[key]}
     compile(path.read_text(encoding="utf-8"), str(path), "exec")
 
 

@@ -7,12 +7,12 @@
 // Append-only, as histogram.cuh.
 #pragma once
 
+#include "common/sm90/ptx.cuh"  // global_timer_ns (included either way: a source's closure is its #include lines)
+
 #define TRACE_WORDS 8          // (timer, clock) at entry, counted, flush issued, flush performed
 #define TRACE_MAX_BLOCKS 1024  // blocks past this one are not stamped
 
 #ifdef TRACE
-#include "common/sm90/ptx.cuh"
-
 __device__ u64 g_trace[TRACE_MAX_BLOCKS * TRACE_WORDS];
 
 __device__ __forceinline__ void trace_stamp(u32 i)
