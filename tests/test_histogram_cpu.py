@@ -290,17 +290,33 @@ def test_v10_gives_no_block_more_rows_than_a_16_bit_counter_holds(length, sms):
 
 @pytest.mark.parametrize("sms", [132, 114, 78])
 @pytest.mark.parametrize("channels", [128, 200, 512, 2168, 8704])
-def test_v15_grid_holds_whole_clusters_and_every_chunk(sms, channels):
-    """v15's grid: the kernel numbers 2 (chunks // 2) groups paired blocks, then one block per group for
-    an odd chunk count's last chunk; the grid must hold all of them in whole clusters of two, with at most
-    one idle block."""
+def test_v15_grid_gives_every_chunk_one_block_in_whole_clusters(sms, channels):
+    """v15's grid (``blocks``) and the kernel's numbering of it (v15_cluster_pairs.cu, mirrored here): every
+    (group, chunk) is counted by exactly one block; the two blocks of a paired cluster count neighbouring
+    chunks of one group, rank 0 the even one; an unpaired cluster holds no paired block; at most one block
+    is idle."""
     v15 = ASSIGNMENT.load(next(v for v in ASSIGNMENT.versions() if v.short == "v15"))
     groups = -(-channels // 128)
     chunks = max(1, sms // groups)
-    counted = 2 * (chunks // 2) * groups + (groups if chunks % 2 else 0)
-    assert counted == groups * chunks  # every (group, chunk) has a block
     n = v15.blocks(groups, chunks)
-    assert n % 2 == 0 and counted <= n <= counted + 1
+    assert n % 2 == 0
+    paired = 2 * (chunks // 2) * groups
+    seen: list[tuple[int, int]] = []
+    idle = 0
+    for b in range(n):
+        rank, pair = b % 2, b < paired
+        group = (b // 2) % groups if pair else b - paired
+        chunk = 2 * (b // 2 // groups) + rank if pair else chunks - 1
+        if not pair and group >= groups:
+            idle += 1
+            continue
+        seen.append((group, chunk))
+        if pair and rank == 1:
+            assert seen[-2] == (group, chunk - 1), f"block {b}: its cluster's blocks are not neighbouring chunks"
+        if not pair:
+            assert (b ^ 1) >= paired, f"block {b}: an unpaired block shares a cluster with a paired one"
+    assert sorted(seen) == [(g, c) for g in range(groups) for c in range(chunks)]
+    assert idle <= 1
 
 
 def test_the_histogram_trace_probe_reduces_stamps_per_block():

@@ -10,7 +10,11 @@ times, the versions in turn, each launch queued right behind a 256 MiB write tha
 CUDA events, as the course harness times a call. Per launch it reduces the stamps to: the span from the
 first entry to the last performed flush (global timer), the spread of the blocks' counting ends, each
 block's flush issue and drain (SM clock intervals over that block's clock rate), and the time from the
-last block's counting end to the launch's end. A probe record (``histogram_trace_<case>``,
+last block's counting end to the launch's end. v15's "flush" runs from its counting end, so it holds the
+cluster's synchronisation and the pair's sum in distributed shared memory too. Its unpaired blocks (4 on
+512 channels and 132 SMs) flush a whole histogram, and an idle block (none there) would stamp its counting
+end at its entry; both count in the statistics as the other blocks do. A probe record
+(``histogram_trace_<case>``,
 :mod:`reporter.harness.probe`) keeps every launch's summary and every block's stamps of each version's
 first ``--raw-launches`` launches; the table printed last gives the medians over launches.
 """
@@ -33,10 +37,14 @@ sys.path.insert(0, str(ROOT / "kernels" / "histogram"))
 
 from reporter.assignments import get_assignment  # noqa: E402
 
+import v05_persistent as v05  # noqa: E402
+
 HEADER = ROOT / "kernels" / "histogram" / "histogram_trace.cuh"
-WORDS = int(re.search(r"^#define TRACE_WORDS (\d+)", HEADER.read_text(), re.M).group(1))
-THREADS, UNROLL, GROUP, NUM_BINS = 1024, 8, 128, 256  # the versions' CONFIG (v05's) and their channel groups
-SMEM = GROUP * NUM_BINS * 4 + (THREADS // 32) * 32 * 9 * 4
+_DEFINES = {m.group(1): int(m.group(2)) for m in re.finditer(r"^#define (TRACE_\w+) (\d+)", HEADER.read_text(), re.M)}
+WORDS, MAX_BLOCKS = _DEFINES["TRACE_WORDS"], _DEFINES["TRACE_MAX_BLOCKS"]
+THREADS, UNROLL = int(v05.CONFIG["threads"]), int(v05.CONFIG["unroll"])  # every traced version's CONFIG is v05's
+GROUP, NUM_BINS = v05.GROUP, v05.NUM_BINS
+SMEM = GROUP * NUM_BINS * 4 + (THREADS // 32) * 32 * 9 * 4  # v05's: the histogram and a flush tile per warp
 # version -> (the module whose SOURCE holds its kernel, the kernel, the module's grid function or None for
 # v05's groups x chunks): versions whose kernel takes v05's arguments and adds into a zeroed output
 KERNELS = {"v07_lean_launch": ("v05_persistent", "histogram_persistent", None),
@@ -98,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, source in zip(names, sources, strict=True):
         mod_name, kernel_name, grid_fn = KERNELS[name]
         blocks = getattr(importlib.import_module(mod_name), grid_fn)(groups, chunks) if grid_fn else groups * chunks
+        if blocks > MAX_BLOCKS:
+            raise SystemExit(f"{name} launches {blocks} blocks on {args.case}; histogram_trace.cuh stamps {MAX_BLOCKS}")
         module = load_module(source, defines={"THREADS": THREADS, "UNROLL": UNROLL, "TRACE": 1})
         kernel = module.kernel(kernel_name, max_dynamic_shared_memory=SMEM)
         g = module.global_array("g_trace", "uint64", blocks * WORDS)

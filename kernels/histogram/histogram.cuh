@@ -158,6 +158,17 @@ __device__ __forceinline__ void flush_bin_major(const u32* hist, u32* tile, u32*
     });
 }
 
+// flush_bin_major's step as a named callable, for the flushes that visit the tiles in another order (v14,
+// v15): one atomicAdd per non-zero counter of a channel inside the output.
+struct AddCount {
+    u32* __restrict__ out;
+    u32 channels;
+    __device__ __forceinline__ void operator()(u32 channel, u32 v0, u32 k, u32 count) const
+    {
+        if (count != 0 && channel < channels) atomicAdd(&out[channel * NUM_BINS + v0 + k], count);
+    }
+};
+
 // Add the block's bin-major histogram into the (zeroed) output two counters an atomic (v13): values
 // v0 + k and v0 + k + 1 of a channel (k even, its neighbour's count from the next lane) as one 64-bit
 // add, v0 + k's count in the low word (little-endian, as the output's int32 pair lies). No carry
@@ -177,9 +188,7 @@ __device__ __forceinline__ void flush_bin_major_pairs(const u32* hist, u32* tile
 __device__ __forceinline__ void flush_bin_major_shifted(const u32* hist, u32* tile, u32* __restrict__ out, u32 group,
                                                         u32 channels, u32 lane, u32 warp, u32 shift)
 {
-    for_each_bin_major_shifted(hist, tile, group, lane, warp, shift, [&](u32 channel, u32 v0, u32 k, u32 count) {
-        if (count != 0 && channel < channels) atomicAdd(&out[channel * NUM_BINS + v0 + k], count);
-    });
+    for_each_bin_major_shifted(hist, tile, group, lane, warp, shift, AddCount{out, channels});
 }
 
 // v04's flush of tiles [first, first + count) only (v15: each CTA of a cluster pair flushes its half).
@@ -187,9 +196,7 @@ __device__ __forceinline__ void flush_bin_major_tiles(const u32* hist, u32* tile
                                                       u32 channels, u32 lane, u32 warp, u32 first, u32 count)
 {
     for (u32 i = warp; i < count; i += WARPS)
-        bin_major_tile(hist, tile, group, lane, first + i, [&](u32 channel, u32 v0, u32 k, u32 c) {
-            if (c != 0 && channel < channels) atomicAdd(&out[channel * NUM_BINS + v0 + k], c);
-        });
+        bin_major_tile(hist, tile, group, lane, first + i, AddCount{out, channels});
 }
 #endif  // TILE_PITCH
 

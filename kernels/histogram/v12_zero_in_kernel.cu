@@ -12,8 +12,17 @@
 // thread 0 acquires the flag (set some 180 µs earlier, so the wait is one load) and the block adds
 // its counters with v07's sector-wide atomics. `epoch` grows by one per call (the host keeps the
 // count, per device and stream), so the flags never need resetting. A waiting block waits only
-// for a chunk-0 block, and those have the lowest block indices of their group, dispatched first:
-// the wait cannot deadlock even on a grid that is not all resident.
+// for a chunk-0 block, and those have the lowest block indices; the grid is at most one block per
+// SM, so every chunk-0 block is resident when the others wait (CUDA does not promise the order in
+// which blocks start, so a grid larger than the GPU could deadlock).
+//
+//   ZERO_DELAY_NS   a test build's chunk-0 blocks spin this long before storing the zeros, so that the
+//                   other blocks reach their flush first and must wait on the flag
+//                   (tests/test_histogram_gpu.py); 0 unless defined, and the kernel is then v12's own
+
+#ifndef ZERO_DELAY_NS
+#define ZERO_DELAY_NS 0
+#endif
 
 #include "common/sm90/flag.cuh"
 #include "histogram_persistent.cuh"
@@ -34,6 +43,10 @@ histogram_zero_in_kernel(const u8* __restrict__ data, u32* __restrict__ out, u32
                          u32 channels, u32 groups, u32 chunks, u32 epoch)
 {
     if (blockIdx.x < groups) {  // chunk 0 of group blockIdx.x
+#if ZERO_DELAY_NS
+        for (const u64 until = global_timer_ns() + ZERO_DELAY_NS; global_timer_ns() < until;) {
+        }
+#endif
         zero_group_rows(out, blockIdx.x, channels);
         __syncthreads();
         if (threadIdx.x == 0) {

@@ -5,9 +5,9 @@
 // w + 64, w + 96. The 33 blocks of a channel group reach their flush together and add into the same
 // 32768 output words, so at any moment all 33 are adding into the same 32 tiles' words, each word
 // with up to 33 atomics queued on one L2 slice while three quarters of the group's words wait their
-// turn. Here block (group, chunk) shifts its tiles by (chunk mod 4) x 32: its warps start on quarter
-// chunk mod 4 of the words, so about 8 blocks instead of 33 add into each word at a time, spread over
-// four times as many words. Counting is v07's: persistent_block in histogram_persistent.cuh.
+// turn. Here block (group, chunk) shifts its tiles by (chunk mod rounds) x WARPS, rounds = 128 / WARPS
+// (with 1024 threads, (chunk mod 4) x 32: its warps start on quarter chunk mod 4 of the words), so about
+// 8 blocks instead of 33 add into each word at a time, spread over four times as many words. Counting is v07's: persistent_block in histogram_persistent.cuh.
 
 #include "histogram_persistent.cuh"
 

@@ -2,8 +2,8 @@
 
 Structure: ``v14_shifted_flush.cu`` is v07's kernel (v05's persistent grid, v04's counting, tile
 transpose and atomics) with the flush hook set to ``flush_bin_major_shifted`` (histogram.cuh), the tiles
-of block (group, chunk) shifted by (chunk mod 4) x 32: its 32 warps start on quarter chunk mod 4 of the
-group's output words instead of the first. The host path is v07's (``lean_plan``), the configuration v05's.
+of block (group, chunk) shifted by (chunk mod 4) x 32 with the configuration's 1024 threads: its 32 warps
+start on quarter chunk mod 4 of the group's output words instead of the first. The host path is v07's (``lean_plan``), the configuration v05's.
 
 Hypothesis: v07's flush is most of what it adds to the reading (``probe_flush_only``, 17 µs median, against
 about 14 µs between v07 and the fastest read in the same run), and its 33 blocks per group flush in the
