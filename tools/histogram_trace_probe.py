@@ -2,7 +2,8 @@
 
     python tools/histogram_trace_probe.py --case benchmark --reps 20 --version v07 --version v15
 
-Builds each version's kernel (one of :data:`KERNELS`) with TRACE defined
+Builds each version's kernel (one of :data:`KERNELS`; ``v07_clustered`` is v07's kernel launched in clusters
+of two, a probe of probes_flush.cu) with TRACE defined
 (kernels/histogram/histogram_trace.cuh: four stamps a block, the global timer and the SM clock at entry,
 when its counting is done, when its warps have issued the flush, and when a fence says the flush's
 atomics are performed), checks its output exactly against the reference, then launches it ``--reps``
@@ -45,12 +46,14 @@ WORDS, MAX_BLOCKS = _DEFINES["TRACE_WORDS"], _DEFINES["TRACE_MAX_BLOCKS"]
 THREADS, UNROLL = int(v05.CONFIG["threads"]), int(v05.CONFIG["unroll"])  # every traced version's CONFIG is v05's
 GROUP, NUM_BINS = v05.GROUP, v05.NUM_BINS
 SMEM = GROUP * NUM_BINS * 4 + (THREADS // 32) * 32 * 9 * 4  # v05's: the histogram and a flush tile per warp
-# version -> (the module whose SOURCE holds its kernel, the kernel, the module's grid function or None for
-# v05's groups x chunks): versions whose kernel takes v05's arguments and adds into a zeroed output
-KERNELS = {"v07_lean_launch": ("v05_persistent", "histogram_persistent", None),
-           "v13_pair_atomics": ("v13_pair_atomics", "histogram_pair_atomics", None),
-           "v14_shifted_flush": ("v14_shifted_flush", "histogram_shifted_flush", None),
-           "v15_cluster_pairs": ("v15_cluster_pairs", "histogram_cluster_pairs", "blocks")}
+# name -> (a module, its attribute that names the CUDA source, the kernel, the module's grid function or None
+# for v05's groups x chunks): versions, and probes of probes_flush.cu, whose kernel takes v05's arguments and
+# adds into a zeroed output
+KERNELS = {"v07_lean_launch": ("v05_persistent", "SOURCE", "histogram_persistent", None),
+           "v07_clustered": ("histogram_probes", "FLUSH_SOURCE", "probe_v07_clustered", None),
+           "v13_pair_atomics": ("v13_pair_atomics", "SOURCE", "histogram_pair_atomics", None),
+           "v14_shifted_flush": ("v14_shifted_flush", "SOURCE", "histogram_shifted_flush", None),
+           "v15_cluster_pairs": ("v15_cluster_pairs", "SOURCE", "histogram_cluster_pairs", "blocks")}
 
 
 def reduce_launch(raw: np.ndarray) -> dict[str, float]:
@@ -75,7 +78,8 @@ def reduce_launch(raw: np.ndarray) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--case", default="benchmark")
-    ap.add_argument("--version", action="append", required=True, help="a version of KERNELS (name or vNN)")
+    ap.add_argument("--version", action="append", required=True,
+                    help="a version of KERNELS (name or vNN), or v07_clustered (v07's kernel in clusters of two)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--raw-launches", type=int, default=3, help="launches per version whose every block's stamps are kept")
     args = ap.parse_args(argv)
@@ -84,11 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     from reporter.harness.timing import CudaEventTimer
 
     a = get_assignment(ROOT / "kernels", "histogram")
-    names = [a.version(v).name for v in args.version]
+    names = [v if v in KERNELS else a.version(v).name for v in args.version]
     unknown = [n for n in names if n not in KERNELS]
     if unknown:
         raise SystemExit(f"--version {', '.join(unknown)}: not traceable here; one of {', '.join(KERNELS)}")
-    sources = [importlib.import_module(KERNELS[n][0]).SOURCE for n in names]
+    sources = [getattr(importlib.import_module(KERNELS[n][0]), KERNELS[n][1]) for n in names]
     session = ProbeSession(f"histogram_trace_{args.case}", __file__, cuda_sources=[HEADER, *sources])
     case = a.case(args.case)
     array, num_bins = data = a.spec.generate_input(**case)
@@ -104,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     out = torch.empty((channels, NUM_BINS), dtype=torch.int32, device=array.device)
     calls, traces = [], []
     for name, source in zip(names, sources, strict=True):
-        mod_name, kernel_name, grid_fn = KERNELS[name]
+        mod_name, _, kernel_name, grid_fn = KERNELS[name]
         blocks = getattr(importlib.import_module(mod_name), grid_fn)(groups, chunks) if grid_fn else groups * chunks
         if blocks > MAX_BLOCKS:
             raise SystemExit(f"{name} launches {blocks} blocks on {args.case}; histogram_trace.cuh stamps {MAX_BLOCKS}")

@@ -9,6 +9,10 @@
 //   probe_flush_only   v07's flush alone, on v07's grid: every counter of every block's histogram set
 //                      to 1, then v04's transposing flush, one global atomicAdd a counter, into
 //                      `sink` (channels x 256 words). All the blocks flush at once, as in v07.
+//   probe_v07_clustered  v07's kernel launched in clusters of two (__cluster_dims__; without the
+//                      attribute it is v07's machine code): what the cluster placement alone does to
+//                      v07's counting, which ends later in v15's clusters (tools/histogram_trace_probe.py
+//                      traces it as `v07_clustered`; grids of an even number of blocks only).
 
 #include "histogram_persistent.cuh"
 
@@ -31,4 +35,13 @@ probe_flush_only(u32* __restrict__ sink, u32 channels, u32 groups)
         reinterpret_cast<uint4*>(hist)[i] = make_uint4(1u, 1u, 1u, 1u);
     __syncthreads();
     flush_bin_major(hist, tile, sink, blockIdx.x % groups, channels, threadIdx.x & 31, threadIdx.x >> 5);
+}
+
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(THREADS, 1)
+probe_v07_clustered(const u8* __restrict__ data, u32* __restrict__ out, u32 length, u32 channels, u32 groups,
+                    u32 chunks)
+{
+    persistent_block(data, length, channels, groups, chunks, [&](u32* hist, u32* tile, u32 group, u32 lane, u32 warp) {
+        flush_bin_major(hist, tile, out, group, channels, lane, warp);
+    });
 }
