@@ -24,7 +24,7 @@ How a record is laid out on disk (schema 2; :mod:`reporter.store` writes it):
 
 * one line of JSON, no indentation;
 * a source file is named by its path and sha256 only: its text is kept once, in the source store
-  (:mod:`reporter.sources`, ``logs/sources/<sha256>``), however many records ran it;
+  (:mod:`reporter.sources`, ``logs/sources/<sha256>.gz``), however many records ran it;
 * the per-sample arrays (:data:`Floats`: a timing's samples and queuing times, the GPU's clocks,
   temperature and power per sample) are packed (:mod:`reporter.packed`): the string ``"f64z:"``
   followed by the base64 of the zlib-compressed little-endian IEEE-754 doubles, every bit of every

@@ -10,7 +10,7 @@ Layout::
     logs/devices/<gpu>/<utc-time>.json.gz                             DeviceCeilings
     logs/devices/<gpu>/probes/<utc-time>_<name>.json.gz               ProbeRecord
     logs/devices/<gpu>/microbench/<utc-time>.json.gz                  Microbench
-    logs/sources/<sha256>                                             a source text (reporter.sources)
+    logs/sources/<sha256>.gz                                          a source text, gzip (reporter.sources)
 
 A record file is its one line of JSON, gzip-compressed (``zcat`` shows it): the JSON text of a
 timing repeats its field names, device and code lists from record to record, and compressed a

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import with_sources
 
+from reporter import sources
 from reporter.harness.isolate import Worker, WorkerError, WorkerLost, describe_exit
 
 FIXTURES = Path(__file__).parent / "fixtures" / "isolation"
@@ -231,7 +232,8 @@ def test_ctrl_c_keeps_the_finished_records_whole_and_leaves_no_partial_file(monk
     files = sorted(parts[1] for parts in rels if parts[0] != "sources")
     assert files == ["v01_global_atomics", "v02_smem_privatized"]  # whole records, no .tmp beside them
     texts = [tmp_path.joinpath(*parts) for parts in rels if parts[0] == "sources"]
-    assert texts and all(hashlib.sha256(p.read_bytes()).hexdigest() == p.name for p in texts)  # their code, whole
+    assert texts and all(hashlib.sha256(sources.blob_text_bytes(p.name, p.read_bytes())).hexdigest()
+                         == sources.blob_name_sha(p.name) for p in texts)  # their code, whole
 
 
 def test_two_runs_of_one_version_in_one_millisecond_write_two_files(tmp_path):

@@ -90,7 +90,7 @@ def test_the_session_archive_holds_only_what_the_session_wrote(session):
     edited = store.load(path).code.files[0].sha256  # the one text the store did not have
     assert store.load(path).code.git_commit == "0123456789abcdef0123456789abcdef01234567"  # the caller's, not the copy's
     assert names == sorted([f"logs/flashattn/v16_launch_plan/{path.name}",
-                            f"logs/flashattn/v16_launch_plan/{store.stem(path)}.ncu-rep.gz", f"logs/sources/{edited}"])
+                            f"logs/flashattn/v16_launch_plan/{store.stem(path)}.ncu-rep.gz", f"logs/sources/{edited}.gz"])
 
 
 def test_merge_brings_the_new_record_and_its_text_in_and_a_second_merge_changes_nothing(session, tmp_path):
@@ -139,12 +139,14 @@ def test_what_cannot_be_checked_is_refused(tmp_path):
     archive = tmp_path / "a.tgz"
     archive.write_bytes(_tgz({
         f"logs/sources/{'0' * 64}": b"not the text of that hash",
+        f"logs/sources/{'1' * 64}.gz": b"no gzip stream",
         f"logs/histogram/v07_lean_launch/{run.run_id}.json": store.dumps(stranger).encode(),
     }))
     r = runner.invoke(app, ["merge", str(archive), "--root", str(ROOT), "--logs", str(here)])
     assert r.exit_code == 1
     assert "do not hash to its name" in _words(r.stderr) and "neither shipped nor in" in _words(r.stderr)
-    assert not (here / "sources" / ("0" * 64)).exists()
+    assert "not a gzip stream" in _words(r.stderr)
+    assert not (here / "sources" / ("0" * 64)).exists() and not sources.has(here, "1" * 64)
     assert not (here / "histogram").exists()
     unsafe = tmp_path / "b.tgz"
     unsafe.write_bytes(_tgz({"logs/../escape.json": b"{}"}))

@@ -11,7 +11,7 @@ import pytest
 from conftest import LOGS, ROOT
 from typer.testing import CliRunner
 
-from reporter import store
+from reporter import sources, store
 from reporter.analysis.facts import BindingError, ProbesFacts
 from reporter.cli import app
 from reporter.harness.probe import tool_closure
@@ -63,7 +63,7 @@ def test_a_probe_written_on_the_gpu_records_its_device_state_and_code():
     assert newest.code is not None and newest.code.git_commit and newest.command.endswith("host_call_probe.py")
     paths = [f.path for f in newest.code.files]
     assert paths[0] == "tools/host_call_probe.py" and "kernels/transform/v16_lean_call.py" in paths
-    assert all((LOGS / "sources" / f.sha256).is_file() for f in newest.code.files)
+    assert all(sources.has(LOGS, f.sha256) for f in newest.code.files)
 
 
 def test_a_worklog_binds_a_probe_by_name_or_id():

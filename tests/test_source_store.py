@@ -1,9 +1,10 @@
-"""The source store (issue 29): each text a record ran is kept once, under logs/sources/<sha256>; a record
+"""The source store (issue 29): each text a record ran is kept once, under logs/sources/<sha256>.gz; a record
 names its files by path and sha256 and never embeds a text; everything reads a recorded file's text
 through reporter.sources.read, and a text the store lacks is said plainly while the rest works."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import shutil
@@ -48,10 +49,13 @@ def test_no_committed_record_embeds_a_source_text_and_every_text_it_names_is_sto
             assert set(f) == {"path", "sha256"}, f"{p}: a code file stored with {sorted(set(f) - {'path', 'sha256'})}"
             named.add(f["sha256"])
     assert len(named) > 100
-    blobs = {p.name: p for p in (LOGS / "sources").iterdir()}
+    files = list((LOGS / "sources").iterdir())
+    assert all(p.name.endswith(sources.SUFFIX) for p in files), "a committed text not compressed (report migrate)"
+    blobs = {sources.blob_name_sha(p.name): p for p in files}
     assert named <= set(blobs), f"texts named but not stored: {sorted(named - set(blobs))[:3]}"
     for name, p in blobs.items():
-        assert hashlib.sha256(p.read_bytes()).hexdigest() == name, f"{p} does not hash to its name"
+        text = sources.blob_text_bytes(p.name, p.read_bytes())
+        assert hashlib.sha256(text).hexdigest() == name, f"{p} does not hash to its name"
     assert set(blobs) == named, f"stored texts no record names: {sorted(set(blobs) - named)[:3]}"
 
 
@@ -67,8 +71,9 @@ def test_a_new_record_references_its_texts_instead_of_embedding_them(tmp_path):
     raw = store.read_text(path)
     assert '"text"' not in raw and "__global__" not in raw and "custom_kernel" not in raw
     for f in run.code.files:
-        blob = logs / "sources" / f.sha256
-        assert blob.read_bytes() == f.text.encode("utf-8")  # type: ignore[union-attr]
+        blob = logs / "sources" / f"{f.sha256}.gz"
+        assert gzip.decompress(blob.read_bytes()) == f.text.encode("utf-8")  # type: ignore[union-attr]
+        assert blob.read_bytes() == sources.encode(f.text.encode("utf-8"))  # type: ignore[union-attr]  # no timestamp
     again = store.load(path)
     assert [sources.read(logs, f) for f in again.code.files] == [f.text for f in run.code.files]
     before = {p: p.stat().st_mtime_ns for p in (logs / "sources").iterdir()}
@@ -91,11 +96,38 @@ def test_read_says_which_file_and_blob_when_a_text_is_missing_or_changed(tmp_pat
         sources.read(tmp_path, f)
     sources.put(tmp_path, "print(1)\n")
     assert sources.read(tmp_path, f) == "print(1)\n"
-    (tmp_path / "sources" / f.sha256).write_text("print(2)\n")
+    blob = sources.blob_path(tmp_path, f.sha256)
+    blob.write_bytes(sources.encode(b"print(2)\n"))
     with pytest.raises(sources.SourceCorrupt, match="does not hash to its name"):
+        sources.read(tmp_path, f)
+    blob.write_bytes(b"print(1)\n")  # no gzip stream
+    with pytest.raises(sources.SourceCorrupt, match="not a gzip stream"):
         sources.read(tmp_path, f)
     sources.put(tmp_path, "print(1)\n")  # the right text in hand puts a changed blob right
     assert sources.read(tmp_path, f) == "print(1)\n"
+
+
+def test_an_older_stores_plain_texts_read_and_migrate_compresses_them_once(tmp_path):
+    """A store written before blobs were compressed holds <sha256> plain: read as it is, and `report migrate`
+    rewrites each as <sha256>.gz (a blob whose bytes do not hash to its name is left, and said)."""
+    good = "print(1)\n"
+    f = SourceFile(path="kernels/x/v01.py", sha256=sources.sha256_of(good))
+    folder = tmp_path / "logs" / "sources"
+    folder.mkdir(parents=True)
+    (folder / f.sha256).write_text(good)
+    (folder / ("0" * 64)).write_text("changed by hand")
+    logs = tmp_path / "logs"
+    assert sources.read(logs, f) == good and sources.has(logs, f.sha256)
+    assert sources.put(logs, good) == folder / f.sha256  # there already, in its old form: not written twice
+    check = runner.invoke(app, ["migrate", "--check", "--root", str(ROOT), "--logs", str(logs)])
+    assert check.exit_code == 1 and "2 source texts not compressed" in check.stdout
+    r = runner.invoke(app, ["migrate", "--root", str(ROOT), "--logs", str(logs)])
+    assert r.exit_code == 1 and "1 source texts compressed" in r.stdout and "do not hash to its name" in r.stderr
+    assert sorted(p.name for p in folder.iterdir()) == sorted([f"{f.sha256}.gz", "0" * 64])
+    assert sources.read(logs, f) == good
+    (folder / ("0" * 64)).unlink()
+    again = runner.invoke(app, ["migrate", "--root", str(ROOT), "--logs", str(logs)])
+    assert again.exit_code == 0 and "compressed" not in again.stdout
 
 
 @pytest.fixture
@@ -108,7 +140,7 @@ def logs_without_one_text(tmp_path: Path) -> tuple[Path, str]:
     with_sources(logs)
     run = store.runs(logs, "flashattn", "v02_fused_triton")[-1]
     gone = next(f for f in run.code.files if f.path.endswith("v02_fused_triton.py"))
-    (logs / "sources" / gone.sha256).unlink()
+    sources.existing_blob(logs, gone.sha256).unlink()  # type: ignore[union-attr]
     return logs, gone.path
 
 

@@ -1,5 +1,6 @@
 """`report migrate`: rewrite every record under logs/ in the current layout, losslessly (each file
-read back and compared before it replaces the old one); the source texts go to logs/sources/."""
+read back and compared before it replaces the old one); the source texts go to logs/sources/, each
+gzip-compressed (a plain blob of an older store is rewritten as <sha256>.gz)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ def command(
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Rewrite every record under logs/ in the current layout (one line, source texts in logs/sources/,
-    per-sample arrays packed, the file gzip-compressed as X.json.gz). Each file is read back and compared with the old record, field by field,
+    per-sample arrays packed, the file gzip-compressed as X.json.gz) and every plain source text as
+    <sha256>.gz. Each file is read back and compared with the old record, field by field,
     sample by sample and text by text, before it replaces it; a second run changes nothing."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .. import packed, store
+    from .. import packed, sources, store
     from ..migrate import is_current, is_record, migrate, probe_attachments, record_files
 
     _, _, logs_dir = project_paths(root, logs)
@@ -42,9 +44,12 @@ def command(
                 broken += 1
         for p in stale:
             console.print(f"not in the current layout: {p.relative_to(logs_dir)}", highlight=False)
+        plain = [p for p in (sources.folder(logs_dir).iterdir() if sources.folder(logs_dir).is_dir() else [])
+                 if p.is_file() and not p.name.endswith(sources.SUFFIX)]
         console.print(f"{len(records) - len(stale) - broken} of {len(records)} records in the current layout"
-                      + (f", {broken} that do not read" if broken else ""), highlight=False)
-        raise typer.Exit(1 if stale or broken else 0)
+                      + (f", {broken} that do not read" if broken else "")
+                      + (f"; {len(plain)} source texts not compressed" if plain else ""), highlight=False)
+        raise typer.Exit(1 if stale or broken or plain else 0)
     with Progress(TextColumn("migrating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         task = progress.add_task("records", total=len(files))
@@ -59,5 +64,11 @@ def command(
                   f"{len(out.failed)} failed; {len(out.blobs)} source texts stored in "
                   f"{logs_dir / 'sources'}; the records took {out.bytes_before / mb:.1f} MB and now take "
                   f"{out.bytes_after / mb:.1f} MB", highlight=False)
-    if out.failed:
+    texts = sources.compress_folder(logs_dir)
+    if texts.blobs:
+        console.print(f"{texts.blobs} source texts compressed: {texts.bytes_before / mb:.1f} MB to "
+                      f"{texts.bytes_after / mb:.1f} MB", highlight=False)
+    for p in texts.left or []:
+        err.print(f"[bold red]not compressed:[/bold red] {p}: its bytes do not hash to its name", highlight=False)
+    if out.failed or texts.left:
         raise typer.Exit(1)
