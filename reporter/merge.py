@@ -6,7 +6,8 @@ start with ``logs/`` (``tools/gpu_session.sh`` makes it) or as a folder laid out
 module checks each file and copies it in:
 
 * a source text (``logs/sources/<sha256>.gz``, or the plain ``<sha256>`` of an older tool) must hash to its
-  name; it is kept gzip-compressed, as the store writes it;
+  name; it is kept gzip-compressed, as the store writes it, and a text here whose blob no longer gives it
+  back is put right by the shipped one;
 * a record must load (:func:`reporter.store.load`) with every packed array decoding, lie where the
   store would write it (a run under its assignment and version), and every text its code names must
   be in the incoming files or already in the store; it is kept compressed (``.json.gz``) whichever
@@ -106,20 +107,29 @@ def merge(source: Path, logs: Path) -> MergeOutcome:
     incoming_texts: set[str] = set()
     for rel, data in blobs.items():
         name = PurePosixPath(rel).name
+        if len(PurePosixPath(rel).parts) != 2:
+            out.refused.append((rel, f"a file in a folder under {sources.FOLDER}/, where only source texts lie"))
+            continue
         try:
             text = sources.blob_text_bytes(name, data)
         except ValueError as e:
             out.refused.append((rel, f"a source text that is {e}"))
             continue
         sha = sources.blob_name_sha(name)
-        if len(PurePosixPath(rel).parts) != 2 or hashlib.sha256(text).hexdigest() != sha:
+        if hashlib.sha256(text).hexdigest() != sha:
             out.refused.append((rel, "a source text whose bytes do not hash to its name"))
             continue
         incoming_texts.add(sha)
-        if sources.has(logs, sha):  # the same text (its name says so; the store checks its blobs on read)
+        if sources.intact(logs, sha):  # the same text, stored here already (in either form)
             out.unchanged.append(rel)
-            continue
-        _place(logs, f"{sources.FOLDER}/{sources.blob_path(Path(), sha).name}", sources.encode(text), out)
+        elif sources.has(logs, sha):  # stored here but changed since: the shipped text, which is right, mends it
+            try:
+                sources.put(logs, text.decode("utf-8"), sha)
+                out.added.append(rel)
+            except (UnicodeDecodeError, sources.SourceError, OSError) as e:
+                out.conflicts.append((rel, f"here with other bytes and cannot be put right: {e}"))
+        else:
+            _place(logs, f"{sources.FOLDER}/{sources.blob_path(Path(), sha).name}", sources.encode(text), out)
     for rel, data in others.items():
         _place(logs, rel, data, out)
     for rel, raw in records.items():

@@ -5,8 +5,8 @@ the text is the file ``logs/sources/<sha256>.gz``, gzip of exactly the UTF-8 byt
 its name (written without a timestamp, so the same text gives the same bytes on every machine). A
 store written before blobs were compressed holds ``logs/sources/<sha256>``, the bytes themselves:
 both are read, :func:`compress_folder` (``report migrate``) turns the old form into the new. However
-many records ran a file, its text is stored once. A blob is written atomically and never rewritten:
-its name is its content.
+many records ran a file, its text is stored once. A blob is written atomically and never rewritten
+while it holds its text: its name is its content (one changed by hand is put right by the text in hand).
 
 :func:`read` is the one way to a recorded file's text (``report show``, ``report diff``'s code
 diff, re-verification, the tests): the text the record carried in memory (a snapshot just taken,
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ def folder(logs: Path) -> Path:
 
 
 SUFFIX = ".gz"  # a blob's file is <sha256>.gz; a store written before has <sha256>
+_PLAIN_NAME = re.compile(r"^[0-9a-f]{64}$")  # a blob of the older, plain form (not a temporary file, not a .gitkeep)
 
 
 def blob_path(logs: Path, sha256: str) -> Path:
@@ -107,6 +109,12 @@ def _holds(path: Path, digest: str) -> bool:
         return False
 
 
+def intact(logs: Path, sha256: str) -> bool:
+    """Whether the store holds the text of ``sha256`` in a blob that gives it back."""
+    path = existing_blob(logs, sha256)
+    return path is not None and _holds(path, sha256)
+
+
 def put(logs: Path, text: str, sha256: str | None = None) -> Path:
     """Store ``text`` under its sha256 (``sha256``, when given, must be it) unless it is there;
     returns the blob's path. A blob is never replaced, unless its bytes no longer give its name's text
@@ -132,16 +140,24 @@ def read(logs: Path, f: SourceFile) -> str:
     """The text of one recorded file: what the record carries in memory, else its blob."""
     if f.text is not None:
         return f.text
-    path = existing_blob(logs, f.sha256)
-    if path is None:
-        raise SourceMissing(f"{f.path}: its text (sha256 {f.sha256[:12]}…) is not in the source store "
-                            f"({blob_path(logs, f.sha256)} is missing)")
-    try:
-        data = blob_text_bytes(path.name, path.read_bytes())
-    except OSError as e:
-        raise SourceMissing(f"{f.path}: cannot read its text, {path}: {e.strerror or e}") from None
-    except ValueError as e:
-        raise SourceCorrupt(f"{f.path}: {path} is {e}: the blob was changed after it was written") from None
+    data = None
+    for _ in range(2):  # a plain blob that `report migrate` compresses meanwhile is read as its .gz
+        path = existing_blob(logs, f.sha256)
+        if path is None:
+            raise SourceMissing(f"{f.path}: its text (sha256 {f.sha256[:12]}…) is not in the source store "
+                                f"(neither {blob_path(logs, f.sha256)} nor {_plain_path(logs, f.sha256).name} is there)")
+        try:
+            data = blob_text_bytes(path.name, path.read_bytes())
+            break
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            raise SourceMissing(f"{f.path}: cannot read its text, {path}: {e.strerror or e}") from None
+        except ValueError as e:
+            raise SourceCorrupt(f"{f.path}: {path} is {e}: the blob was changed after it was written") from None
+    if data is None:
+        raise SourceMissing(f"{f.path}: its text (sha256 {f.sha256[:12]}…) went from the source store while "
+                            "it was read")
     if hashlib.sha256(data).hexdigest() != f.sha256:
         raise SourceCorrupt(f"{f.path}: {path} does not hash to its name: the blob was changed after it was written")
     try:
@@ -161,19 +177,28 @@ class Compressed:
     left: list[Path] | None = None
 
 
+def plain_blobs(logs: Path) -> list[Path]:
+    """The store's blobs of the older, plain form (``<sha256>``, 64 hex digits): what :func:`compress_folder`
+    rewrites; anything else there (a writer's temporary file) is not one."""
+    root = folder(logs)
+    if not root.is_dir():
+        return []
+    return [p for p in root.iterdir() if p.is_file() and _PLAIN_NAME.match(p.name)]
+
+
 def compress_folder(logs: Path) -> Compressed:
     """Every plain blob of the store (``<sha256>``, the form before blobs were compressed) written as
     ``<sha256>.gz`` and removed once the new file reads back as the same text. A plain blob whose bytes do
     not hash to its name is left where it is, and said."""
     out = Compressed(left=[])
-    root = folder(logs)
-    if not root.is_dir():
-        return out
-    for path in sorted(p for p in root.iterdir() if p.is_file() and not p.name.endswith(SUFFIX)):
+    for path in sorted(plain_blobs(logs)):
         data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
         if digest != path.name:
-            out.left.append(path)  # type: ignore[union-attr]
+            if _holds(blob_path(logs, path.name), path.name):
+                path.unlink()  # changed by hand, and the .gz beside it holds the text: the .gz stands
+            else:
+                out.left.append(path)  # type: ignore[union-attr]
             continue
         target = blob_path(logs, digest)
         if not _holds(target, digest):
@@ -220,13 +245,13 @@ def put_all(logs: Path, records: Iterable[object]) -> list[Path]:
     for record in records:
         for f in files(record):
             if f.text is not None:
-                existed = has(logs, f.sha256)
+                existed = intact(logs, f.sha256)
                 try:
                     path = put(logs, f.text, f.sha256)
                 except SourceCorrupt as e:
                     raise SourceCorrupt(f"{f.path}: {e}") from None
                 if not existed:
-                    written.append(path)
+                    written.append(path)  # new, or put right
             elif not has(logs, f.sha256):
                 raise SourceMissing(f"{f.path}: the record names a text (sha256 {f.sha256[:12]}…) that is neither "
                                     f"in memory nor in {folder(logs)}: not written")

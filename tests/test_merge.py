@@ -4,6 +4,8 @@ and a second merge of the same files changes nothing."""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import io
 import json
 import os
@@ -236,3 +238,27 @@ def test_a_session_refuses_the_copys_own_head_when_its_code_moved_on(tmp_path):
     assert refused.returncode == 2 and "this copy's own HEAD" in refused.stderr
     env["REPORT_GIT_COMMIT"] = "0123456789abcdef0123456789abcdef01234567"  # the checkout's, computed there
     assert session().returncode == 0
+
+
+def test_a_shipped_text_in_either_form_is_kept_compressed_and_mends_a_changed_one_here(tmp_path):
+    """An older node ships plain <sha256> blobs, a newer one <sha256>.gz: either is verified and kept as
+    <sha256>.gz. A text stored here whose blob no longer gives it back is put right by the shipped one."""
+    here = tmp_path / "here"
+    old_text, new_text, mended = b"print('plain')\n", b"print('gz')\n", b"print('mended')\n"
+    sha = {t: hashlib.sha256(t).hexdigest() for t in (old_text, new_text, mended)}
+    sources.blob_path(here, sha[mended]).parent.mkdir(parents=True)
+    sources.blob_path(here, sha[mended]).write_bytes(sources.encode(b"changed by hand\n"))
+    archive = tmp_path / "a.tgz"
+    archive.write_bytes(_tgz({
+        f"logs/sources/{sha[old_text]}": old_text,
+        f"logs/sources/{sha[new_text]}.gz": sources.encode(new_text),
+        f"logs/sources/{sha[mended]}": mended,
+    }))
+    r = runner.invoke(app, ["merge", str(archive), "--root", str(ROOT), "--logs", str(here)])
+    assert r.exit_code == 0, r.output
+    assert "3 files added (0 records), 0 already here, 0 conflicts, 0 refused" in _words(r.stdout)
+    assert sorted(p.name for p in (here / "sources").iterdir()) == sorted(f"{sha[t]}.gz" for t in sha)
+    for t in sha:
+        assert gzip.decompress(sources.blob_path(here, sha[t]).read_bytes()) == t
+    again = runner.invoke(app, ["merge", str(archive), "--root", str(ROOT), "--logs", str(here)])
+    assert again.exit_code == 0 and "0 files added (0 records), 3 already here" in _words(again.stdout)

@@ -73,7 +73,7 @@ def test_a_new_record_references_its_texts_instead_of_embedding_them(tmp_path):
     for f in run.code.files:
         blob = logs / "sources" / f"{f.sha256}.gz"
         assert gzip.decompress(blob.read_bytes()) == f.text.encode("utf-8")  # type: ignore[union-attr]
-        assert blob.read_bytes() == sources.encode(f.text.encode("utf-8"))  # type: ignore[union-attr]  # no timestamp
+        assert blob.read_bytes()[4:8] == b"\0\0\0\0"  # gzip's MTIME field: no timestamp, the same bytes anywhere
     again = store.load(path)
     assert [sources.read(logs, f) for f in again.code.files] == [f.text for f in run.code.files]
     before = {p: p.stat().st_mtime_ns for p in (logs / "sources").iterdir()}
@@ -105,6 +105,11 @@ def test_read_says_which_file_and_blob_when_a_text_is_missing_or_changed(tmp_pat
         sources.read(tmp_path, f)
     sources.put(tmp_path, "print(1)\n")  # the right text in hand puts a changed blob right
     assert sources.read(tmp_path, f) == "print(1)\n"
+    blob.unlink()
+    plain = tmp_path / "sources" / f.sha256  # a plain blob of an older store, changed by hand
+    plain.write_text("print(3)\n")
+    assert sources.put(tmp_path, "print(1)\n") == blob and not plain.exists()  # put right as .gz, the plain one gone
+    assert sources.read(tmp_path, f) == "print(1)\n"
 
 
 def test_an_older_stores_plain_texts_read_and_migrate_compresses_them_once(tmp_path):
@@ -116,6 +121,7 @@ def test_an_older_stores_plain_texts_read_and_migrate_compresses_them_once(tmp_p
     folder.mkdir(parents=True)
     (folder / f.sha256).write_text(good)
     (folder / ("0" * 64)).write_text("changed by hand")
+    (folder / f".{'1' * 64}.gz.tmp").write_text("a writer's leftover: not a blob")
     logs = tmp_path / "logs"
     assert sources.read(logs, f) == good and sources.has(logs, f.sha256)
     assert sources.put(logs, good) == folder / f.sha256  # there already, in its old form: not written twice
@@ -123,11 +129,13 @@ def test_an_older_stores_plain_texts_read_and_migrate_compresses_them_once(tmp_p
     assert check.exit_code == 1 and "2 source texts not compressed" in check.stdout
     r = runner.invoke(app, ["migrate", "--root", str(ROOT), "--logs", str(logs)])
     assert r.exit_code == 1 and "1 source texts compressed" in r.stdout and "do not hash to its name" in r.stderr
-    assert sorted(p.name for p in folder.iterdir()) == sorted([f"{f.sha256}.gz", "0" * 64])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([f"{f.sha256}.gz", "0" * 64, f".{'1' * 64}.gz.tmp"])
     assert sources.read(logs, f) == good
     (folder / ("0" * 64)).unlink()
+    (folder / f.sha256).write_text("changed by hand, beside its good .gz")
     again = runner.invoke(app, ["migrate", "--root", str(ROOT), "--logs", str(logs)])
-    assert again.exit_code == 0 and "compressed" not in again.stdout
+    assert again.exit_code == 0 and "compressed" not in again.stdout, again.output
+    assert not (folder / f.sha256).exists() and sources.read(logs, f) == good  # the .gz stands
 
 
 @pytest.fixture

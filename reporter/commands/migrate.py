@@ -15,7 +15,8 @@ NAME = "migrate"
 
 def command(
     check: Annotated[bool, typer.Option(
-        "--check", help="change nothing: list the records not in the current layout and exit 1 if there are any")] = False,
+        "--check", help="change nothing: list the records not in the current layout, count the source texts not "
+                        "compressed, and exit 1 if there are any")] = False,
     root: RootOpt = None, logs: LogsOpt = None,
 ) -> None:
     """Rewrite every record under logs/ in the current layout (one line, source texts in logs/sources/,
@@ -44,8 +45,7 @@ def command(
                 broken += 1
         for p in stale:
             console.print(f"not in the current layout: {p.relative_to(logs_dir)}", highlight=False)
-        plain = [p for p in (sources.folder(logs_dir).iterdir() if sources.folder(logs_dir).is_dir() else [])
-                 if p.is_file() and not p.name.endswith(sources.SUFFIX)]
+        plain = sources.plain_blobs(logs_dir)
         console.print(f"{len(records) - len(stale) - broken} of {len(records)} records in the current layout"
                       + (f", {broken} that do not read" if broken else "")
                       + (f"; {len(plain)} source texts not compressed" if plain else ""), highlight=False)
