@@ -1,7 +1,7 @@
-"""v07's host path for a kernel on v05's persistent grid, with the grid a function of (groups, chunks): a
-launch plan per (device, length, channels) and, per call, the input checked, the zeroed output allocated and
-one launch of CuPy's function handle on the raw stream. v13, v14 and v15 launch their kernels through it
-(v15 with its clusters' grid); v07 and v11 keep their own copies, which their records ran.
+"""lean_plan's host path (v07's) with the grid a function of (groups, chunks): a launch plan per (device,
+length, channels) and, per call, the input checked, the zeroed output allocated and one launch of CuPy's
+function handle on the raw stream. v15 launches its clusters through it; lean_plan stays as v13 and v14 ran
+it (and v07 and v11 keep their own copies, which their records ran).
 """
 
 from __future__ import annotations

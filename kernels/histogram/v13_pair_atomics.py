@@ -4,7 +4,7 @@ Structure: ``v13_pair_atomics.cu`` is v07's kernel (v05's persistent grid, v04's
 transpose) with the flush hook set to ``flush_bin_major_pairs`` (histogram.cuh): after the transpose, the
 lane holding value v0 + k (k even) of a channel takes value v0 + k + 1's count from the next lane and adds
 both into the output's adjacent int32 pair with one 64-bit atomic. The host path is v07's
-(``grid_plan``), the configuration v05's.
+(``lean_plan``), the configuration v05's.
 
 Hypothesis: v07's flush is 4.3 million global atomics, all 132 blocks at once after their counting. The
 flush alone (``probe_flush_only``) took 17 µs median where v07 spends about 14 µs beyond the fastest
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import grid_plan
+import lean_plan
 import v05_persistent as v05
 
 SOURCE = Path(__file__).with_suffix(".cu")
 CONFIG = dict(v05.CONFIG)
-make_kernel = grid_plan.kernel_maker(SOURCE, "histogram_pair_atomics")
+make_kernel = lean_plan.kernel_maker(SOURCE, "histogram_pair_atomics")
 custom_kernel = make_kernel(CONFIG)
